@@ -1,0 +1,91 @@
+//! Steering a running session from outside: pause, resume, terminate, answer
+//! interrupts, watch events. Pause and terminate take effect at the next step
+//! boundary and cancel an in-flight model or tool call.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::event::Event;
+use crate::journal::InterruptRecord;
+use crate::progress::Progress;
+use crate::session::SessionStatus;
+use crate::store::Store;
+use crate::{Error, Result};
+
+/// What the user wants the runner to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Run,
+    Pause,
+    Terminate(String),
+}
+
+/// How a run ended (or why it returned while paused).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub session_id: String,
+    pub status: SessionStatus,
+    pub finish_reason: Option<String>,
+    /// One sentence about why it ended.
+    pub message: Option<String>,
+    pub progress: Progress,
+    /// The question the session waits on, when paused for one.
+    pub pending: Option<InterruptRecord>,
+}
+
+pub struct SessionHandle {
+    pub(crate) id: String,
+    pub(crate) control: watch::Sender<Command>,
+    pub(crate) answered: Arc<Notify>,
+    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) task: JoinHandle<Result<Outcome>>,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn pause(&self) {
+        self.control.send_replace(Command::Pause);
+    }
+
+    pub fn resume(&self) {
+        self.control.send_replace(Command::Run);
+    }
+
+    pub fn terminate(&self, reason: impl Into<String>) {
+        self.control.send_replace(Command::Terminate(reason.into()));
+    }
+
+    /// Answers an interrupt; the session continues with the reply.
+    pub fn answer(&self, interrupt_id: &str, reply: Value) -> Result<()> {
+        self.store.answer(&self.id, interrupt_id, &reply)?;
+        self.answered.notify_one();
+        Ok(())
+    }
+
+    /// Live events from now on; use `Store::events` for history.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Waits for the run to end (or to return while paused, when asked to).
+    pub async fn wait(self) -> Result<Outcome> {
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::Other(format!("the session task failed: {e}"))),
+        }
+    }
+
+    /// Stops the task where it is, as a killed process would (for tests and shutdown).
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,156 @@
+//! What a session writes to its store. A step commits one batch of `Write`s
+//! in one transaction: its calls, events, iteration rows, the JSON Patch of
+//! what it changed in the state, and now and then a full snapshot. The state
+//! after step N is the last snapshot plus the patches after it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::Event;
+use crate::progress::Progress;
+use crate::session::{IterationStatus, SessionStatus};
+use crate::termination::Termination;
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    Model,
+    Tool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// An intent: the call started and has no result yet.
+    Pending,
+    Success,
+    Error,
+}
+
+/// One model or tool call, keyed by (session, step, index within the step).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallRecord {
+    pub step: u64,
+    pub index: u32,
+    pub iteration: u32,
+    pub kind: CallKind,
+    /// Tool name, or the model that answered.
+    pub name: String,
+    /// Tool input; for a model call only the request's last message, so that
+    /// storage grows with what is new rather than with the whole prompt.
+    pub input: Value,
+    pub output: Option<Value>,
+    pub status: CallStatus,
+    pub error: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: Option<u64>,
+}
+
+impl CallRecord {
+    /// The record id users see: `step.index`.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.step, self.index)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IterationRecord {
+    pub number: u32,
+    pub started_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub status: IterationStatus,
+    pub error: Option<String>,
+}
+
+/// A question for a human, persisted so it survives restarts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptRecord {
+    /// `step.index` for node interrupts, `step.ask` for the runner's own.
+    pub id: String,
+    pub step: u64,
+    pub request: Value,
+    pub reply: Option<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The small per-session row: everything needed to continue, except the state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMeta {
+    pub id: String,
+    /// The graph that runs it (`bench-engine`, `coder`, ...).
+    pub agent: String,
+    pub status: SessionStatus,
+    pub current_iteration: u32,
+    pub max_iterations: Option<u32>,
+    pub finish_reason: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Steps committed so far; the next step is `step + 1`.
+    pub step: u64,
+    /// The node the next step runs; `None` once the graph reached END.
+    pub next_node: Option<String>,
+    pub progress: Progress,
+    pub termination: Termination,
+    /// Agent-specific parameters the session was started with.
+    pub input: Value,
+}
+
+/// One element of a commit batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    Meta(SessionMeta),
+    Call(CallRecord),
+    Event(Event),
+    Iteration(IterationRecord),
+    Interrupt(InterruptRecord),
+    /// JSON Patch (RFC 6902 text) of what step `step` changed.
+    Patch { step: u64, patch: String },
+    /// Full state after step `step`; older snapshots and patches are compacted.
+    Snapshot { step: u64, state: String },
+}
+
+/// What a step needs to re-run exactly once after a crash, pause or interrupt.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepRecords {
+    pub calls: Vec<CallRecord>,
+    pub interrupts: Vec<InterruptRecord>,
+    /// Events this step already persisted: a re-run does not emit them again.
+    pub events: u32,
+}
+
+/// A session as loaded for resuming.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedSession {
+    pub meta: SessionMeta,
+    /// The state rebuilt from the last snapshot plus the patches after it.
+    pub state: Value,
+    pub snapshot_bytes: u64,
+    pub patch_bytes_since_snapshot: u64,
+    pub last_event_seq: u64,
+}
+
+/// Applies stored patches, in order, to a snapshot.
+pub fn rebuild<'a>(snapshot: &str, patches: impl IntoIterator<Item = (u64, &'a str)>) -> Result<Value> {
+    let mut state: Value = serde_json::from_str(snapshot)
+        .map_err(|e| Error::State(format!("the stored snapshot is not valid JSON ({e})")))?;
+    for (step, text) in patches {
+        let patch: json_patch::Patch = serde_json::from_str(text)
+            .map_err(|e| Error::State(format!("the patch of step {step} is not a valid JSON Patch ({e})")))?;
+        json_patch::patch(&mut state, &patch)
+            .map_err(|e| Error::State(format!("the patch of step {step} does not apply ({e})")))?;
+    }
+    Ok(state)
+}
+
+/// When to write a full snapshot: once the patches since the last one weigh
+/// more than it does. Snapshots then grow geometrically, replay stays shorter
+/// than one snapshot, and total bytes stay linear in what happened.
+pub fn snapshot_due(snapshot_bytes: u64, patch_bytes_since: u64) -> bool {
+    patch_bytes_since > snapshot_bytes.max(4096)
+}

@@ -1,0 +1,42 @@
+//! agentloop-core: the engine every agent runs on.
+//!
+//! A graph of async nodes over a typed state ([`Graph`]), run one node per
+//! step by the [`Runner`], which checks [`Termination`] after every step and
+//! commits one journal entry per step through the [`Store`] port. Nodes reach
+//! models, tools, events and humans only through [`Step`], which records every
+//! call under (session, step, call index) so a resumed session never makes a
+//! recorded call twice.
+
+pub mod control;
+pub mod detectors;
+pub mod error;
+pub mod event;
+pub mod graph;
+pub mod journal;
+pub mod metrics;
+pub mod model;
+pub mod models;
+pub mod progress;
+pub mod runner;
+pub mod session;
+pub mod state;
+pub mod step;
+pub mod store;
+pub mod termination;
+pub mod tool;
+
+pub use control::{Command, Outcome, SessionHandle};
+pub use error::{Error, Result};
+pub use event::{Event, EventDraft};
+pub use graph::{CompiledGraph, Graph, END};
+pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
+pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
+pub use models::Models;
+pub use progress::{Progress, Signals};
+pub use runner::{Runner, StartOptions};
+pub use session::{Iteration, MessageRecord, Session, SessionStatus, ToolCallRecord};
+pub use state::{Fields, Marks, State};
+pub use step::Step;
+pub use store::Store;
+pub use termination::{Budget, Stop, Termination, Verdict};
+pub use tool::{Effect, Tool, Tools};

@@ -1,0 +1,567 @@
+//! The runner: one node per step, a termination check after every step, and
+//! one journal commit per step. Pause, terminate, interrupts and the failure
+//! rules are handled here, so no agent has to.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::control::{Command, Outcome, SessionHandle};
+use crate::detectors::{self, FailureVerdict};
+use crate::event::{self, EventDraft};
+use crate::graph::CompiledGraph;
+use crate::journal::{snapshot_due, InterruptRecord, SessionMeta, StepRecords, Write};
+use crate::models::Models;
+use crate::progress::Progress;
+use crate::session::SessionStatus;
+use crate::state::{Marks, State};
+use crate::step::{close_iteration, reply_is, Env, Pending, Step};
+use crate::store::Store;
+use crate::termination::{Stop, Termination, Verdict};
+use crate::tool::Tools;
+use crate::{Error, Result};
+
+/// How often a session waiting on a question re-reads the store, so that an
+/// answer given by another process (CLI, server) is seen.
+const ANSWER_POLL: Duration = Duration::from_millis(250);
+/// Event capacity of the live channel; a slower subscriber reads history from the store.
+const EVENT_BUFFER: usize = 1024;
+
+pub struct StartOptions {
+    /// A chosen id; a random one otherwise.
+    pub session_id: Option<String>,
+    pub termination: Termination,
+    /// Agent parameters saved with the session.
+    pub input: Value,
+    /// Return when the session pauses instead of waiting in process for
+    /// `resume`, `terminate` or an answer.
+    pub exit_when_paused: bool,
+}
+
+impl StartOptions {
+    pub fn new(termination: Termination) -> Self {
+        Self { session_id: None, termination, input: Value::Null, exit_when_paused: false }
+    }
+}
+
+/// Runs sessions of one graph.
+pub struct Runner<S: State> {
+    graph: Arc<CompiledGraph<S>>,
+    store: Arc<dyn Store>,
+    models: Models,
+    tools: Tools,
+}
+
+impl<S: State> Runner<S> {
+    pub fn new(graph: CompiledGraph<S>, store: Arc<dyn Store>) -> Self {
+        Self { graph: Arc::new(graph), store, models: Models::none(), tools: Tools::new() }
+    }
+
+    pub fn models(mut self, models: Models) -> Self {
+        self.models = models;
+        self
+    }
+
+    pub fn tools(mut self, tools: Tools) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Starts a new session from `state`. Must be called inside a Tokio runtime.
+    pub fn start(&self, state: S, options: StartOptions) -> Result<SessionHandle> {
+        let id = options.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if self.store.load(&id).is_ok() {
+            return Err(Error::Other(format!("a session with id `{id}` already exists: pick another id or resume it")));
+        }
+        let meta = SessionMeta {
+            id: id.clone(),
+            agent: self.graph.name().to_string(),
+            status: SessionStatus::Running,
+            current_iteration: 0,
+            max_iterations: options.termination.max_iterations_limit(),
+            finish_reason: None,
+            started_at: Utc::now(),
+            completed_at: None,
+            step: 0,
+            next_node: Some(self.graph.entry().to_string()),
+            progress: Progress::default(),
+            termination: options.termination,
+            input: options.input,
+        };
+        let snapshot = serde_json::to_string(&state)?;
+        let (handle, env) = self.handle(&id, &meta.termination, 0);
+        let batch = vec![
+            Pending::Write(Write::Meta(meta.clone())),
+            Pending::Write(Write::Snapshot { step: 0, state: snapshot.clone() }),
+            Pending::Event(EventDraft::session_start(&id, meta.max_iterations)),
+        ];
+        env.commit(0, batch, false)?;
+        let machine = Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, options.exit_when_paused)?;
+        Ok(handle.spawn(machine))
+    }
+
+    /// Continues a stored session where its journal ends.
+    pub fn resume(&self, id: &str, exit_when_paused: bool) -> Result<SessionHandle> {
+        let loaded = self.store.load(id)?;
+        let mut meta = loaded.meta;
+        if meta.agent != self.graph.name() {
+            return Err(Error::Other(format!("session `{id}` belongs to agent `{}`, not `{}`", meta.agent, self.graph.name())));
+        }
+        if meta.status.is_final() {
+            return Err(Error::Other(format!(
+                "session `{id}` already ended ({}{}); there is nothing to resume",
+                meta.status.as_str(),
+                meta.finish_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+            )));
+        }
+        let state: S = serde_json::from_value(loaded.state)
+            .map_err(|e| Error::State(format!("session `{id}` does not fit agent `{}` ({e})", meta.agent)))?;
+        let was_paused = meta.status == SessionStatus::Paused;
+        meta.status = SessionStatus::Running;
+        let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
+        env.commit(0, vec![Pending::Write(Write::Meta(meta.clone())), Pending::Event(EventDraft::resume(id))], false)?;
+        let mut machine = Machine::new(
+            env,
+            self.graph.clone(),
+            meta,
+            state,
+            usize::try_from(loaded.snapshot_bytes).unwrap_or(usize::MAX),
+            loaded.patch_bytes_since_snapshot,
+            exit_when_paused,
+        )?;
+        machine.replay_next = true;
+        machine.resumed_from_pause = was_paused;
+        Ok(handle.spawn(machine))
+    }
+
+    fn handle(&self, id: &str, termination: &Termination, seq: u64) -> (HandleParts, Arc<Env>) {
+        let (control_tx, control_rx) = watch::channel(Command::Run);
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let answered = Arc::new(Notify::new());
+        let env = Arc::new(Env {
+            session_id: id.to_string(),
+            store: self.store.clone(),
+            models: self.models.clone(),
+            tools: self.tools.clone(),
+            termination: termination.clone(),
+            control: control_rx,
+            events: events.clone(),
+            answered: answered.clone(),
+            seq: AtomicU64::new(seq),
+        });
+        (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone() }, env)
+    }
+}
+
+struct HandleParts {
+    id: String,
+    control_tx: watch::Sender<Command>,
+    events: broadcast::Sender<crate::event::Event>,
+    answered: Arc<Notify>,
+    store: Arc<dyn Store>,
+}
+
+impl HandleParts {
+    fn spawn<S: State>(self, machine: Machine<S>) -> SessionHandle {
+        let task = tokio::spawn(machine.run());
+        SessionHandle { id: self.id, control: self.control_tx, answered: self.answered, events: self.events, store: self.store, task }
+    }
+}
+
+/// How a step ended.
+enum StepEnd {
+    Committed,
+    /// Cancelled by pause or terminate: nothing committed, the step re-runs.
+    Discarded,
+    Interrupted(String),
+    Stopped(Stop),
+}
+
+/// What to do after handling something: go on, or return this outcome.
+type Flow = Option<Outcome>;
+
+struct Machine<S: State> {
+    env: Arc<Env>,
+    graph: Arc<CompiledGraph<S>>,
+    meta: SessionMeta,
+    state: S,
+    marks: Marks,
+    snapshot_bytes: u64,
+    patch_bytes_since: u64,
+    /// The next step may have records from an earlier attempt.
+    replay_next: bool,
+    resumed_from_pause: bool,
+    exit_when_paused: bool,
+    permission_denied: Option<String>,
+    message: Option<String>,
+}
+
+impl<S: State> Machine<S> {
+    fn new(
+        env: Arc<Env>,
+        graph: Arc<CompiledGraph<S>>,
+        meta: SessionMeta,
+        state: S,
+        snapshot_bytes: usize,
+        patch_bytes_since: u64,
+        exit_when_paused: bool,
+    ) -> Result<Self> {
+        let marks = Marks::of(&state)?;
+        Ok(Self {
+            env,
+            graph,
+            meta,
+            state,
+            marks,
+            snapshot_bytes: u64::try_from(snapshot_bytes).unwrap_or(u64::MAX),
+            patch_bytes_since,
+            replay_next: false,
+            resumed_from_pause: false,
+            exit_when_paused,
+            permission_denied: None,
+            message: None,
+        })
+    }
+
+    async fn run(mut self) -> Result<Outcome> {
+        match self.drive().await {
+            Ok(outcome) => Ok(outcome),
+            Err(e) => {
+                // Record why the session ended; the original error wins if that fails too.
+                let _ = self.finish(SessionStatus::Error, "error", Some(e.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn drive(&mut self) -> Result<Outcome> {
+        if self.resumed_from_pause {
+            if let Some(outcome) = self.settle_earlier_question().await? {
+                return Ok(outcome);
+            }
+        }
+        loop {
+            let command = self.env.control.borrow().clone();
+            match command {
+                Command::Terminate(reason) => return self.terminate(&reason),
+                Command::Pause => {
+                    if let Some(outcome) = self.pause().await? {
+                        return Ok(outcome);
+                    }
+                    continue;
+                }
+                Command::Run => {}
+            }
+            let Some(node) = self.meta.next_node.clone() else {
+                let reason = self.meta.progress.finish_reason.clone().unwrap_or_else(|| "end".into());
+                return self.finish(SessionStatus::Completed, &reason, None);
+            };
+            let flow = match self.run_step(&node).await? {
+                StepEnd::Committed => self.after_step().await?,
+                StepEnd::Discarded => None,
+                StepEnd::Interrupted(id) => self.wait_for_answer(&id).await?,
+                StepEnd::Stopped(stop) => self.apply_stop(stop).await?,
+            };
+            if let Some(outcome) = flow {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    async fn run_step(&mut self, node: &str) -> Result<StepEnd> {
+        let number = self.meta.step + 1;
+        let replay = if std::mem::take(&mut self.replay_next) {
+            self.env.store.step_records(&self.env.session_id, number)?
+        } else {
+            StepRecords::default()
+        };
+        let mut step = Step::new(self.env.clone(), number, node, replay, self.meta.progress.clone());
+        let f = self.graph.node(node)?.clone();
+        let result = {
+            // A retry after a failed iteration runs in an iteration of its own.
+            let retry = step.progress.iterations > 0 && step.progress.iteration_started_at.is_none();
+            let opened = if retry { step.begin_iteration().map(|_| step.retry_iteration = true) } else { Ok(()) };
+            match opened {
+                Err(e) => Err(e),
+                Ok(()) => match iteration_time_left(&step.progress, &self.meta.termination) {
+                    Some(left) => match tokio::time::timeout(left, f(&mut self.state, &mut step)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(Error::Timeout(format!(
+                            "iteration {} ran past its time limit and was cancelled",
+                            step.progress.iterations
+                        ))),
+                    },
+                    None => f(&mut self.state, &mut step).await,
+                },
+            }
+        };
+        match result {
+            Ok(()) => self.commit_step(step, node),
+            Err(Error::Cancelled) => self.discard().map(|_| StepEnd::Discarded),
+            Err(Error::Interrupted(id)) => self.discard().map(|_| StepEnd::Interrupted(id)),
+            Err(Error::Stopped(stop)) => self.discard().map(|_| StepEnd::Stopped(stop)),
+            Err(e) => self.commit_failed(step, e),
+        }
+    }
+
+    fn commit_step(&mut self, mut step: Step, node: &str) -> Result<StepEnd> {
+        let next = match self.graph.next_after(node, &self.state) {
+            Ok(next) => next,
+            Err(e) => return self.commit_failed(step, e),
+        };
+        let patch = match self.marks.patch(&self.state) {
+            Ok(p) => p,
+            Err(e) => return self.commit_failed(step, e),
+        };
+        let number = step.number();
+        let mut batch = std::mem::take(&mut step.pending);
+        if let Some(text) = patch {
+            self.patch_bytes_since += text.len() as u64;
+            if snapshot_due(self.snapshot_bytes, self.patch_bytes_since) {
+                let full = serde_json::to_string(&self.state)?;
+                self.snapshot_bytes = full.len() as u64;
+                self.patch_bytes_since = 0;
+                batch.push(Pending::Write(Write::Snapshot { step: number, state: full }));
+            } else {
+                batch.push(Pending::Write(Write::Patch { step: number, patch: text }));
+            }
+        }
+        let mut progress = step.progress;
+        progress.consecutive_timeouts = 0;
+        self.advance(number, next, progress, step.started.elapsed(), batch)?;
+        Ok(StepEnd::Committed)
+    }
+
+    /// A node failed: its state changes are dropped, its iteration is marked
+    /// failed, and the same node runs again in the next step (the detectors
+    /// and termination decide whether it may).
+    fn commit_failed(&mut self, mut step: Step, error: Error) -> Result<StepEnd> {
+        self.reload_state()?;
+        let message = error.to_string();
+        match &error {
+            Error::PermissionDenied(what) => self.permission_denied = Some(what.clone()),
+            Error::Timeout(_) => step.progress.consecutive_timeouts += 1,
+            _ => step.progress.consecutive_timeouts = 0,
+        }
+        step.fail_iteration(message.clone());
+        if step.progress.iteration_started_at.is_some() {
+            step.close_iteration();
+        } else {
+            step.progress.consecutive_failures += 1;
+        }
+        step.emit(EventDraft::new("agent:step:error", json!({"node": step.node(), "error": message})));
+        let number = step.number();
+        let batch = std::mem::take(&mut step.pending);
+        let next = self.meta.next_node.clone();
+        self.advance(number, next, step.progress, step.started.elapsed(), batch)?;
+        Ok(StepEnd::Committed)
+    }
+
+    fn advance(&mut self, number: u64, next: Option<String>, mut progress: Progress, took: Duration, mut batch: Vec<Pending>) -> Result<()> {
+        progress.steps += 1;
+        progress.active_ms += u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        self.meta.step = number;
+        self.meta.next_node = next;
+        self.meta.current_iteration = progress.iterations;
+        self.meta.progress = progress;
+        batch.push(Pending::Write(Write::Meta(self.meta.clone())));
+        self.env.commit(number, batch, false)
+    }
+
+    /// Drops the uncommitted changes of a step: the state goes back to what
+    /// the journal holds. Only on pause, interrupts and failures.
+    fn discard(&mut self) -> Result<()> {
+        self.reload_state()?;
+        self.replay_next = true;
+        Ok(())
+    }
+
+    fn reload_state(&mut self) -> Result<()> {
+        let loaded = self.env.store.load(&self.env.session_id)?;
+        self.state = serde_json::from_value(loaded.state)?;
+        self.marks = Marks::of(&self.state)?;
+        Ok(())
+    }
+
+    async fn after_step(&mut self) -> Result<Flow> {
+        if let Some(what) = self.permission_denied.take() {
+            if let FailureVerdict::Stop(message) = detectors::failure(&self.meta.progress, Some(&what)) {
+                return self.finish(SessionStatus::Error, "permission_denied", Some(message)).map(Some);
+            }
+        }
+        if let Some(held) = detectors::completion(&self.meta.progress) {
+            let reason = self.meta.progress.finish_reason.clone().unwrap_or_else(|| "complete".into());
+            return self.finish(SessionStatus::Completed, &reason, Some(format!("Complete: {}.", held.join(", ")))).map(Some);
+        }
+        if let Verdict::Stop(stop) = self.meta.termination.check(&self.meta.progress) {
+            return self.apply_stop(stop).await;
+        }
+        match detectors::failure(&self.meta.progress, None) {
+            FailureVerdict::Pause(message) => self.ask_to_continue("failure", &message).await,
+            FailureVerdict::Stop(message) => self.finish(SessionStatus::Error, "error", Some(message)).map(Some),
+            FailureVerdict::Retry(_) | FailureVerdict::Continue => Ok(None),
+        }
+    }
+
+    async fn apply_stop(&mut self, stop: Stop) -> Result<Flow> {
+        if stop.ask {
+            self.ask_to_continue(&stop.finish_reason, &stop.message).await
+        } else {
+            self.finish(stop.status, &stop.finish_reason, Some(stop.message)).map(Some)
+        }
+    }
+
+    /// Stuck, repetition and admitted failure: pause and ask the user.
+    async fn ask_to_continue(&mut self, reason: &str, message: &str) -> Result<Flow> {
+        let record = InterruptRecord {
+            id: format!("{}.ask", self.meta.step),
+            step: self.meta.step,
+            request: json!({"kind": "continue_or_terminate", "reason": reason, "message": message, "choices": ["continue", "terminate"]}),
+            reply: None,
+            created_at: Utc::now(),
+        };
+        let id = record.id.clone();
+        self.env.commit(0, vec![Pending::Write(Write::Interrupt(record))], true)?;
+        self.message = Some(message.to_string());
+        self.wait_for_answer(&id).await
+    }
+
+    /// A resumed session that was paused on the runner's own question.
+    async fn settle_earlier_question(&mut self) -> Result<Flow> {
+        let id = format!("{}.ask", self.meta.step);
+        let records = self.env.store.step_records(&self.env.session_id, self.meta.step)?;
+        match records.interrupts.into_iter().find(|i| i.id == id) {
+            Some(rec) if rec.reply.is_some() => self.apply_answer(&id, rec.reply.unwrap_or(Value::Null)),
+            Some(_) => self.wait_for_answer(&id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Pauses until interrupt `id` is answered (here or by another process),
+    /// or the user terminates.
+    async fn wait_for_answer(&mut self, id: &str) -> Result<Flow> {
+        let request = self.interrupt(id)?.map(|r| r.request).unwrap_or(Value::Null);
+        self.set_status(SessionStatus::Paused, vec![EventDraft::new(event::INTERRUPT, json!({"interruptId": id, "request": request}))])?;
+        if self.exit_when_paused {
+            return Ok(Some(self.outcome()?));
+        }
+        let mut control = self.env.control.clone();
+        let reply = loop {
+            if let Some(reply) = self.interrupt(id)?.and_then(|r| r.reply) {
+                break reply;
+            }
+            let command = control.borrow_and_update().clone();
+            match command {
+                Command::Terminate(reason) => return self.terminate(&reason).map(Some),
+                Command::Run | Command::Pause => {}
+            }
+            tokio::select! {
+                () = self.env.answered.notified() => {}
+                () = tokio::time::sleep(ANSWER_POLL) => {}
+                changed = control.changed() => if changed.is_err() { return Ok(Some(self.outcome()?)) },
+            }
+        };
+        self.set_status(SessionStatus::Running, vec![EventDraft::resume(&self.env.session_id)])?;
+        self.apply_answer(id, reply)
+    }
+
+    fn apply_answer(&mut self, id: &str, reply: Value) -> Result<Flow> {
+        if !id.ends_with(".ask") {
+            self.replay_next = true;
+            return Ok(None);
+        }
+        if reply_is(&reply, "continue") {
+            let p = &mut self.meta.progress;
+            p.consecutive_failures = 0;
+            p.consecutive_timeouts = 0;
+            p.recent_calls.clear();
+            p.signals.agent_admits_failure = false;
+            self.message = None;
+            self.set_status(SessionStatus::Running, Vec::new())?;
+            Ok(None)
+        } else {
+            self.terminate("the user chose to terminate").map(Some)
+        }
+    }
+
+    fn interrupt(&self, id: &str) -> Result<Option<InterruptRecord>> {
+        let step = id.split('.').next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(self.meta.step);
+        Ok(self.env.store.step_records(&self.env.session_id, step)?.interrupts.into_iter().find(|i| i.id == id))
+    }
+
+    async fn pause(&mut self) -> Result<Flow> {
+        self.set_status(SessionStatus::Paused, vec![EventDraft::pause(&self.env.session_id)])?;
+        if self.exit_when_paused {
+            return Ok(Some(self.outcome()?));
+        }
+        let mut control = self.env.control.clone();
+        loop {
+            let command = control.borrow_and_update().clone();
+            match command {
+                Command::Run => break,
+                Command::Terminate(reason) => return self.terminate(&reason).map(Some),
+                Command::Pause => {}
+            }
+            if control.changed().await.is_err() {
+                return Ok(Some(self.outcome()?));
+            }
+        }
+        self.set_status(SessionStatus::Running, vec![EventDraft::resume(&self.env.session_id)])?;
+        Ok(None)
+    }
+
+    fn set_status(&mut self, status: SessionStatus, events: Vec<EventDraft>) -> Result<()> {
+        self.meta.status = status;
+        let mut batch = vec![Pending::Write(Write::Meta(self.meta.clone()))];
+        batch.extend(events.into_iter().map(Pending::Event));
+        self.env.commit(0, batch, false)
+    }
+
+    fn terminate(&mut self, reason: &str) -> Result<Outcome> {
+        self.finish(SessionStatus::Terminated, "terminated", Some(reason.to_string()))
+    }
+
+    fn finish(&mut self, status: SessionStatus, reason: &str, message: Option<String>) -> Result<Outcome> {
+        let mut batch = Vec::new();
+        close_iteration(&mut self.meta.progress, &mut batch);
+        let now = Utc::now();
+        self.meta.status = status;
+        self.meta.finish_reason = Some(reason.to_string());
+        self.meta.completed_at = Some(now);
+        self.message = message;
+        let id = self.env.session_id.clone();
+        let duration = crate::session::millis_between(self.meta.started_at, now);
+        let draft = match status {
+            SessionStatus::Terminated => EventDraft::terminate(&id, self.message.as_deref().unwrap_or(reason)),
+            SessionStatus::Error => EventDraft::error(&id, self.message.as_deref().unwrap_or(reason)),
+            _ => EventDraft::complete(&id, reason, duration),
+        };
+        batch.push(Pending::Write(Write::Meta(self.meta.clone())));
+        batch.push(Pending::Event(draft));
+        self.env.commit(0, batch, false)?;
+        self.outcome()
+    }
+
+    fn outcome(&self) -> Result<Outcome> {
+        Ok(Outcome {
+            session_id: self.env.session_id.clone(),
+            status: self.meta.status,
+            finish_reason: self.meta.finish_reason.clone(),
+            message: self.message.clone(),
+            progress: self.meta.progress.clone(),
+            pending: self.env.store.pending_interrupt(&self.env.session_id)?,
+        })
+    }
+}
+
+/// Time left in the current iteration under a per-iteration timeout.
+fn iteration_time_left(p: &Progress, termination: &Termination) -> Option<Duration> {
+    let limit = termination.per_iteration_timeout()?;
+    let Some(started) = p.iteration_started_at else { return Some(limit) };
+    let spent = (Utc::now() - started).to_std().unwrap_or_default();
+    Some(limit.saturating_sub(spent))
+}

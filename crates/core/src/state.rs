@@ -1,0 +1,211 @@
+//! Typed agent state and how a step's change becomes a JSON Patch without
+//! diffing the whole state.
+//!
+//! A state lists its top-level fields once, as either a `value` (small:
+//! re-serialized and compared each step) or a `log` (append-only: only the
+//! items added since the last step are serialized). The cost of computing a
+//! step's patch therefore depends on what the step changed and on the small
+//! fields, never on the length of the history held in logs.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::{Error, Result};
+
+/// State an agent graph runs over.
+///
+/// ```
+/// use agentloop_core::{Fields, State};
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Chat { turn: u32, messages: Vec<String> }
+/// impl State for Chat {
+///     fn fields(&self, f: &mut Fields<'_>) {
+///         f.value("turn", &self.turn);
+///         f.log("messages", &self.messages);
+///     }
+/// }
+/// ```
+pub trait State: Serialize + DeserializeOwned + Send + 'static {
+    /// Visit every top-level field under its serialized name. A field not
+    /// visited is never journaled, so list them all; `log` fields may only
+    /// grow (shrinking is detected and journaled as a replacement; editing an
+    /// older item is not — declare such a field as a `value`).
+    fn fields(&self, fields: &mut Fields<'_>);
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Mark {
+    Value(Vec<u8>),
+    Log(usize),
+}
+
+/// What the journal last recorded of each field.
+#[derive(Clone, Debug, Default)]
+pub struct Marks(Vec<Mark>);
+
+impl Marks {
+    /// Marks for a state as it is now (after load or a snapshot).
+    pub fn of<S: State>(state: &S) -> Result<Self> {
+        let mut marks = Marks::default();
+        let mut patch = String::new();
+        let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, fresh: true, error: None };
+        state.fields(&mut f);
+        match f.error {
+            Some(e) => Err(e),
+            None => Ok(marks),
+        }
+    }
+
+    /// The JSON Patch (as text) from the marked state to `state`, updating the
+    /// marks; `None` when nothing changed.
+    pub fn patch<S: State>(&mut self, state: &S) -> Result<Option<String>> {
+        let mut patch = String::new();
+        let mut f = Fields { marks: self, patch: &mut patch, index: 0, fresh: false, error: None };
+        state.fields(&mut f);
+        if let Some(e) = f.error {
+            return Err(e);
+        }
+        if patch.is_empty() {
+            return Ok(None);
+        }
+        patch.insert(0, '[');
+        patch.push(']');
+        Ok(Some(patch))
+    }
+}
+
+/// The visitor `State::fields` fills in.
+pub struct Fields<'a> {
+    marks: &'a mut Marks,
+    patch: &'a mut String,
+    index: usize,
+    fresh: bool,
+    error: Option<Error>,
+}
+
+impl Fields<'_> {
+    /// A field journaled whole whenever its serialized form changes.
+    pub fn value<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
+        let bytes = match serde_json::to_vec(value) {
+            Ok(b) => b,
+            Err(e) => return self.fail(name, e),
+        };
+        let changed = match self.marks.0.get(self.index) {
+            Some(Mark::Value(old)) => *old != bytes,
+            _ => true,
+        };
+        if changed && !self.fresh {
+            self.op("add", name, false, &bytes);
+        }
+        self.set_mark(Mark::Value(bytes));
+    }
+
+    /// An append-only list: only items added since the last step are journaled.
+    pub fn log<T: Serialize>(&mut self, name: &str, items: &[T]) {
+        let seen = match self.marks.0.get(self.index) {
+            Some(Mark::Log(n)) => Some(*n),
+            _ => None,
+        };
+        if !self.fresh {
+            match seen {
+                Some(n) if n <= items.len() => {
+                    for item in &items[n..] {
+                        match serde_json::to_vec(item) {
+                            Ok(bytes) => self.op("add", name, true, &bytes),
+                            Err(e) => return self.fail(name, e),
+                        }
+                    }
+                }
+                _ => match serde_json::to_vec(items) {
+                    Ok(bytes) => self.op("add", name, false, &bytes),
+                    Err(e) => return self.fail(name, e),
+                },
+            }
+        }
+        self.set_mark(Mark::Log(items.len()));
+    }
+
+    fn set_mark(&mut self, mark: Mark) {
+        if self.index < self.marks.0.len() {
+            self.marks.0[self.index] = mark;
+        } else {
+            self.marks.0.push(mark);
+        }
+        self.index += 1;
+    }
+
+    fn op(&mut self, op: &str, name: &str, append: bool, value: &[u8]) {
+        if !self.patch.is_empty() {
+            self.patch.push(',');
+        }
+        self.patch.push_str("{\"op\":\"");
+        self.patch.push_str(op);
+        self.patch.push_str("\",\"path\":\"/");
+        // JSON Pointer escaping (RFC 6901) and JSON string escaping of the name.
+        let pointer = name.replace('~', "~0").replace('/', "~1");
+        let quoted = serde_json::to_string(&pointer).unwrap_or_default();
+        self.patch.push_str(quoted.trim_matches('"'));
+        if append {
+            self.patch.push_str("/-");
+        }
+        self.patch.push_str("\",\"value\":");
+        self.patch.push_str(&String::from_utf8_lossy(value));
+        self.patch.push('}');
+    }
+
+    fn fail(&mut self, name: &str, e: serde_json::Error) {
+        self.index += 1;
+        if self.error.is_none() {
+            self.error = Some(Error::State(format!("field `{name}` could not be serialized ({e})")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+    struct S {
+        n: u32,
+        note: String,
+        log: Vec<String>,
+    }
+    impl State for S {
+        fn fields(&self, f: &mut Fields<'_>) {
+            f.value("n", &self.n);
+            f.value("note", &self.note);
+            f.log("log", &self.log);
+        }
+    }
+
+    fn apply(doc: &mut serde_json::Value, patch: &str) {
+        let p: json_patch::Patch = serde_json::from_str(patch).unwrap();
+        json_patch::patch(doc, &p).unwrap();
+    }
+
+    #[test]
+    fn patch_covers_only_what_changed_and_replays_to_the_same_state() {
+        let mut s = S { n: 0, note: "a/b~c\"".into(), log: vec!["x".into()] };
+        let mut doc = serde_json::to_value(&s).unwrap();
+        let mut marks = Marks::of(&s).unwrap();
+        assert_eq!(marks.patch(&s).unwrap(), None);
+
+        s.log.push("y".into());
+        s.log.push("z".into());
+        let p = marks.patch(&s).unwrap().unwrap();
+        assert!(!p.contains("\"x\""), "old log items must not be re-journaled: {p}");
+        assert!(!p.contains("/n"), "unchanged values are not journaled: {p}");
+        apply(&mut doc, &p);
+        assert_eq!(doc, serde_json::to_value(&s).unwrap());
+
+        s.n = 7;
+        s.note = "new".into();
+        s.log.clear();
+        s.log.push("only".into());
+        let p = marks.patch(&s).unwrap().unwrap();
+        apply(&mut doc, &p);
+        assert_eq!(doc, serde_json::to_value(&s).unwrap());
+    }
+}

@@ -1,0 +1,489 @@
+//! `Step`: the one door through which a node calls models and tools, emits
+//! events, marks iterations and asks humans. Every call is journaled under
+//! (session, step, call index); when a step re-runs after a crash, a pause or
+//! an interrupt, recorded results are returned instead of calling again.
+
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::control::Command;
+use crate::event::{self, Event, EventDraft};
+use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, IterationRecord, StepRecords, Write};
+use crate::model::{ChatRequest, ChatResponse};
+use crate::models::{Models, DEFAULT_ROLE};
+use crate::progress::{Progress, Signals};
+use crate::session::{millis_between, IterationStatus};
+use crate::store::Store;
+use crate::termination::{Termination, Verdict};
+use crate::tool::{Effect, Tools};
+use crate::{Error, Result};
+
+/// What a session's steps share.
+pub(crate) struct Env {
+    pub session_id: String,
+    pub store: Arc<dyn Store>,
+    pub models: Models,
+    pub tools: Tools,
+    pub termination: Termination,
+    pub control: watch::Receiver<Command>,
+    pub events: broadcast::Sender<Event>,
+    pub answered: Arc<Notify>,
+    /// Last event sequence number persisted.
+    pub seq: AtomicU64,
+}
+
+/// Something a step will write at its next flush or commit.
+pub(crate) enum Pending {
+    Write(Write),
+    Event(EventDraft),
+}
+
+impl Env {
+    /// Writes a batch, numbering its events, then broadcasts them. Events get
+    /// their sequence numbers only here, so numbers stay contiguous even when
+    /// a step is discarded.
+    pub fn commit(&self, step: u64, batch: Vec<Pending>, flush: bool) -> Result<()> {
+        let start = self.seq.load(Ordering::Relaxed);
+        let mut seq = start;
+        let mut events = Vec::new();
+        let writes: Vec<Write> = batch
+            .into_iter()
+            .map(|p| match p {
+                Pending::Write(w) => w,
+                Pending::Event(d) => {
+                    seq += 1;
+                    let e = Event {
+                        session_id: self.session_id.clone(),
+                        seq,
+                        name: d.name,
+                        payload: d.payload,
+                        timestamp: Utc::now(),
+                        step,
+                    };
+                    events.push(e.clone());
+                    Write::Event(e)
+                }
+            })
+            .collect();
+        self.store.write(&self.session_id, &writes, flush)?;
+        self.seq.store(seq, Ordering::Relaxed);
+        for e in events {
+            // Nobody listening is fine: the store has them.
+            let _ = self.events.send(e);
+        }
+        Ok(())
+    }
+}
+
+pub struct Step {
+    pub(crate) env: Arc<Env>,
+    number: u64,
+    node: String,
+    calls: u32,
+    emits: u32,
+    replay: StepRecords,
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) progress: Progress,
+    pub(crate) started: Instant,
+    /// The runner opened an iteration for a retry; the node's own
+    /// `begin_iteration` then reuses it instead of opening an empty one.
+    pub(crate) retry_iteration: bool,
+}
+
+/// Ends the open iteration, if any, as completed or failed, and keeps the
+/// count of failed iterations in a row.
+pub(crate) fn close_iteration(progress: &mut Progress, pending: &mut Vec<Pending>) {
+    let Some(started) = progress.iteration_started_at.take() else { return };
+    let now = Utc::now();
+    let failed = progress.iteration_failed;
+    progress.consecutive_failures = if failed { progress.consecutive_failures + 1 } else { 0 };
+    pending.push(Pending::Write(Write::Iteration(IterationRecord {
+        number: progress.iterations,
+        started_at: started,
+        completed_at: Some(now),
+        status: if failed { IterationStatus::Failed } else { IterationStatus::Completed },
+        error: progress.iteration_error.clone(),
+    })));
+    pending.push(Pending::Event(EventDraft::iteration_complete(progress.iterations, millis_between(started, now))));
+}
+
+impl Step {
+    pub(crate) fn new(env: Arc<Env>, number: u64, node: &str, replay: StepRecords, progress: Progress) -> Self {
+        Self {
+            env,
+            number,
+            node: node.to_string(),
+            calls: 0,
+            emits: 0,
+            replay,
+            pending: Vec::new(),
+            progress,
+            started: Instant::now(),
+            retry_iteration: false,
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.env.session_id
+    }
+
+    /// The journal step number (1-based).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The current iteration (0 before the first `begin_iteration`).
+    pub fn iteration(&self) -> u32 {
+        self.progress.iterations
+    }
+
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    /// Closes the current iteration and opens the next. Fails with
+    /// `Error::Stopped` when the session may not start another one.
+    pub fn begin_iteration(&mut self) -> Result<u32> {
+        if std::mem::take(&mut self.retry_iteration) && self.calls == 0 {
+            return Ok(self.progress.iterations);
+        }
+        if let Verdict::Stop(stop) = self.env.termination.check_new_iteration(&self.progress) {
+            return Err(Error::Stopped(stop));
+        }
+        self.close_iteration();
+        let now = Utc::now();
+        let n = self.progress.iterations + 1;
+        self.progress.iterations = n;
+        self.progress.iteration_started_at = Some(now);
+        self.progress.iteration_failed = false;
+        self.progress.iteration_error = None;
+        self.progress.signals.agent_admits_failure = false;
+        self.pending.push(Pending::Write(Write::Iteration(IterationRecord {
+            number: n,
+            started_at: now,
+            completed_at: None,
+            status: IterationStatus::InProgress,
+            error: None,
+        })));
+        self.emit(EventDraft::iteration_start(n, now));
+        Ok(n)
+    }
+
+    /// Ends the open iteration, if any, as completed or failed.
+    pub(crate) fn close_iteration(&mut self) {
+        let mut out = Vec::new();
+        close_iteration(&mut self.progress, &mut out);
+        for p in out {
+            match p {
+                Pending::Event(draft) => self.emit(draft),
+                write => self.pending.push(write),
+            }
+        }
+    }
+
+    /// Marks the current iteration failed (a detector counts failures in a row).
+    pub fn fail_iteration(&mut self, error: impl Into<String>) {
+        self.progress.iteration_failed = true;
+        self.progress.iteration_error = Some(error.into());
+    }
+
+    /// Emits an agent event (persisted with the step, then broadcast).
+    pub fn emit(&mut self, draft: EventDraft) {
+        if draft.name == event::REPLAN {
+            self.progress.replans += 1;
+        }
+        self.emits += 1;
+        if self.emits > self.replay.events {
+            self.pending.push(Pending::Event(draft));
+        }
+    }
+
+    /// The agent's own verdict on why it is done (see `until_finish_reason`).
+    pub fn finish(&mut self, reason: impl Into<String>) {
+        self.progress.finish_reason = Some(reason.into());
+    }
+
+    /// Reports completion and failure indicators for the detectors.
+    pub fn signal(&mut self, f: impl FnOnce(&mut Signals)) {
+        f(&mut self.progress.signals);
+    }
+
+    /// Asks the default model.
+    pub async fn chat(&mut self, request: ChatRequest) -> Result<ChatResponse> {
+        self.chat_as(DEFAULT_ROLE, request).await
+    }
+
+    /// Asks the model configured for `role`.
+    pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
+        let index = self.next_index();
+        let response = match self.recorded(index) {
+            Some(rec) => replayed(&rec, |v| serde_json::from_value::<ChatResponse>(v))?,
+            None => {
+                let model = self.env.models.get(role)?.clone();
+                let started_at = Utc::now();
+                let t = Instant::now();
+                let result = self.cancellable(model.chat(&request)).await;
+                if matches!(result, Err(Error::Cancelled)) {
+                    return Err(Error::Cancelled);
+                }
+                let input = json!({
+                    "role": role,
+                    "messages": request.messages.len(),
+                    "last": request.messages.last(),
+                    "jsonSchema": request.json_schema.is_some(),
+                });
+                let name = match &result {
+                    Ok(r) if !r.model.is_empty() => r.model.clone(),
+                    _ => model.name().to_string(),
+                };
+                let record = self.call_record(index, CallKind::Model, name, input, started_at, &result, t);
+                self.pending.push(Pending::Write(Write::Call(record)));
+                self.flush(false)?;
+                result?
+            }
+        };
+        self.progress.model_calls += 1;
+        self.progress.prompt_tokens += response.usage.prompt_tokens;
+        self.progress.completion_tokens += response.usage.completion_tokens;
+        self.progress.last_finish_reason = serde_json::to_value(response.finish_reason).ok().and_then(|v| v.as_str().map(String::from));
+        Ok(response)
+    }
+
+    /// Asks for JSON matching `schema` and parses it into `T`; one repair
+    /// pass re-asks with the parse error before giving up.
+    pub async fn chat_json<T: DeserializeOwned>(&mut self, mut request: ChatRequest, schema: Value) -> Result<T> {
+        request.json_schema = Some(schema);
+        let first = self.chat(request.clone()).await?;
+        match parse_json::<T>(&first.content) {
+            Ok(v) => Ok(v),
+            Err(why) => {
+                request.messages.push(crate::model::Message::assistant(first.content));
+                request.messages.push(crate::model::Message::user(format!(
+                    "That was not valid: {why}. Answer again with only the JSON object."
+                )));
+                let second = self.chat(request).await?;
+                parse_json::<T>(&second.content).map_err(|why| Error::Model {
+                    model: second.model,
+                    message: format!("the answer was not the JSON asked for, even after one repair ({why})"),
+                })
+            }
+        }
+    }
+
+    /// Calls a tool. Side-effecting tools record their intent durably first.
+    pub async fn tool(&mut self, name: &str, input: Value) -> Result<Value> {
+        let index = self.next_index();
+        let tool = self.env.tools.get(name).cloned().ok_or_else(|| Error::NotFound(format!("no tool named `{name}` is available")))?;
+        let iteration = self.progress.iterations;
+        self.progress.tool_calls += 1;
+        self.progress.record_tool_signature(signature(name, &input));
+        if let Some(rec) = self.recorded(index) {
+            let replay = match rec.status {
+                CallStatus::Pending if tool.effect() == Effect::SideEffect => self.resolve_intent(&rec).await?,
+                CallStatus::Pending => None,
+                _ => Some(replayed(&rec, Ok)),
+            };
+            if let Some(result) = replay {
+                return self.tool_result(name, result);
+            }
+        }
+        let started_at = Utc::now();
+        self.emit(EventDraft::tool_called(name, iteration));
+        if tool.effect() != Effect::ReadOnly {
+            let intent = CallRecord {
+                step: self.number,
+                index,
+                iteration,
+                kind: CallKind::Tool,
+                name: name.to_string(),
+                input: input.clone(),
+                output: None,
+                status: CallStatus::Pending,
+                error: None,
+                started_at,
+                duration_ms: None,
+            };
+            self.pending.push(Pending::Write(Write::Call(intent)));
+            self.flush(true)?;
+        }
+        let t = Instant::now();
+        let result = self.cancellable(tool.call(input.clone())).await;
+        if matches!(result, Err(Error::Cancelled)) {
+            return Err(Error::Cancelled);
+        }
+        let record = self.call_record(index, CallKind::Tool, name.to_string(), input, started_at, &result, t);
+        let duration = record.duration_ms.unwrap_or(0);
+        self.pending.push(Pending::Write(Write::Call(record)));
+        self.emit(EventDraft::tool_complete(name, iteration, duration));
+        self.flush(false)?;
+        self.tool_result(name, result)
+    }
+
+    fn tool_result(&mut self, name: &str, result: Result<Value>) -> Result<Value> {
+        if let Err(e) = &result {
+            if !matches!(e, Error::PermissionDenied(_)) {
+                self.fail_iteration(format!("tool `{name}`: {e}"));
+            }
+        }
+        result
+    }
+
+    /// A side-effecting call started before a crash and has no result: ask
+    /// whether to run it again. `None` means "run it".
+    async fn resolve_intent(&mut self, rec: &CallRecord) -> Result<Option<Result<Value>>> {
+        let id = format!("{}.{}.intent", self.number, rec.index);
+        let question = json!({
+            "kind": "unresolved_intent",
+            "tool": rec.name,
+            "input": rec.input,
+            "message": format!("`{}` started before the agent stopped and may or may not have run. Run it again (retry) or skip it (skip)?", rec.name),
+        });
+        let reply = self.ask(id, question).await?;
+        if reply_is(&reply, "retry") {
+            Ok(None)
+        } else {
+            Ok(Some(Err(Error::Tool { tool: rec.name.clone(), message: "skipped by the user after an unfinished earlier run".into() })))
+        }
+    }
+
+    /// Asks a human. The session pauses (across restarts if need be) until
+    /// the interrupt is answered; the step then re-runs and gets the reply.
+    pub async fn interrupt(&mut self, request: Value) -> Result<Value> {
+        let index = self.next_index();
+        self.ask(format!("{}.{}", self.number, index), request).await
+    }
+
+    async fn ask(&mut self, id: String, request: Value) -> Result<Value> {
+        if let Some(rec) = self.replay.interrupts.iter().find(|i| i.id == id) {
+            return match &rec.reply {
+                Some(reply) => Ok(reply.clone()),
+                None => Err(Error::Interrupted(id)),
+            };
+        }
+        let record = InterruptRecord { id: id.clone(), step: self.number, request, reply: None, created_at: Utc::now() };
+        self.pending.push(Pending::Write(Write::Interrupt(record)));
+        self.flush(true)?;
+        Err(Error::Interrupted(id))
+    }
+
+    /// Writes what is pending now (so calls survive a crash mid-step).
+    fn flush(&mut self, to_disk: bool) -> Result<()> {
+        let batch = std::mem::take(&mut self.pending);
+        self.env.commit(self.number, batch, to_disk)
+    }
+
+    fn next_index(&mut self) -> u32 {
+        let i = self.calls;
+        self.calls += 1;
+        i
+    }
+
+    fn recorded(&self, index: u32) -> Option<CallRecord> {
+        self.replay.calls.iter().find(|c| c.index == index).cloned()
+    }
+
+    /// Runs `fut` unless the user pauses or terminates first.
+    async fn cancellable<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        let mut control = self.env.control.clone();
+        if *control.borrow() != Command::Run {
+            return Err(Error::Cancelled);
+        }
+        let stopped = async move {
+            if control.wait_for(|c| *c != Command::Run).await.is_err() {
+                // The handle is gone: nobody can pause us any more.
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            r = fut => r,
+            () = stopped => Err(Error::Cancelled),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call_record<T: Serialize>(
+        &self,
+        index: u32,
+        kind: CallKind,
+        name: String,
+        input: Value,
+        started_at: DateTime<Utc>,
+        result: &Result<T>,
+        t: Instant,
+    ) -> CallRecord {
+        let (output, status, error) = match result {
+            Ok(v) => (serde_json::to_value(v).ok(), CallStatus::Success, None),
+            Err(e) => (None, CallStatus::Error, Some(e.to_string())),
+        };
+        CallRecord {
+            step: self.number,
+            index,
+            iteration: self.progress.iterations,
+            kind,
+            name,
+            input,
+            output,
+            status,
+            error,
+            started_at,
+            duration_ms: Some(u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+/// The recorded outcome of a call, as the live call returned it.
+fn replayed<T>(rec: &CallRecord, decode: impl FnOnce(Value) -> std::result::Result<T, serde_json::Error>) -> Result<T> {
+    match (&rec.status, &rec.output) {
+        (CallStatus::Success, Some(v)) => decode(v.clone())
+            .map_err(|e| Error::State(format!("the recorded result of call {} does not decode ({e})", rec.id()))),
+        _ => {
+            let message = rec.error.clone().unwrap_or_else(|| "failed".into());
+            Err(match rec.kind {
+                CallKind::Model => Error::Model { model: rec.name.clone(), message },
+                CallKind::Tool => Error::Tool { tool: rec.name.clone(), message },
+            })
+        }
+    }
+}
+
+/// True when a human reply means `word` (a string, or `{"choice": word}`).
+pub fn reply_is(reply: &Value, word: &str) -> bool {
+    let text = reply.as_str().or_else(|| reply.get("choice").and_then(Value::as_str)).unwrap_or("");
+    text.trim().eq_ignore_ascii_case(word)
+}
+
+fn signature(name: &str, input: &Value) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    input.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// Parses JSON from a model answer, tolerating a `<json>` wrapper or a code fence.
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    let mut body = text.trim();
+    if let (Some(a), Some(b)) = (body.find("<json>"), body.rfind("</json>")) {
+        if a < b {
+            body = &body[a + 6..b];
+        }
+    }
+    let body = body.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
+    serde_json::from_str(body).map_err(|e| e.to_string())
+}

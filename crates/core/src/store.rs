@@ -1,0 +1,35 @@
+//! The `Store` port. Adapters (SQLite) live in the `store` crate.
+//!
+//! The trait is synchronous on purpose: a commit is one short local
+//! transaction, and the runner must not start the next step before it is
+//! durable, so there is nothing to overlap it with.
+
+use serde_json::Value;
+
+use crate::event::Event;
+use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
+use crate::session::Session;
+use crate::Result;
+
+pub trait Store: Send + Sync {
+    /// Commits a batch in one transaction. `flush` forces it to stable
+    /// storage even in `process` durability (used for side-effect intents).
+    fn write(&self, session_id: &str, batch: &[Write], flush: bool) -> Result<()>;
+    /// Meta plus the state rebuilt from the last snapshot and later patches.
+    fn load(&self, session_id: &str) -> Result<LoadedSession>;
+    /// Calls, interrupts and the event count already recorded for one step.
+    fn step_records(&self, session_id: &str, step: u64) -> Result<StepRecords>;
+    /// The users' session model with iterations, tool calls and messages.
+    fn session(&self, session_id: &str) -> Result<Session>;
+    /// Every call of a session in order (for export and audits).
+    fn calls(&self, session_id: &str) -> Result<Vec<CallRecord>>;
+    /// All sessions, newest first.
+    fn list(&self) -> Result<Vec<SessionMeta>>;
+    fn delete(&self, session_id: &str) -> Result<()>;
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    fn events(&self, session_id: &str, after: u64, limit: usize) -> Result<Vec<Event>>;
+    /// The unanswered interrupt the session waits on, if any.
+    fn pending_interrupt(&self, session_id: &str) -> Result<Option<InterruptRecord>>;
+    /// Records a human's reply; the waiting runner (in any process) picks it up.
+    fn answer(&self, session_id: &str, interrupt_id: &str, reply: &Value) -> Result<()>;
+}
