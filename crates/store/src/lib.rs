@@ -1,1 +1,9 @@
+//! agentloop-store: durable sessions. SQLite (WAL, migrations kept as files)
+//! is the default; `SqliteStore::in_memory()` is the store for tests.
 
+mod durability;
+mod migrate;
+mod sqlite;
+
+pub use durability::Durability;
+pub use sqlite::{default_path, SqliteStore};

@@ -1,0 +1,66 @@
+-- agentloop schema v1. Journal rows key on the integer session key, not the
+-- 36-byte session id, so per-step rows stay small.
+
+CREATE TABLE sessions (
+    key        INTEGER PRIMARY KEY,
+    id         TEXT    NOT NULL UNIQUE,
+    agent      TEXT    NOT NULL,
+    status     TEXT    NOT NULL,
+    started_at TEXT    NOT NULL,
+    updated_at TEXT    NOT NULL,
+    -- SessionMeta as JSON: counters, termination, next node.
+    meta       TEXT    NOT NULL
+);
+
+-- The latest full state; older ones are deleted when a new one is written.
+CREATE TABLE snapshots (
+    session INTEGER NOT NULL,
+    step    INTEGER NOT NULL,
+    state   TEXT    NOT NULL,
+    PRIMARY KEY (session, step)
+);
+
+-- JSON Patch of each step after the latest snapshot.
+CREATE TABLE patches (
+    session INTEGER NOT NULL,
+    step    INTEGER NOT NULL,
+    patch   TEXT    NOT NULL,
+    PRIMARY KEY (session, step)
+);
+
+-- Model and tool calls, keyed for exactly-once replay.
+CREATE TABLE calls (
+    session INTEGER NOT NULL,
+    step    INTEGER NOT NULL,
+    idx     INTEGER NOT NULL,
+    record  TEXT    NOT NULL,
+    PRIMARY KEY (session, step, idx)
+);
+
+CREATE TABLE events (
+    session INTEGER NOT NULL,
+    seq     INTEGER NOT NULL,
+    step    INTEGER NOT NULL,
+    name    TEXT    NOT NULL,
+    payload TEXT    NOT NULL,
+    at      TEXT    NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+
+CREATE INDEX events_by_step ON events (session, step);
+
+CREATE TABLE iterations (
+    session INTEGER NOT NULL,
+    number  INTEGER NOT NULL,
+    record  TEXT    NOT NULL,
+    PRIMARY KEY (session, number)
+) WITHOUT ROWID;
+
+CREATE TABLE interrupts (
+    session  INTEGER NOT NULL,
+    id       TEXT    NOT NULL,
+    step     INTEGER NOT NULL,
+    answered INTEGER NOT NULL DEFAULT 0,
+    record   TEXT    NOT NULL,
+    PRIMARY KEY (session, id)
+) WITHOUT ROWID;

@@ -1,0 +1,421 @@
+//! The SQLite store: one file under the data dir, WAL mode, one transaction
+//! per committed step.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use agentloop_core::event::Event;
+use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
+use agentloop_core::{Error, Result, Session, Store};
+use chrono::Utc;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::durability::Durability;
+use crate::migrate::migrate;
+
+pub struct SqliteStore {
+    inner: Mutex<Inner>,
+    /// Shown in errors: the file, or "the in-memory store".
+    what: String,
+    durability: Durability,
+}
+
+struct Inner {
+    conn: Connection,
+    /// Session id → integer key, so journal rows stay small.
+    keys: HashMap<String, i64>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self> {
+        let path = path.as_ref();
+        let what = format!("the database at {}", path.display());
+        check_header(path, &what)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Store(format!("cannot create the data dir {} ({e}): choose a writable --data-dir", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| sql_error(&what, "open", e))?;
+        Self::setup(conn, what, durability, true)
+    }
+
+    /// A private in-memory database (real SQLite, nothing on disk): for tests.
+    pub fn in_memory() -> Result<Self> {
+        let conn = Connection::open_in_memory().map_err(|e| sql_error("the in-memory store", "open", e))?;
+        Self::setup(conn, "the in-memory store".into(), Durability::Process, false)
+    }
+
+    fn setup(mut conn: Connection, what: String, durability: Durability, wal: bool) -> Result<Self> {
+        let pragmas = |conn: &Connection| -> rusqlite::Result<()> {
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            if wal {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            conn.pragma_update(None, "synchronous", durability.synchronous())?;
+            Ok(())
+        };
+        pragmas(&conn).map_err(|e| sql_error(&what, "configure", e))?;
+        migrate(&mut conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
+        Ok(Self { inner: Mutex::new(Inner { conn, keys: HashMap::new() }), what, durability })
+    }
+
+    pub fn path_description(&self) -> &str {
+        &self.what
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>> {
+        self.inner.lock().map_err(|_| Error::Store(format!("{} is unusable after an earlier failure: restart agentloop", self.what)))
+    }
+
+    fn err(&self, doing: &str) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        let doing = doing.to_string();
+        move |e| sql_error(&self.what, &doing, e)
+    }
+
+    fn key(&self, inner: &mut Inner, id: &str) -> Result<i64> {
+        if let Some(k) = inner.keys.get(id) {
+            return Ok(*k);
+        }
+        let key: Option<i64> = inner
+            .conn
+            .query_row("SELECT key FROM sessions WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(self.err("look up a session"))?;
+        let key = key.ok_or_else(|| Error::UnknownSession(id.to_string()))?;
+        inner.keys.insert(id.to_string(), key);
+        Ok(key)
+    }
+
+    fn meta(&self, inner: &mut Inner, id: &str) -> Result<(i64, SessionMeta)> {
+        let key = self.key(inner, id)?;
+        let text: String = inner
+            .conn
+            .query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0))
+            .map_err(self.err("read a session"))?;
+        Ok((key, decode(&self.what, "session row", id, &text)?))
+    }
+
+    fn upsert_meta(&self, tx: &Transaction<'_>, meta: &SessionMeta) -> Result<i64> {
+        let text = encode(meta)?;
+        let now = Utc::now().to_rfc3339();
+        tx.prepare_cached(
+            "INSERT INTO sessions (id, agent, status, started_at, updated_at, meta) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, meta = excluded.meta",
+        )
+        .and_then(|mut s| s.execute(params![meta.id, meta.agent, meta.status.as_str(), meta.started_at.to_rfc3339(), now, text]))
+        .map_err(self.err("save a session"))?;
+        tx.query_row("SELECT key FROM sessions WHERE id = ?1", [&meta.id], |r| r.get(0)).map_err(self.err("save a session"))
+    }
+
+    fn apply(&self, tx: &Transaction<'_>, key: i64, write: &Write) -> Result<()> {
+        let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> Result<()> {
+            tx.prepare_cached(sql).and_then(|mut s| s.execute(p)).map(|_| ()).map_err(self.err("write the journal"))
+        };
+        match write {
+            Write::Meta(_) => Ok(()),
+            Write::Call(c) => run(
+                "INSERT OR REPLACE INTO calls (session, step, idx, record) VALUES (?1, ?2, ?3, ?4)",
+                &[&key, &to_i64(c.step), &c.index, &encode(c)?],
+            ),
+            Write::Event(e) => run(
+                "INSERT INTO events (session, seq, step, name, payload, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                &[&key, &to_i64(e.seq), &to_i64(e.step), &e.name, &encode(&e.payload)?, &e.timestamp.to_rfc3339()],
+            ),
+            Write::Iteration(i) => run(
+                "INSERT OR REPLACE INTO iterations (session, number, record) VALUES (?1, ?2, ?3)",
+                &[&key, &i.number, &encode(i)?],
+            ),
+            Write::Interrupt(i) => run(
+                "INSERT OR REPLACE INTO interrupts (session, id, step, answered, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+                &[&key, &i.id, &to_i64(i.step), &i.reply.is_some(), &encode(i)?],
+            ),
+            Write::Patch { step, patch } => run(
+                "INSERT OR REPLACE INTO patches (session, step, patch) VALUES (?1, ?2, ?3)",
+                &[&key, &to_i64(*step), patch],
+            ),
+            Write::Snapshot { step, state } => {
+                // Compact first, so the pages freed are reused by the new snapshot.
+                run("DELETE FROM snapshots WHERE session = ?1", &[&key])?;
+                run("DELETE FROM patches WHERE session = ?1 AND step <= ?2", &[&key, &to_i64(*step)])?;
+                run("INSERT INTO snapshots (session, step, state) VALUES (?1, ?2, ?3)", &[&key, &to_i64(*step), state])
+            }
+        }
+    }
+
+    fn rows<T: DeserializeOwned>(&self, inner: &Inner, sql: &str, params: &[&dyn rusqlite::ToSql], id: &str, what: &str) -> Result<Vec<T>> {
+        let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read the journal"))?;
+        let texts = stmt
+            .query_map(params, |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+            .map_err(self.err("read the journal"))?;
+        texts.iter().map(|t| decode(&self.what, what, id, t)).collect()
+    }
+}
+
+impl Store for SqliteStore {
+    fn write(&self, session_id: &str, batch: &[Write], flush: bool) -> Result<()> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let raise = flush && self.durability == Durability::Process;
+        if raise {
+            inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
+        }
+        let result = (|| -> Result<i64> {
+            let known = inner.keys.get(session_id).copied();
+            let tx = inner.conn.transaction().map_err(self.err("begin a commit"))?;
+            let mut key = known;
+            for w in batch {
+                if let Write::Meta(m) = w {
+                    key = Some(self.upsert_meta(&tx, m)?);
+                }
+            }
+            let key = match key {
+                Some(k) => k,
+                None => tx
+                    .query_row("SELECT key FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
+                    .optional()
+                    .map_err(self.err("look up a session"))?
+                    .ok_or_else(|| Error::UnknownSession(session_id.to_string()))?,
+            };
+            for w in batch {
+                self.apply(&tx, key, w)?;
+            }
+            tx.commit().map_err(self.err("commit a step"))?;
+            Ok(key)
+        })();
+        if raise {
+            inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
+        }
+        let key = result?;
+        inner.keys.insert(session_id.to_string(), key);
+        Ok(())
+    }
+
+    fn load(&self, session_id: &str) -> Result<LoadedSession> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let (key, meta) = self.meta(inner, session_id)?;
+        let (snap_step, snapshot): (i64, String) = inner
+            .conn
+            .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(self.err("read a snapshot"))?
+            .ok_or_else(|| Error::Store(format!("session `{session_id}` in {} has no snapshot: its journal is incomplete", self.what)))?;
+        let mut stmt = inner
+            .conn
+            .prepare_cached("SELECT step, patch FROM patches WHERE session = ?1 AND step > ?2 ORDER BY step")
+            .map_err(self.err("read patches"))?;
+        let patches = stmt
+            .query_map(params![key, snap_step], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(self.err("read patches"))?;
+        let patch_bytes: u64 = patches.iter().map(|(_, p)| p.len() as u64).sum();
+        let state = journal::rebuild(&snapshot, patches.iter().map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())))
+            .map_err(|e| Error::State(format!("session `{session_id}`: {e}")))?;
+        let last_event_seq: i64 = inner
+            .conn
+            .query_row("SELECT coalesce(max(seq), 0) FROM events WHERE session = ?1", [key], |r| r.get(0))
+            .map_err(self.err("read events"))?;
+        Ok(LoadedSession {
+            meta,
+            state,
+            snapshot_bytes: snapshot.len() as u64,
+            patch_bytes_since_snapshot: patch_bytes,
+            last_event_seq: u64::try_from(last_event_seq).unwrap_or(0),
+        })
+    }
+
+    fn step_records(&self, session_id: &str, step: u64) -> Result<StepRecords> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let step = to_i64(step);
+        let calls = self.rows(inner, "SELECT record FROM calls WHERE session = ?1 AND step = ?2 ORDER BY idx", &[&key, &step], session_id, "call")?;
+        let interrupts = self.rows(inner, "SELECT record FROM interrupts WHERE session = ?1 AND step = ?2", &[&key, &step], session_id, "interrupt")?;
+        let events: u32 = inner
+            .conn
+            .query_row("SELECT count(*) FROM events WHERE session = ?1 AND step = ?2", params![key, step], |r| r.get(0))
+            .map_err(self.err("read events"))?;
+        Ok(StepRecords { calls, interrupts, events })
+    }
+
+    fn session(&self, session_id: &str) -> Result<Session> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let (key, meta) = self.meta(inner, session_id)?;
+        let iterations: Vec<IterationRecord> =
+            self.rows(inner, "SELECT record FROM iterations WHERE session = ?1 ORDER BY number", &[&key], session_id, "iteration")?;
+        let calls: Vec<CallRecord> =
+            self.rows(inner, "SELECT record FROM calls WHERE session = ?1 ORDER BY step, idx", &[&key], session_id, "call")?;
+        Ok(Session::assemble(&meta, iterations, calls))
+    }
+
+    fn calls(&self, session_id: &str) -> Result<Vec<CallRecord>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        self.rows(inner, "SELECT record FROM calls WHERE session = ?1 ORDER BY step, idx", &[&key], session_id, "call")
+    }
+
+    fn list(&self) -> Result<Vec<SessionMeta>> {
+        let guard = self.lock()?;
+        self.rows(&guard, "SELECT meta FROM sessions ORDER BY started_at DESC, key DESC", &[], "(any)", "session row")
+    }
+
+    fn delete(&self, session_id: &str) -> Result<()> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let tx = inner.conn.transaction().map_err(self.err("delete a session"))?;
+        for table in ["snapshots", "patches", "calls", "events", "iterations", "interrupts"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
+        }
+        tx.execute("DELETE FROM sessions WHERE key = ?1", [key]).map_err(self.err("delete a session"))?;
+        tx.commit().map_err(self.err("delete a session"))?;
+        inner.keys.remove(session_id);
+        Ok(())
+    }
+
+    fn events(&self, session_id: &str, after: u64, limit: usize) -> Result<Vec<Event>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let mut stmt = inner
+            .conn
+            .prepare_cached("SELECT seq, step, name, payload, at FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            .map_err(self.err("read events"))?;
+        let rows = stmt
+            .query_map(params![key, to_i64(after), i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(self.err("read events"))?;
+        rows.into_iter()
+            .map(|(seq, step, name, payload, at)| {
+                Ok(Event {
+                    session_id: session_id.to_string(),
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    step: u64::try_from(step).unwrap_or(0),
+                    name,
+                    payload: decode(&self.what, "event", session_id, &payload)?,
+                    timestamp: chrono::DateTime::parse_from_rfc3339(&at)
+                        .map(|t| t.with_timezone(&Utc))
+                        .map_err(|e| Error::Store(format!("event {seq} of session `{session_id}` has a bad timestamp ({e})")))?,
+                })
+            })
+            .collect()
+    }
+
+    fn pending_interrupt(&self, session_id: &str) -> Result<Option<InterruptRecord>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let mut found: Vec<InterruptRecord> = self.rows(
+            inner,
+            "SELECT record FROM interrupts WHERE session = ?1 AND answered = 0 ORDER BY step DESC LIMIT 1",
+            &[&key],
+            session_id,
+            "interrupt",
+        )?;
+        Ok(found.pop())
+    }
+
+    fn answer(&self, session_id: &str, interrupt_id: &str, reply: &Value) -> Result<()> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let mut found: Vec<InterruptRecord> = self.rows(
+            inner,
+            "SELECT record FROM interrupts WHERE session = ?1 AND id = ?2",
+            &[&key, &interrupt_id],
+            session_id,
+            "interrupt",
+        )?;
+        let mut record = found.pop().ok_or_else(|| {
+            Error::NotFound(format!("session `{session_id}` has no question `{interrupt_id}`: `agentloop sessions show {session_id}` lists what it waits on"))
+        })?;
+        if record.reply.is_some() {
+            return Err(Error::Other(format!("question `{interrupt_id}` of session `{session_id}` was already answered")));
+        }
+        record.reply = Some(reply.clone());
+        inner
+            .conn
+            .execute(
+                "UPDATE interrupts SET answered = 1, record = ?3 WHERE session = ?1 AND id = ?2",
+                params![key, interrupt_id, encode(&record)?],
+            )
+            .map_err(self.err("save an answer"))?;
+        Ok(())
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn encode<T: Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Store(format!("cannot encode a journal row ({e})")))
+}
+
+fn decode<T: DeserializeOwned>(what: &str, kind: &str, id: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::Store(format!(
+            "a stored {kind} of session `{id}` in {what} is malformed ({e}): it was changed outside agentloop; delete that session with `agentloop sessions delete {id}`"
+        ))
+    })
+}
+
+/// Refuses a file that is not SQLite at all (truncated to nothing useful, or
+/// another format) before SQLite gets a chance to misread it.
+fn check_header(path: &Path, what: &str) -> Result<()> {
+    let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
+    let mut header = [0u8; 16];
+    let n = f.read(&mut header).map_err(|e| Error::Store(format!("cannot read {what} ({e})")))?;
+    if n == 0 {
+        return Ok(());
+    }
+    if n < 16 || &header != b"SQLite format 3\0" {
+        return Err(Error::Store(format!(
+            "{what} is not an agentloop database (not SQLite, or truncated): move it aside and agentloop will create a new one"
+        )));
+    }
+    Ok(())
+}
+
+fn damaged_or(what: &str, message: String) -> String {
+    if message.contains("malformed") || message.contains("not a database") {
+        format!("{what} is damaged ({message}): move it aside (or restore a backup) and agentloop will create a new one")
+    } else {
+        message
+    }
+}
+
+fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
+    let damaged = matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase));
+    if damaged {
+        return Error::Store(format!(
+            "{what} is damaged ({e}): move it aside (or restore a backup) and agentloop will create a new one"
+        ));
+    }
+    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)) {
+        return Error::Store(format!("{what} is locked by another process; try again when it is done ({e})"));
+    }
+    Error::Store(format!("cannot {doing} in {what}: {e}"))
+}
+
+/// Default database file under a data dir.
+pub fn default_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("agentloop.sqlite")
+}
