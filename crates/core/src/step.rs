@@ -237,6 +237,8 @@ impl Step {
             Some(rec) => replayed(&rec, |v| serde_json::from_value::<ChatResponse>(v))?,
             None => {
                 let model = self.env.models.get(role)?.clone();
+                // Let watchers see what is happening before a slow call starts.
+                self.flush(false)?;
                 let started_at = Utc::now();
                 let t = Instant::now();
                 let result = self.cancellable(model.chat(&request)).await;
@@ -322,6 +324,8 @@ impl Step {
             };
             self.pending.push(Pending::Write(Write::Call(intent)));
             self.flush(true)?;
+        } else {
+            self.flush(false)?;
         }
         let t = Instant::now();
         let result = self.cancellable(tool.call(input.clone())).await;
@@ -385,6 +389,9 @@ impl Step {
 
     /// Writes what is pending now (so calls survive a crash mid-step).
     fn flush(&mut self, to_disk: bool) -> Result<()> {
+        if self.pending.is_empty() && !to_disk {
+            return Ok(());
+        }
         let batch = std::mem::take(&mut self.pending);
         self.env.commit(self.number, batch, to_disk)
     }

@@ -21,6 +21,8 @@ pub struct ScriptedModel {
     script: Mutex<Script>,
     requests: Mutex<Vec<ChatRequest>>,
     delay: Duration,
+    /// Only the first call waits (a slow call that is cancelled, then a quick retry).
+    delay_first_only: bool,
 }
 
 impl ScriptedModel {
@@ -40,12 +42,19 @@ impl ScriptedModel {
     }
 
     fn from_script(script: Script) -> Self {
-        Self { name: "scripted".into(), script: Mutex::new(script), requests: Mutex::new(Vec::new()), delay: Duration::ZERO }
+        Self { name: "scripted".into(), script: Mutex::new(script), requests: Mutex::new(Vec::new()), delay: Duration::ZERO, delay_first_only: false }
     }
 
     /// Waits this long before answering (the wait is cancellable).
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Only the first call waits `delay`; later ones answer at once.
+    pub fn delay_first(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self.delay_first_only = true;
         self
     }
 
@@ -80,7 +89,7 @@ impl ChatModel for ScriptedModel {
             requests.push(request.clone());
             requests.len()
         };
-        if !self.delay.is_zero() {
+        if !self.delay.is_zero() && (n == 1 || !self.delay_first_only) {
             tokio::time::sleep(self.delay).await;
         }
         let mut response = match &mut *lock(&self.script) {
