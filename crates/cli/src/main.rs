@@ -1,1 +1,51 @@
-fn main(){}
+//! `agentloop`: parse arguments, load config, call library code.
+
+mod agents;
+mod cli;
+mod commands;
+mod config;
+mod exit;
+mod live;
+mod reference_loop;
+mod render;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agentloop_core::Store;
+use agentloop_store::SqliteStore;
+use anyhow::Result;
+use clap::Parser;
+
+use cli::{BenchCommand, Cli, Command, SessionsCommand};
+use commands::{bench, sessions, stats};
+use config::Config;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref())?;
+    let open = || -> Result<Arc<dyn Store>> { Ok(Arc::new(SqliteStore::open(config.db_path(), config.durability)?)) };
+    match cli.command {
+        Command::Bench(BenchCommand::Engine(args)) => bench::engine(&config, args).await,
+        Command::Stats(f) => stats::run(&*open()?, f.json),
+        Command::Sessions(cmd) => match cmd {
+            SessionsCommand::List(f) => sessions::list(&*open()?, f.json),
+            SessionsCommand::Show { id, json } => sessions::show(&*open()?, &id, json.json),
+            SessionsCommand::Events { id, after, follow, json } => sessions::events(&*open()?, &id, after, follow, json.json).await,
+            SessionsCommand::Export { id, output } => sessions::export(&*open()?, &id, output.as_deref()),
+            SessionsCommand::Resume { id, answer, json } => sessions::resume(open()?, &id, answer, json.json).await,
+            SessionsCommand::Delete { id } => sessions::delete(&*open()?, &id),
+        },
+    }
+}

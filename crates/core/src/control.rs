@@ -38,16 +38,18 @@ pub struct Outcome {
     pub pending: Option<InterruptRecord>,
 }
 
-pub struct SessionHandle {
+/// Steers a session; cheap to clone and hand to other tasks (a terminal
+/// prompt, a Ctrl-C handler, an HTTP request).
+#[derive(Clone)]
+pub struct Controller {
     pub(crate) id: String,
-    pub(crate) control: watch::Sender<Command>,
+    pub(crate) control: Arc<watch::Sender<Command>>,
     pub(crate) answered: Arc<Notify>,
     pub(crate) events: broadcast::Sender<Event>,
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) task: JoinHandle<Result<Outcome>>,
 }
 
-impl SessionHandle {
+impl Controller {
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -74,6 +76,25 @@ impl SessionHandle {
     /// Live events from now on; use `Store::events` for history.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+}
+
+/// A running session: its controller (through `Deref`) and its task.
+pub struct SessionHandle {
+    pub(crate) controller: Controller,
+    pub(crate) task: JoinHandle<Result<Outcome>>,
+}
+
+impl std::ops::Deref for SessionHandle {
+    type Target = Controller;
+    fn deref(&self) -> &Controller {
+        &self.controller
+    }
+}
+
+impl SessionHandle {
+    pub fn controller(&self) -> Controller {
+        self.controller.clone()
     }
 
     /// Waits for the run to end (or to return while paused, when asked to).

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::control::{Command, Outcome, SessionHandle};
+use crate::control::{Command, Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{self, EventDraft};
 use crate::graph::CompiledGraph;
@@ -168,7 +168,14 @@ struct HandleParts {
 impl HandleParts {
     fn spawn<S: State>(self, machine: Machine<S>) -> SessionHandle {
         let task = tokio::spawn(machine.run());
-        SessionHandle { id: self.id, control: self.control_tx, answered: self.answered, events: self.events, store: self.store, task }
+        let controller = Controller {
+            id: self.id,
+            control: Arc::new(self.control_tx),
+            answered: self.answered,
+            events: self.events,
+            store: self.store,
+        };
+        SessionHandle { controller, task }
     }
 }
 

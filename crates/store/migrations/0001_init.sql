@@ -20,13 +20,14 @@ CREATE TABLE snapshots (
     PRIMARY KEY (session, step)
 );
 
--- JSON Patch of each step after the latest snapshot.
+-- JSON Patch of each step after the latest snapshot. WITHOUT ROWID keeps
+-- it one b-tree, so a step's commit writes one page here, not two.
 CREATE TABLE patches (
     session INTEGER NOT NULL,
     step    INTEGER NOT NULL,
     patch   TEXT    NOT NULL,
     PRIMARY KEY (session, step)
-);
+) WITHOUT ROWID;
 
 -- Model and tool calls, keyed for exactly-once replay.
 CREATE TABLE calls (
@@ -35,7 +36,7 @@ CREATE TABLE calls (
     idx     INTEGER NOT NULL,
     record  TEXT    NOT NULL,
     PRIMARY KEY (session, step, idx)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE events (
     session INTEGER NOT NULL,
@@ -47,7 +48,8 @@ CREATE TABLE events (
     PRIMARY KEY (session, seq)
 ) WITHOUT ROWID;
 
-CREATE INDEX events_by_step ON events (session, step);
+-- No index on (session, step): only a replayed step counts its events, and
+-- scanning one session's events then is cheaper than one more page per commit.
 
 CREATE TABLE iterations (
     session INTEGER NOT NULL,

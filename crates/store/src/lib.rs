@@ -1,6 +1,7 @@
 //! agentloop-store: durable sessions. SQLite (WAL, migrations kept as files)
 //! is the default; `SqliteStore::in_memory()` is the store for tests.
 
+mod checkpoint;
 mod durability;
 mod migrate;
 mod sqlite;

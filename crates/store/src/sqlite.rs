@@ -10,15 +10,19 @@ use agentloop_core::event::Event;
 use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Error, Result, Session, Store};
 use chrono::Utc;
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::checkpoint::{Checkpointer, COMMITS_PER_CHECKPOINT, WAL_CAP};
 use crate::durability::Durability;
 use crate::migrate::migrate;
 
 pub struct SqliteStore {
+    /// Declared first so it is dropped first: the writer's connection then
+    /// closes last, checkpoints what is left and removes the WAL file.
+    checkpointer: Option<Checkpointer>,
     inner: Mutex<Inner>,
     /// Shown in errors: the file, or "the in-memory store".
     what: String,
@@ -27,6 +31,7 @@ pub struct SqliteStore {
 
 struct Inner {
     conn: Connection,
+    commits: u64,
     /// Session id → integer key, so journal rows stay small.
     keys: HashMap<String, i64>,
 }
@@ -42,7 +47,11 @@ impl SqliteStore {
                 .map_err(|e| Error::Store(format!("cannot create the data dir {} ({e}): choose a writable --data-dir", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| sql_error(&what, "open", e))?;
-        Self::setup(conn, what, durability, true)
+        let mut store = Self::setup(conn, what, durability, true)?;
+        if durability == Durability::Process {
+            store.checkpointer = Some(Checkpointer::start(path).map_err(|e| sql_error(&store.what, "open", e))?);
+        }
+        Ok(store)
     }
 
     /// A private in-memory database (real SQLite, nothing on disk): for tests.
@@ -56,13 +65,19 @@ impl SqliteStore {
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             if wal {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
+                // A WAL that restarted is cut back to this size on disk.
+                conn.pragma_update(None, "journal_size_limit", i64::try_from(WAL_CAP).unwrap_or(i64::MAX))?;
+                if durability == Durability::Process {
+                    // The background checkpointer takes over (see checkpoint.rs).
+                    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                }
             }
             conn.pragma_update(None, "synchronous", durability.synchronous())?;
             Ok(())
         };
         pragmas(&conn).map_err(|e| sql_error(&what, "configure", e))?;
         migrate(&mut conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
-        Ok(Self { inner: Mutex::new(Inner { conn, keys: HashMap::new() }), what, durability })
+        Ok(Self { inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }), checkpointer: None, what, durability })
     }
 
     pub fn path_description(&self) -> &str {
@@ -105,7 +120,7 @@ impl SqliteStore {
         Ok((key, decode(&self.what, "session row", id, &text)?))
     }
 
-    fn upsert_meta(&self, tx: &Transaction<'_>, meta: &SessionMeta) -> Result<i64> {
+    fn upsert_meta(&self, tx: &Connection, meta: &SessionMeta, known: Option<i64>) -> Result<i64> {
         let text = encode(meta)?;
         let now = Utc::now().to_rfc3339();
         tx.prepare_cached(
@@ -114,10 +129,13 @@ impl SqliteStore {
         )
         .and_then(|mut s| s.execute(params![meta.id, meta.agent, meta.status.as_str(), meta.started_at.to_rfc3339(), now, text]))
         .map_err(self.err("save a session"))?;
-        tx.query_row("SELECT key FROM sessions WHERE id = ?1", [&meta.id], |r| r.get(0)).map_err(self.err("save a session"))
+        match known {
+            Some(k) => Ok(k),
+            None => tx.query_row("SELECT key FROM sessions WHERE id = ?1", [&meta.id], |r| r.get(0)).map_err(self.err("save a session")),
+        }
     }
 
-    fn apply(&self, tx: &Transaction<'_>, key: i64, write: &Write) -> Result<()> {
+    fn apply(&self, tx: &Connection, key: i64, write: &Write) -> Result<()> {
         let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> Result<()> {
             tx.prepare_cached(sql).and_then(|mut s| s.execute(p)).map(|_| ()).map_err(self.err("write the journal"))
         };
@@ -152,6 +170,27 @@ impl SqliteStore {
         }
     }
 
+    /// Runs `f` in one transaction. BEGIN and COMMIT are cached statements:
+    /// a step commit is on the hot path and re-parsing them costs more than
+    /// the rest of a small commit.
+    fn in_transaction<T>(&self, conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let exec = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ());
+        exec("BEGIN").map_err(self.err("begin a commit"))?;
+        match f(conn) {
+            Ok(v) => {
+                if let Err(e) = exec("COMMIT") {
+                    let _ = exec("ROLLBACK");
+                    return Err(self.err("commit a step")(e));
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = exec("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     fn rows<T: DeserializeOwned>(&self, inner: &Inner, sql: &str, params: &[&dyn rusqlite::ToSql], id: &str, what: &str) -> Result<Vec<T>> {
         let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read the journal"))?;
         let texts = stmt
@@ -170,13 +209,12 @@ impl Store for SqliteStore {
         if raise {
             inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
         }
-        let result = (|| -> Result<i64> {
-            let known = inner.keys.get(session_id).copied();
-            let tx = inner.conn.transaction().map_err(self.err("begin a commit"))?;
+        let known = inner.keys.get(session_id).copied();
+        let result = self.in_transaction(&inner.conn, |tx| {
             let mut key = known;
             for w in batch {
                 if let Write::Meta(m) = w {
-                    key = Some(self.upsert_meta(&tx, m)?);
+                    key = Some(self.upsert_meta(tx, m, key)?);
                 }
             }
             let key = match key {
@@ -188,16 +226,21 @@ impl Store for SqliteStore {
                     .ok_or_else(|| Error::UnknownSession(session_id.to_string()))?,
             };
             for w in batch {
-                self.apply(&tx, key, w)?;
+                self.apply(tx, key, w)?;
             }
-            tx.commit().map_err(self.err("commit a step"))?;
             Ok(key)
-        })();
+        });
         if raise {
             inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
         }
         let key = result?;
         inner.keys.insert(session_id.to_string(), key);
+        inner.commits += 1;
+        if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
+            if let Some(c) = &self.checkpointer {
+                c.nudge();
+            }
+        }
         Ok(())
     }
 

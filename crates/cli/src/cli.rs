@@ -1,0 +1,107 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "agentloop", version, about = "Agentic loops you can trust on your own machine: plan, act, test, reflect, repeat.")]
+pub struct Cli {
+    /// Config file (default: ./agentloop.toml if present; env AGENTLOOP_CONFIG).
+    #[arg(long, global = true, env = "AGENTLOOP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Where sessions are stored (env AGENTLOOP_DATA_DIR).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// fsync: every step flushed to disk (survives power loss); process: committed, survives a killed process.
+    #[arg(long, global = true, value_parser = ["fsync", "process"])]
+    pub durability: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List, inspect, follow, export, resume and delete sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Metrics across all sessions: iterations per success, replan rate, tokens.
+    Stats(JsonFlag),
+    /// Benchmarks that print one JSON object as their last line.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Args, Debug)]
+pub struct JsonFlag {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionsCommand {
+    /// All sessions, newest first.
+    List(JsonFlag),
+    /// One session: status, timings, iterations, tool calls, messages.
+    Show {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// A session's events, oldest first.
+    Events {
+        id: String,
+        /// Only events with a sequence number above N.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Keep printing new events until the session ends.
+        #[arg(long)]
+        follow: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// The session as a trajectory: one JSON object per line.
+    Export {
+        id: String,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Continue a paused or interrupted session where its journal ends.
+    Resume {
+        id: String,
+        /// Reply to the question the session waits on, without prompting.
+        #[arg(long)]
+        answer: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Delete a session and its journal.
+    Delete { id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// The reference loop (plan → act → reflect, N iterations) with durable steps.
+    Engine(EngineBench),
+}
+
+#[derive(Args, Debug)]
+pub struct EngineBench {
+    #[arg(long, default_value_t = 500)]
+    pub iterations: u32,
+    /// Database file (default: a fresh file in a temporary directory).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Session id to use (default: random).
+    #[arg(long)]
+    pub session_id: Option<String>,
+    /// Make plan call a (scripted) model and act call a side-effecting tool,
+    /// each logged to --call-log, to measure call journaling.
+    #[arg(long)]
+    pub calls: bool,
+    /// File the --calls model and tool append one line to per real execution.
+    #[arg(long, requires = "calls")]
+    pub call_log: Option<PathBuf>,
+}

@@ -1,0 +1,3 @@
+pub mod bench;
+pub mod sessions;
+pub mod stats;

@@ -1,0 +1,132 @@
+//! `agentloop sessions …`: list, show, events, export, resume, delete.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::Store;
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::{agents, exit, live, render};
+
+pub fn list(store: &dyn Store, json: bool) -> Result<ExitCode> {
+    let sessions = store.list()?;
+    if json {
+        println!("{}", serde_json::to_string(&sessions)?);
+    } else if sessions.is_empty() {
+        println!("no sessions yet");
+    } else {
+        println!("{}", render::session_header());
+        for m in &sessions {
+            println!("{}", render::session_row(m));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(store: &dyn Store, id: &str, json: bool) -> Result<ExitCode> {
+    let session = store.session(id)?;
+    let pending = store.pending_interrupt(id)?;
+    if json {
+        let mut v = serde_json::to_value(&session)?;
+        v["pendingQuestion"] = serde_json::to_value(&pending)?;
+        println!("{v}");
+    } else {
+        let meta = store.load(id)?.meta;
+        print!("{}", render::session(&session, &meta, pending.as_ref()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn events(store: &dyn Store, id: &str, after: u64, follow: bool, json: bool) -> Result<ExitCode> {
+    let mut last = after;
+    loop {
+        let batch = store.events(id, last, 1000)?;
+        for e in &batch {
+            if json {
+                println!("{}", serde_json::to_string(e)?);
+            } else {
+                println!("{}", render::event_row(e));
+            }
+            last = e.seq;
+        }
+        if batch.len() == 1000 {
+            continue;
+        }
+        if !follow || store.session(id)?.status.is_final() && store.events(id, last, 1)?.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One JSON object per line: the session, then each iteration followed by
+/// its messages and tool calls, in order.
+pub fn export(store: &dyn Store, id: &str, output: Option<&Path>) -> Result<ExitCode> {
+    let session = store.session(id)?;
+    let mut out: Box<dyn Write> = match output {
+        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut header = serde_json::to_value(&session)?;
+    if let Some(obj) = header.as_object_mut() {
+        obj.remove("iterations");
+        obj.insert("type".into(), json!("session"));
+        obj.insert("format".into(), json!("agentloop-trajectory/1"));
+    }
+    writeln!(out, "{header}")?;
+    for it in &session.iterations {
+        let mut line = serde_json::to_value(it)?;
+        if let Some(obj) = line.as_object_mut() {
+            obj.remove("toolCalls");
+            obj.remove("messages");
+            obj.insert("type".into(), json!("iteration"));
+        }
+        writeln!(out, "{line}")?;
+        for m in &it.messages {
+            writeln!(out, "{}", tagged(m, "message", it.iteration_number)?)?;
+        }
+        for t in &it.tool_calls {
+            writeln!(out, "{}", tagged(t, "tool_call", it.iteration_number)?)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serde_json::Value> {
+    let mut line = serde_json::to_value(v)?;
+    if let Some(obj) = line.as_object_mut() {
+        obj.insert("type".into(), json!(kind));
+        obj.insert("iteration".into(), json!(iteration));
+    }
+    Ok(line)
+}
+
+pub async fn resume(store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
+    let meta = store.load(id)?.meta;
+    // With nobody to ask, return when the session pauses instead of waiting.
+    let exit_when_paused = !live::interactive() && answer.is_none();
+    let handle = agents::resume(store.clone(), &meta, exit_when_paused)?;
+    if let (Some(reply), Some(q)) = (&answer, store.pending_interrupt(id)?) {
+        handle.answer(&q.id, json!(reply))?;
+    }
+    let drive = live::Drive { show_events: !json, answer: None };
+    let outcome = live::drive(handle, drive).await?;
+    if json {
+        println!("{}", serde_json::to_string(&outcome)?);
+    } else {
+        println!("{}", render::outcome(&outcome));
+    }
+    Ok(exit::for_outcome(&outcome))
+}
+
+pub fn delete(store: &dyn Store, id: &str) -> Result<ExitCode> {
+    store.delete(id)?;
+    println!("deleted session {id}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,175 @@
+//! The reference loop the engine benchmark runs — the same loop as
+//! ../shared/bench/langgraph_loop.py: plan → act → reflect → back to plan,
+//! every node appending one 400-character message, ending after N iterations.
+//!
+//! With `calls` on, plan asks a (scripted) model and act runs a
+//! side-effecting tool; both append a line to a log file per real execution,
+//! which lets the crash test prove that no recorded call runs twice.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentloop_core::{
+    ChatRequest, ChatResponse, CompiledGraph, Effect, Error, Fields, Graph, Message, Models, Result, Runner, State, Step,
+    Store, Tool, Tools, END,
+};
+use agentloop_llm::ScriptedModel;
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub const AGENT: &str = "bench-engine";
+pub const MESSAGE_BYTES: usize = 400;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Msg {
+    pub role: String,
+    pub node: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopState {
+    pub messages: Vec<Msg>,
+    pub iteration: u32,
+    pub limit: u32,
+    /// Plan and act make real (journaled) calls.
+    pub calls: bool,
+}
+
+impl State for LoopState {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.log("messages", &self.messages);
+        f.value("iteration", &self.iteration);
+        f.value("limit", &self.limit);
+        f.value("calls", &self.calls);
+    }
+}
+
+/// What the session was started with (saved, so `sessions resume` can rebuild it).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Input {
+    pub iterations: u32,
+    pub calls: bool,
+    pub call_log: Option<PathBuf>,
+}
+
+fn message(role: &str, node: &str, content: String) -> Msg {
+    Msg { role: role.into(), node: node.into(), content }
+}
+
+fn filler() -> String {
+    "x".repeat(MESSAGE_BYTES)
+}
+
+fn plan<'a>(s: &'a mut LoopState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let n = step.begin_iteration()?;
+        let content = if s.calls {
+            let answer = step.chat(ChatRequest::new(vec![Message::user(format!("plan iteration {n}"))])).await?;
+            pad(answer.content)
+        } else {
+            filler()
+        };
+        s.messages.push(message("assistant", "plan", content));
+        Ok(())
+    })
+}
+
+fn act<'a>(s: &'a mut LoopState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let content = if s.calls {
+            let out = step.tool("append_line", json!({"line": format!("tool iteration {}", s.iteration + 1)})).await?;
+            pad(out.to_string())
+        } else {
+            filler()
+        };
+        s.messages.push(message("tool", "act", content));
+        Ok(())
+    })
+}
+
+fn reflect<'a>(s: &'a mut LoopState, _step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        s.messages.push(message("assistant", "reflect", filler()));
+        s.iteration += 1;
+        Ok(())
+    })
+}
+
+fn pad(mut s: String) -> String {
+    s.truncate(MESSAGE_BYTES);
+    while s.len() < MESSAGE_BYTES {
+        s.push('.');
+    }
+    s
+}
+
+pub fn graph() -> Result<CompiledGraph<LoopState>> {
+    Graph::new(AGENT)
+        .node("plan", plan)
+        .node("act", act)
+        .node("reflect", reflect)
+        .entry("plan")
+        .edge("plan", "act")
+        .edge("act", "reflect")
+        .route("reflect", &["plan", END], |s: &LoopState| if s.iteration >= s.limit { END.into() } else { "plan".into() })
+        .compile()
+}
+
+pub fn initial_state(input: &Input) -> LoopState {
+    LoopState { messages: Vec::new(), iteration: 0, limit: input.iterations, calls: input.calls }
+}
+
+/// A runner with the models and tools the input asks for.
+pub fn runner(store: Arc<dyn Store>, input: &Input) -> Result<Runner<LoopState>> {
+    let mut runner = Runner::new(graph()?, store);
+    if input.calls {
+        let log = input.call_log.clone().ok_or_else(|| Error::other("--calls needs --call-log FILE"))?;
+        let model_log = log.clone();
+        let model = ScriptedModel::with(move |req| {
+            let prompt = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+            append(&model_log, &format!("model {prompt}"))?;
+            Ok(ChatResponse::text(format!("planned: {prompt}")))
+        })
+        .named("echo");
+        runner = runner.models(Models::new(Arc::new(model))).tools(Tools::new().with(AppendLine { log }));
+    }
+    Ok(runner)
+}
+
+fn append(path: &Path, line: &str) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::other(format!("cannot open the call log {} ({e})", path.display())))?;
+    writeln!(f, "{line}").map_err(|e| Error::other(format!("cannot append to {} ({e})", path.display())))?;
+    f.sync_data().map_err(|e| Error::other(format!("cannot flush {} ({e})", path.display())))
+}
+
+/// Appends `input.line` to the call log: a side effect that must not repeat unasked.
+struct AppendLine {
+    log: PathBuf,
+}
+
+#[async_trait]
+impl Tool for AppendLine {
+    fn name(&self) -> &str {
+        "append_line"
+    }
+    fn description(&self) -> &str {
+        "Appends one line to the call log."
+    }
+    fn effect(&self) -> Effect {
+        Effect::SideEffect
+    }
+    async fn call(&self, input: Value) -> Result<Value> {
+        let line = input.get("line").and_then(Value::as_str).unwrap_or("");
+        append(&self.log, line)?;
+        Ok(json!({"appended": line}))
+    }
+}

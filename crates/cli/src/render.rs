@@ -1,0 +1,164 @@
+//! Human-readable lines for sessions and events.
+
+use agentloop_core::journal::{InterruptRecord, SessionMeta};
+use agentloop_core::{Event, Outcome, Session};
+use serde_json::Value;
+
+pub fn short_time(t: &chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+pub fn millis(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+/// One line per session for `sessions list`.
+pub fn session_row(m: &SessionMeta) -> String {
+    let limit = m.max_iterations.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+    format!(
+        "{:<36}  {:<14}  {:<10}  {:>5}/{:<5}  {:<19}  {}",
+        m.id,
+        m.agent,
+        m.status.as_str(),
+        m.current_iteration,
+        limit,
+        short_time(&m.started_at),
+        m.finish_reason.as_deref().unwrap_or("")
+    )
+}
+
+pub fn session_header() -> String {
+    format!("{:<36}  {:<14}  {:<10}  {:>11}  {:<19}  {}", "ID", "AGENT", "STATUS", "ITERATIONS", "STARTED", "FINISH")
+}
+
+/// `sessions show`: the whole session, iteration by iteration.
+pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord>) -> String {
+    let mut out = String::new();
+    let p = &meta.progress;
+    out.push_str(&format!(
+        "session {} ({}) — {}{}\n",
+        s.session_id,
+        s.agent,
+        s.status.as_str(),
+        s.finish_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "started {}{}\n",
+        short_time(&s.started_at),
+        match (s.completed_at, s.duration) {
+            (Some(c), Some(d)) => format!(", ended {} after {}", short_time(&c), millis(d)),
+            _ => String::new(),
+        }
+    ));
+    out.push_str(&format!(
+        "iterations {}/{}  steps {}  model calls {}  tool calls {}  tokens {}  running time {}\n",
+        s.current_iteration,
+        s.max_iterations.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+        p.steps,
+        p.model_calls,
+        p.tool_calls,
+        p.tokens(),
+        millis(p.active_ms)
+    ));
+    if let Some(q) = pending {
+        out.push_str(&format!(
+            "waiting on question {}: {}\n  answer with: agentloop sessions resume {} --answer <reply>\n",
+            q.id,
+            question_text(&q.request),
+            s.session_id
+        ));
+    }
+    for it in &s.iterations {
+        out.push_str(&format!(
+            "  #{:<4} {:<11} {:>8}{}\n",
+            it.iteration_number,
+            format!("{:?}", it.status).to_lowercase(),
+            it.duration.map(millis).unwrap_or_default(),
+            it.error.as_deref().map(|e| format!("  error: {e}")).unwrap_or_default()
+        ));
+        for t in &it.tool_calls {
+            out.push_str(&format!(
+                "        tool {} {} {}{}\n",
+                t.tool_name,
+                format!("{:?}", t.status).to_lowercase(),
+                t.duration.map(millis).unwrap_or_default(),
+                t.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+            ));
+        }
+        for m in &it.messages {
+            out.push_str(&format!("        {:?}: {}\n", m.role, clip(&m.content, 100)).to_lowercase());
+        }
+    }
+    out
+}
+
+/// The sentence a question shows a human.
+pub fn question_text(request: &Value) -> String {
+    for key in ["message", "question", "prompt"] {
+        if let Some(s) = request.get(key).and_then(Value::as_str) {
+            return s.to_string();
+        }
+    }
+    request.to_string()
+}
+
+/// A live line for an event, or `None` for events too chatty to show.
+pub fn event_line(e: &Event) -> Option<String> {
+    let p = &e.payload;
+    let text = match e.name.as_str() {
+        "agent:iteration:start" => format!("iteration {} started", p["iteration"]),
+        "agent:iteration:complete" => format!("iteration {} done in {}", p["iteration"], millis(p["duration"].as_u64().unwrap_or(0))),
+        "agent:tool:called" => format!("  → {}", p["toolName"].as_str().unwrap_or("?")),
+        "agent:tool:complete" => {
+            format!("  ✓ {} ({})", p["toolName"].as_str().unwrap_or("?"), millis(p["duration"].as_u64().unwrap_or(0)))
+        }
+        "agent:interrupt" => format!("? {}", question_text(&p["request"])),
+        _ => format!("{} {}", e.name, p),
+    };
+    Some(text)
+}
+
+/// `#seq time name payload` for `sessions events`.
+pub fn event_row(e: &Event) -> String {
+    format!("#{:<6} {}  {:<26} {}", e.seq, e.timestamp.format("%H:%M:%S%.3f"), e.name, e.payload)
+}
+
+pub fn outcome(o: &Outcome) -> String {
+    let mut s = format!(
+        "session {} {}{} after {} iterations ({} steps, {} tool calls, {} tokens, {})",
+        o.session_id,
+        o.status.as_str(),
+        o.finish_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default(),
+        o.progress.iterations,
+        o.progress.steps,
+        o.progress.tool_calls,
+        o.progress.tokens(),
+        millis(o.progress.active_ms)
+    );
+    if let Some(m) = &o.message {
+        s.push_str(&format!("\n{m}"));
+    }
+    if let Some(q) = &o.pending {
+        s.push_str(&format!(
+            "\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>",
+            question_text(&q.request),
+            o.session_id
+        ));
+    } else if o.status == agentloop_core::SessionStatus::Paused {
+        s.push_str(&format!("\ncontinue with: agentloop sessions resume {}", o.session_id));
+    }
+    s
+}
+
+fn clip(s: &str, n: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= n {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(n).collect::<String>())
+    }
+}
