@@ -3,7 +3,7 @@
 //! pause with a choice to resume or terminate.
 
 use std::io::{BufRead, IsTerminal, Write};
-use agentloop_core::{Outcome, SessionHandle};
+use agentloop_core::{Controller, Outcome, SessionHandle};
 use anyhow::Result;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -13,8 +13,6 @@ use crate::render;
 pub struct Drive {
     /// Print events as they happen.
     pub show_events: bool,
-    /// A reply for the first question, given on the command line.
-    pub answer: Option<String>,
 }
 
 /// True when a person can answer prompts.
@@ -24,9 +22,14 @@ pub fn interactive() -> bool {
 
 pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
     let mut events = handle.events();
-    let mut answer = opts.answer;
     let control = handle.controller();
     let watcher = tokio::spawn(async move {
+        // A question asked before we subscribed is still waiting in the store.
+        if interactive() {
+            if let Ok(Some(q)) = control.pending() {
+                ask(&control, &q.id, &q.request).await;
+            }
+        }
         loop {
             let e = match events.recv().await {
                 Ok(e) => e,
@@ -38,18 +41,9 @@ pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
                     eprintln!("{line}");
                 }
             }
-            if e.name == agentloop_core::event::INTERRUPT {
+            if e.name == agentloop_core::event::INTERRUPT && interactive() {
                 let id = e.payload["interruptId"].as_str().unwrap_or_default().to_string();
-                let reply = match answer.take() {
-                    Some(a) => Some(a),
-                    None if interactive() => prompt(&render::question_text(&e.payload["request"])).await,
-                    None => None,
-                };
-                if let Some(reply) = reply {
-                    if let Err(err) = control.answer(&id, Value::String(reply)) {
-                        eprintln!("could not record the answer: {err}");
-                    }
-                }
+                ask(&control, &id, &e.payload["request"]).await;
             }
             if e.name == agentloop_core::event::SESSION_PAUSE && interactive() {
                 match prompt("paused — [r]esume or [t]erminate?").await.as_deref().map(str::trim) {
@@ -70,6 +64,16 @@ pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
     ctrl_c.abort();
     watcher.abort();
     Ok(outcome?)
+}
+
+/// Asks the user a session's question and records the reply (once: a
+/// question already answered elsewhere is left alone).
+async fn ask(control: &Controller, id: &str, request: &Value) {
+    if let Some(reply) = prompt(&render::question_text(request)).await {
+        if let Err(err) = control.answer(id, Value::String(reply)) {
+            eprintln!("{err}");
+        }
+    }
 }
 
 async fn prompt(question: &str) -> Option<String> {

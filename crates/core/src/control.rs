@@ -77,6 +77,11 @@ impl Controller {
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
     }
+
+    /// The question the session waits on, if any.
+    pub fn pending(&self) -> Result<Option<InterruptRecord>> {
+        self.store.pending_interrupt(&self.id)
+    }
 }
 
 /// A running session: its controller (through `Deref`) and its task.

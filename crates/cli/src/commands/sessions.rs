@@ -108,21 +108,29 @@ fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serd
 }
 
 pub async fn resume(store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
-    let meta = store.load(id)?.meta;
-    // With nobody to ask, return when the session pauses instead of waiting.
-    let exit_when_paused = !live::interactive() && answer.is_none();
-    let handle = agents::resume(store.clone(), &meta, exit_when_paused)?;
-    if let (Some(reply), Some(q)) = (&answer, store.pending_interrupt(id)?) {
-        handle.answer(&q.id, json!(reply))?;
+    let mut answer = answer;
+    loop {
+        // The reply goes to the question already waiting, or else to the
+        // first one the resumed run asks (it then returns, and we go round).
+        if let Some(q) = store.pending_interrupt(id)? {
+            if let Some(reply) = answer.take() {
+                store.answer(id, &q.id, &json!(reply))?;
+            }
+        }
+        let meta = store.load(id)?.meta;
+        // With nobody at the terminal, return when the session pauses instead of waiting.
+        let handle = agents::resume(store.clone(), &meta, !live::interactive())?;
+        let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
+        if outcome.pending.is_some() && answer.is_some() {
+            continue;
+        }
+        if json {
+            println!("{}", serde_json::to_string(&outcome)?);
+        } else {
+            println!("{}", render::outcome(&outcome));
+        }
+        return Ok(exit::for_outcome(&outcome));
     }
-    let drive = live::Drive { show_events: !json, answer: None };
-    let outcome = live::drive(handle, drive).await?;
-    if json {
-        println!("{}", serde_json::to_string(&outcome)?);
-    } else {
-        println!("{}", render::outcome(&outcome));
-    }
-    Ok(exit::for_outcome(&outcome))
 }
 
 pub fn delete(store: &dyn Store, id: &str) -> Result<ExitCode> {
