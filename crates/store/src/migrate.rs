@@ -9,10 +9,11 @@ pub(crate) const APPLICATION_ID: i64 = 0x4147_4C50;
 
 const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
 
-/// Brings the schema up to date. Errors are plain sentences.
-pub(crate) fn migrate(conn: &mut Connection, what: &str) -> Result<(), String> {
+/// Refuses a database that belongs to another program. Runs before any
+/// pragma that writes (switching to WAL rewrites the header), so a foreign
+/// file is left exactly as it was.
+pub(crate) fn check_ours(conn: &Connection, what: &str) -> Result<(), String> {
     let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| e.to_string())?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| e.to_string())?;
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;
@@ -21,6 +22,12 @@ pub(crate) fn migrate(conn: &mut Connection, what: &str) -> Result<(), String> {
             "{what} is an SQLite database of another program, not agentloop's: point --data-dir (or AGENTLOOP_DATA_DIR) elsewhere"
         ));
     }
+    Ok(())
+}
+
+/// Brings the schema up to date. Errors are plain sentences.
+pub(crate) fn migrate(conn: &mut Connection, what: &str) -> Result<(), String> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| e.to_string())?;
     let known = MIGRATIONS.len() as i64;
     if version > known {
         return Err(format!("{what} was written by a newer agentloop (schema v{version}, this one knows v{known}): upgrade agentloop"));

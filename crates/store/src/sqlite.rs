@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::checkpoint::{Checkpointer, COMMITS_PER_CHECKPOINT, WAL_CAP};
 use crate::durability::Durability;
-use crate::migrate::migrate;
+use crate::migrate::{check_ours, migrate};
 
 pub struct SqliteStore {
     /// Declared first so it is dropped first: the writer's connection then
@@ -61,6 +61,7 @@ impl SqliteStore {
     }
 
     fn setup(mut conn: Connection, what: String, durability: Durability, wal: bool) -> Result<Self> {
+        check_ours(&conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
         let pragmas = |conn: &Connection| -> rusqlite::Result<()> {
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             if wal {

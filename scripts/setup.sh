@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Set-up for a fresh Debian machine, safe to run again: installs the system
+# packages agentloop builds with (cmake and clang for the embedded llama.cpp
+# model that comes next; a C compiler for SQLite), builds the release binary
+# and runs the main job.
+#
+#   scripts/setup.sh           set up, then run the main job
+#   scripts/setup.sh --no-run  set up only (the test script uses this)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+packages=(build-essential cmake clang libclang-dev pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing system packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is not installed: install Rust from your package manager or rustup, then run this again" >&2
+  exit 1
+fi
+
+if [ "${1:-}" = "--no-run" ]; then
+  exit 0
+fi
+
+echo "==> building agentloop (release)"
+cargo build --release -q -p agentloop-cli
+echo "==> main job: agentloop bench engine"
+exec "$here/target/release/agentloop" bench engine --iterations 500
