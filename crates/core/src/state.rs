@@ -149,7 +149,8 @@ impl Fields<'_> {
             self.patch.push_str("/-");
         }
         self.patch.push_str("\",\"value\":");
-        self.patch.push_str(&String::from_utf8_lossy(value));
+        // serde_json only writes valid UTF-8.
+        self.patch.push_str(std::str::from_utf8(value).unwrap_or("null"));
         self.patch.push('}');
     }
 

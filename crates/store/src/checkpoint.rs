@@ -4,17 +4,19 @@
 //! writer only nudges a background thread, which checkpoints through its own
 //! connection (PASSIVE: it never blocks the writer).
 //!
-//! Under a continuous stream of commits a PASSIVE checkpoint never catches
-//! up, so the WAL would never restart; past `WAL_CAP` the thread runs a
-//! RESTART checkpoint, which briefly holds the writer back and lets the WAL
-//! start over from its beginning.
+//! Under a continuous stream of commits a background checkpoint never
+//! catches up with the writer, and SQLite restarts the WAL only when a write
+//! begins with every frame copied back. So every `COMMITS_PER_CATCH_UP`
+//! commits the writer runs a PASSIVE checkpoint itself, between two steps:
+//! it copies only the few frames written since the background pass, and the
+//! next commit starts the WAL over, reusing the same file pages.
 //!
 //! Used in `process` durability only. In `fsync` mode SQLite's own inline
-//! checkpoint is better: it keeps the WAL small and rewritten in place, and
-//! an fdatasync of pages overwritten in place is much cheaper than one that
-//! also grows the file.
+//! checkpoint measured faster (interleaved runs, 500 iterations: 308–350 µs
+//! per step against 352–461): its WAL stays small and is rewritten in place,
+//! and an fdatasync of pages overwritten in place is the cheapest there is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
@@ -23,7 +25,9 @@ use rusqlite::Connection;
 /// Commits between nudges (a small step writes a few pages, so this keeps
 /// the WAL around SQLite's default of 1000 pages).
 pub(crate) const COMMITS_PER_CHECKPOINT: u64 = 256;
-/// The WAL size past which the checkpoint makes the WAL start over.
+/// Commits between the writer's own catch-up checkpoints.
+pub(crate) const COMMITS_PER_CATCH_UP: u64 = 4 * COMMITS_PER_CHECKPOINT;
+/// A restarted WAL file is cut back to this size on disk.
 pub(crate) const WAL_CAP: u64 = 16 * 1024 * 1024;
 
 pub(crate) struct Checkpointer {
@@ -36,12 +40,9 @@ impl Checkpointer {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         let (tx, rx) = sync_channel::<()>(1);
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal = PathBuf::from(wal);
         let thread = std::thread::Builder::new()
             .name("agentloop-checkpoint".into())
-            .spawn(move || run(conn, &wal, rx))
+            .spawn(move || run(conn, rx))
             .ok();
         Ok(Self { nudge: Some(tx), thread })
     }
@@ -56,13 +57,16 @@ impl Checkpointer {
     }
 }
 
-fn run(conn: Connection, wal: &Path, nudges: Receiver<()>) {
+fn run(conn: Connection, nudges: Receiver<()>) {
     while nudges.recv().is_ok() {
         // A failed checkpoint is retried on the next nudge; the WAL just stays longer.
-        let too_big = std::fs::metadata(wal).map(|m| m.len() > WAL_CAP).unwrap_or(false);
-        let mode = if too_big { "RESTART" } else { "PASSIVE" };
-        let _ = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |_| Ok(()));
+        let _ = passive_checkpoint(&conn);
     }
+}
+
+/// Copies WAL frames back into the database without blocking anyone.
+pub(crate) fn passive_checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
 }
 
 impl Drop for Checkpointer {

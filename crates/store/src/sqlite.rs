@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checkpoint::{Checkpointer, COMMITS_PER_CHECKPOINT, WAL_CAP};
+use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT, WAL_CAP};
 use crate::durability::Durability;
 use crate::migrate::{check_ours, migrate};
 
@@ -237,8 +237,11 @@ impl Store for SqliteStore {
         let key = result?;
         inner.keys.insert(session_id.to_string(), key);
         inner.commits += 1;
-        if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
-            if let Some(c) = &self.checkpointer {
+        if let Some(c) = &self.checkpointer {
+            if inner.commits % COMMITS_PER_CATCH_UP == 0 {
+                // Failure only delays the WAL restart to the next catch-up.
+                let _ = passive_checkpoint(&inner.conn);
+            } else if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
                 c.nudge();
             }
         }
