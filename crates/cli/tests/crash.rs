@@ -3,6 +3,8 @@
 //! iteration, record or event was lost and that no call recorded before the
 //! crash was made again.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};

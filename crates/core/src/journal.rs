@@ -104,7 +104,8 @@ pub struct SessionMeta {
 /// One element of a commit batch.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Write {
-    Meta(SessionMeta),
+    /// Boxed: far larger than the other variants.
+    Meta(Box<SessionMeta>),
     Call(CallRecord),
     Event(Event),
     Iteration(IterationRecord),

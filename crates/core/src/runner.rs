@@ -95,7 +95,7 @@ impl<S: State> Runner<S> {
         let snapshot = serde_json::to_string(&state)?;
         let (handle, env) = self.handle(&id, &meta.termination, 0);
         let batch = vec![
-            Pending::Write(Write::Meta(meta.clone())),
+            Pending::Write(Write::Meta(Box::new(meta.clone()))),
             Pending::Write(Write::Snapshot { step: 0, state: snapshot.clone() }),
             Pending::Event(EventDraft::session_start(&id, meta.max_iterations)),
         ];
@@ -123,7 +123,7 @@ impl<S: State> Runner<S> {
         let was_paused = meta.status == SessionStatus::Paused;
         meta.status = SessionStatus::Running;
         let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
-        env.commit(0, vec![Pending::Write(Write::Meta(meta.clone())), Pending::Event(EventDraft::resume(id))], false)?;
+        env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(EventDraft::resume(id))], false)?;
         let mut machine = Machine::new(
             env,
             self.graph.clone(),
@@ -375,7 +375,7 @@ impl<S: State> Machine<S> {
         self.meta.next_node = next;
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
-        batch.push(Pending::Write(Write::Meta(self.meta.clone())));
+        batch.push(Pending::Write(Write::Meta(Box::new(self.meta.clone()))));
         self.env.commit(number, batch, false)
     }
 
@@ -523,7 +523,7 @@ impl<S: State> Machine<S> {
 
     fn set_status(&mut self, status: SessionStatus, events: Vec<EventDraft>) -> Result<()> {
         self.meta.status = status;
-        let mut batch = vec![Pending::Write(Write::Meta(self.meta.clone()))];
+        let mut batch = vec![Pending::Write(Write::Meta(Box::new(self.meta.clone())))];
         batch.extend(events.into_iter().map(Pending::Event));
         self.env.commit(0, batch, false)
     }
@@ -547,7 +547,7 @@ impl<S: State> Machine<S> {
             SessionStatus::Error => EventDraft::error(&id, self.message.as_deref().unwrap_or(reason)),
             _ => EventDraft::complete(&id, reason, duration),
         };
-        batch.push(Pending::Write(Write::Meta(self.meta.clone())));
+        batch.push(Pending::Write(Write::Meta(Box::new(self.meta.clone()))));
         batch.push(Pending::Event(draft));
         self.env.commit(0, batch, false)?;
         self.outcome()

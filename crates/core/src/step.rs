@@ -234,7 +234,7 @@ impl Step {
     pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
         let index = self.next_index();
         let response = match self.recorded(index) {
-            Some(rec) => replayed(&rec, |v| serde_json::from_value::<ChatResponse>(v))?,
+            Some(rec) => replayed(&rec, serde_json::from_value::<ChatResponse>)?,
             None => {
                 let model = self.env.models.get(role)?.clone();
                 // Let watchers see what is happening before a slow call starts.

@@ -1,6 +1,8 @@
 //! Pause, resume, terminate while a slow call is in flight; interrupts that
 //! outlive the process; no recorded call made twice after a crash.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

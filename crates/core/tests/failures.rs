@@ -2,6 +2,8 @@
 //! calls, timeouts, permission denied, a side effect cut off by a crash,
 //! budgets, and the completion detector.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,6 +1,8 @@
 //! The runner end to end on the in-memory store: a full loop, the journal
 //! round trip, iteration limits and the records built from calls.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! Broken, foreign and hostile inputs give one clear sentence, never a panic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agentloop_core::journal::{SessionMeta, Write};
 use agentloop_core::{Progress, SessionStatus, Store, Termination};
 use agentloop_store::{Durability, SqliteStore};
@@ -32,7 +34,7 @@ fn open_err(path: &std::path::Path) -> String {
 fn seeded(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("s.sqlite");
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    store.write("s1", &[Write::Meta(meta("s1")), Write::Snapshot { step: 0, state: "{\"n\":1}".into() }], false).unwrap();
+    store.write("s1", &[Write::Meta(Box::new(meta("s1"))), Write::Snapshot { step: 0, state: "{\"n\":1}".into() }], false).unwrap();
     store.write("s1", &[Write::Patch { step: 1, patch: "[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into() }], false).unwrap();
     path
 }

@@ -2,6 +2,8 @@
 //! tool that counts its real executions, and a graph builder.
 #![allow(dead_code)]
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
