@@ -8,6 +8,15 @@ pub fn short_time(t: &chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// Like `millis`, for figures kept in microseconds (sub-millisecond steps).
+pub fn micros(us: u64) -> String {
+    if us < 1000 {
+        format!("{:.2}ms", us as f64 / 1000.0)
+    } else {
+        millis(us / 1000)
+    }
+}
+
 pub fn millis(ms: u64) -> String {
     match ms {
         0..=999 => format!("{ms}ms"),
@@ -62,7 +71,7 @@ pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord
         p.model_calls,
         p.tool_calls,
         p.tokens(),
-        millis(p.active_ms)
+        micros(p.active_us)
     ));
     if let Some(q) = pending {
         out.push_str(&format!(
@@ -137,7 +146,7 @@ pub fn outcome(o: &Outcome) -> String {
         o.progress.steps,
         o.progress.tool_calls,
         o.progress.tokens(),
-        millis(o.progress.active_ms)
+        micros(o.progress.active_us)
     );
     if let Some(m) = &o.message {
         s.push_str(&format!("\n{m}"));

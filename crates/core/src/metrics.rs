@@ -36,7 +36,7 @@ pub fn summarize(metas: &[SessionMeta]) -> Metrics {
         out.iterations += u64::from(p.iterations);
         out.tool_calls += p.tool_calls;
         out.tokens += p.tokens();
-        out.wall_ms += p.active_ms;
+        out.wall_ms += p.active_ms();
         replans += u64::from(p.replans);
         if is_success(m) {
             out.successes += 1;

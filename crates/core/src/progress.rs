@@ -18,8 +18,9 @@ pub struct Progress {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cost: f64,
-    /// Milliseconds spent running (paused time excluded).
-    pub active_ms: u64,
+    /// Microseconds spent running steps (paused time excluded): summed per
+    /// step in microseconds, since steps are often shorter than a millisecond.
+    pub active_us: u64,
     pub iteration_started_at: Option<DateTime<Utc>>,
     /// Whether the current iteration has failed (tool error, node error, timeout).
     pub iteration_failed: bool,
@@ -50,6 +51,10 @@ pub struct Signals {
 }
 
 impl Progress {
+    pub fn active_ms(&self) -> u64 {
+        self.active_us / 1000
+    }
+
     pub fn tokens(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }

@@ -370,7 +370,7 @@ impl<S: State> Machine<S> {
 
     fn advance(&mut self, number: u64, next: Option<String>, mut progress: Progress, took: Duration, mut batch: Vec<Pending>) -> Result<()> {
         progress.steps += 1;
-        progress.active_ms += u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        progress.active_us += u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         self.meta.step = number;
         self.meta.next_node = next;
         self.meta.current_iteration = progress.iterations;

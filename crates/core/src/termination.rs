@@ -94,7 +94,7 @@ impl Termination {
                     None => Verdict::Continue,
                 }
             }
-            Self::Deadline { ms } if p.active_ms >= *ms => stop(
+            Self::Deadline { ms } if p.active_ms() >= *ms => stop(
                 SessionStatus::Terminated,
                 "timeout",
                 format!("The session ran for its limit of {}; resume it to give it more time.", human_ms(*ms)),
@@ -212,8 +212,8 @@ mod tests {
     #[test]
     fn deadline_counts_running_time() {
         let t = Termination::deadline(Duration::from_secs(2));
-        assert!(stops(&t, &Progress { active_ms: 1999, ..Progress::default() }).is_none());
-        let s = stops(&t, &Progress { active_ms: 2000, ..Progress::default() }).unwrap();
+        assert!(stops(&t, &Progress { active_us: 1_999_999, ..Progress::default() }).is_none());
+        let s = stops(&t, &Progress { active_us: 2_000_000, ..Progress::default() }).unwrap();
         assert_eq!((s.status, s.finish_reason.as_str()), (SessionStatus::Terminated, "timeout"));
     }
 
