@@ -61,9 +61,11 @@ impl SqliteStore {
     }
 
     fn setup(mut conn: Connection, what: String, durability: Durability, wal: bool) -> Result<Self> {
+        // Another process may be committing: wait for it rather than fail.
+        // (This writes nothing, so it may come before the ownership check.)
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| sql_error(&what, "configure", e))?;
         check_ours(&conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
         let pragmas = |conn: &Connection| -> rusqlite::Result<()> {
-            conn.busy_timeout(std::time::Duration::from_secs(10))?;
             if wal {
                 conn.pragma_update(None, "journal_mode", "WAL")?;
                 // A WAL that restarted is cut back to this size on disk.
