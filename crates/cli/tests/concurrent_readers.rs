@@ -1,48 +1,58 @@
-//! While one process runs a session, another can list sessions and follow
-//! its events live: WAL readers never see "database is locked".
+//! While one process runs a session, others can open the same data dir, list
+//! sessions and follow the session's events live: opening in the middle of a
+//! commit, a checkpoint or the schema's creation waits, it never fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+fn agentloop(data: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    c.arg("--data-dir").arg(data).args(args);
+    c
+}
+
+fn list(data: &Path) -> Vec<Value> {
+    let out: Output = agentloop(data, &["sessions", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "list failed while a session runs: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+}
+
 #[test]
-fn another_process_lists_and_follows_a_running_session() {
+fn other_processes_list_and_follow_a_running_session() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
     let db = data.join("agentloop.sqlite");
-    let bin = env!("CARGO_BIN_EXE_agentloop");
-    let mut writer = Command::new(bin)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["bench", "engine", "--iterations", "3000", "--session-id", "live", "--db"])
+    let mut writer = agentloop(data, &["bench", "engine", "--iterations", "6000", "--session-id", "live", "--db"])
         .arg(&db)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
 
-    // Wait until the session exists, reading all along.
+    // Readers race the writer from its very first moment.
     let t = Instant::now();
-    loop {
-        let out = Command::new(bin).arg("--data-dir").arg(data).args(["sessions", "list", "--json"]).output().unwrap();
-        assert!(out.status.success(), "list failed while a session runs: {}", String::from_utf8_lossy(&out.stderr));
-        let sessions: Value = serde_json::from_slice(&out.stdout).unwrap();
-        if sessions.as_array().is_some_and(|a| !a.is_empty()) {
-            break;
-        }
+    while list(data).is_empty() {
         assert!(t.elapsed() < Duration::from_secs(30), "the session never appeared");
-        std::thread::sleep(Duration::from_millis(5));
     }
-
-    let follow = Command::new(bin)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["sessions", "events", "live", "--follow", "--json"])
-        .output()
+    let follow = agentloop(data, &["sessions", "events", "live", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let mut reads = 0;
+    while writer.try_wait().unwrap().is_none() {
+        list(data);
+        reads += 1;
+    }
+    assert!(writer.wait().unwrap().success());
+    assert!(reads > 0, "the session ended before any read could race it");
+
+    let follow = follow.wait_with_output().unwrap();
     assert!(follow.status.success(), "follow failed: {}", String::from_utf8_lossy(&follow.stderr));
     let events: Vec<Value> =
         String::from_utf8(follow.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -50,5 +60,4 @@ fn another_process_lists_and_follows_a_running_session() {
         assert_eq!(e["seq"], i as u64 + 1);
     }
     assert_eq!(events.last().unwrap()["name"], "agent:session:complete");
-    assert!(writer.wait().unwrap().success());
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use agentloop_core::event::Event;
 use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
@@ -17,7 +18,10 @@ use serde_json::Value;
 
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT, WAL_CAP};
 use crate::durability::Durability;
-use crate::migrate::{check_ours, migrate};
+use crate::migrate::{check_ours, migrate, Refusal};
+
+/// How long opening waits for another process that holds the database.
+const OPEN_PATIENCE: Duration = Duration::from_secs(10);
 
 pub struct SqliteStore {
     /// Declared first so it is dropped first: the writer's connection then
@@ -46,8 +50,16 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Store(format!("cannot create the data dir {} ({e}): choose a writable --data-dir", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| sql_error(&what, "open", e))?;
-        let mut store = Self::setup(conn, what, durability, true)?;
+        // While another process creates the file or switches it to WAL,
+        // SQLite answers "busy" at once (waiting could deadlock): try again.
+        let deadline = Instant::now() + OPEN_PATIENCE;
+        let mut store = loop {
+            let conn = Connection::open(path).map_err(|e| sql_error(&what, "open", e))?;
+            match Self::setup(conn, &what, durability, true) {
+                Err(Refusal::Sql(e)) if is_busy(&e) && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                other => break other.map_err(|r| refusal(&what, r))?,
+            }
+        };
         if durability == Durability::Process {
             store.checkpointer = Some(Checkpointer::start(path).map_err(|e| sql_error(&store.what, "open", e))?);
         }
@@ -56,31 +68,33 @@ impl SqliteStore {
 
     /// A private in-memory database (real SQLite, nothing on disk): for tests.
     pub fn in_memory() -> Result<Self> {
-        let conn = Connection::open_in_memory().map_err(|e| sql_error("the in-memory store", "open", e))?;
-        Self::setup(conn, "the in-memory store".into(), Durability::Process, false)
+        let what = "the in-memory store";
+        let conn = Connection::open_in_memory().map_err(|e| sql_error(what, "open", e))?;
+        Self::setup(conn, what, Durability::Process, false).map_err(|r| refusal(what, r))
     }
 
-    fn setup(mut conn: Connection, what: String, durability: Durability, wal: bool) -> Result<Self> {
+    fn setup(mut conn: Connection, what: &str, durability: Durability, wal: bool) -> Result<Self, Refusal> {
         // Another process may be committing: wait for it rather than fail.
         // (This writes nothing, so it may come before the ownership check.)
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| sql_error(&what, "configure", e))?;
-        check_ours(&conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
-        let pragmas = |conn: &Connection| -> rusqlite::Result<()> {
-            if wal {
-                conn.pragma_update(None, "journal_mode", "WAL")?;
-                // A WAL that restarted is cut back to this size on disk.
-                conn.pragma_update(None, "journal_size_limit", i64::try_from(WAL_CAP).unwrap_or(i64::MAX))?;
-                if durability == Durability::Process {
-                    // The background checkpointer takes over (see checkpoint.rs).
-                    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-                }
+        conn.busy_timeout(OPEN_PATIENCE)?;
+        check_ours(&conn, what)?;
+        if wal {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            // A WAL that restarted is cut back to this size on disk.
+            conn.pragma_update(None, "journal_size_limit", i64::try_from(WAL_CAP).unwrap_or(i64::MAX))?;
+            if durability == Durability::Process {
+                // The background checkpointer takes over (see checkpoint.rs).
+                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
             }
-            conn.pragma_update(None, "synchronous", durability.synchronous())?;
-            Ok(())
-        };
-        pragmas(&conn).map_err(|e| sql_error(&what, "configure", e))?;
-        migrate(&mut conn, &what).map_err(|e| Error::Store(damaged_or(&what, e)))?;
-        Ok(Self { inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }), checkpointer: None, what, durability })
+        }
+        conn.pragma_update(None, "synchronous", durability.synchronous())?;
+        migrate(&mut conn, what)?;
+        Ok(Self {
+            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }),
+            checkpointer: None,
+            what: what.to_string(),
+            durability,
+        })
     }
 
     pub fn path_description(&self) -> &str {
@@ -443,12 +457,15 @@ fn check_header(path: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn damaged_or(what: &str, message: String) -> String {
-    if message.contains("malformed") || message.contains("not a database") {
-        format!("{what} is damaged ({message}): move it aside (or restore a backup) and agentloop will create a new one")
-    } else {
-        message
+fn refusal(what: &str, r: Refusal) -> Error {
+    match r {
+        Refusal::Sql(e) => sql_error(what, "open", e),
+        Refusal::Refused(sentence) => Error::Store(sentence),
     }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
 fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
@@ -458,7 +475,7 @@ fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
             "{what} is damaged ({e}): move it aside (or restore a backup) and agentloop will create a new one"
         ));
     }
-    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)) {
+    if is_busy(&e) {
         return Error::Store(format!("{what} is locked by another process; try again when it is done ({e})"));
     }
     Error::Store(format!("cannot {doing} in {what}: {e}"))
