@@ -51,8 +51,14 @@ impl EventDraft {
     pub fn iteration_start(iteration: u32, at: DateTime<Utc>) -> Self {
         Self::new(ITERATION_START, json!({"iteration": iteration, "timestamp": at}))
     }
-    pub fn iteration_complete(iteration: u32, duration_ms: u64) -> Self {
-        Self::new(ITERATION_COMPLETE, json!({"iteration": iteration, "duration": duration_ms}))
+    /// Also carries the iteration's status, error and end time: the
+    /// session's iteration records are built from these events.
+    pub fn iteration_complete(iteration: u32, duration_ms: u64, failed: bool, error: Option<&str>, at: DateTime<Utc>) -> Self {
+        let status = if failed { "failed" } else { "completed" };
+        Self::new(
+            ITERATION_COMPLETE,
+            json!({"iteration": iteration, "duration": duration_ms, "status": status, "error": error, "completedAt": at}),
+        )
     }
     pub fn tool_called(tool: &str, iteration: u32) -> Self {
         Self::new(TOOL_CALLED, json!({"toolName": tool, "iteration": iteration}))

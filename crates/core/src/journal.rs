@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::Event;
+use crate::event::{self, Event};
 use crate::progress::Progress;
 use crate::session::{IterationStatus, SessionStatus};
 use crate::termination::Termination;
@@ -56,6 +56,7 @@ impl CallRecord {
     }
 }
 
+/// An iteration as its start and complete events describe it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IterationRecord {
@@ -64,6 +65,42 @@ pub struct IterationRecord {
     pub completed_at: Option<DateTime<Utc>>,
     pub status: IterationStatus,
     pub error: Option<String>,
+}
+
+impl IterationRecord {
+    /// Folds `agent:iteration:start` and `agent:iteration:complete` events,
+    /// in order, into iteration records. Other events are ignored.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<IterationRecord> {
+        let mut out: Vec<IterationRecord> = Vec::new();
+        for e in events {
+            let Some(number) = e.payload.get("iteration").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()) else {
+                continue;
+            };
+            match e.name.as_str() {
+                event::ITERATION_START => out.push(IterationRecord {
+                    number,
+                    started_at: e.payload.get("timestamp").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or(e.timestamp),
+                    completed_at: None,
+                    status: IterationStatus::InProgress,
+                    error: None,
+                }),
+                event::ITERATION_COMPLETE => {
+                    if let Some(r) = out.iter_mut().rev().find(|r| r.number == number) {
+                        r.completed_at = Some(
+                            e.payload.get("completedAt").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or(e.timestamp),
+                        );
+                        r.status = match e.payload.get("status").and_then(Value::as_str) {
+                            Some("failed") => IterationStatus::Failed,
+                            _ => IterationStatus::Completed,
+                        };
+                        r.error = e.payload.get("error").and_then(Value::as_str).map(String::from);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// A question for a human, persisted so it survives restarts.
@@ -108,7 +145,6 @@ pub enum Write {
     Meta(Box<SessionMeta>),
     Call(CallRecord),
     Event(Event),
-    Iteration(IterationRecord),
     Interrupt(InterruptRecord),
     /// JSON Patch (RFC 6902 text) of what step `step` changed.
     Patch { step: u64, patch: String },

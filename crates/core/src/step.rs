@@ -17,11 +17,11 @@ use tokio::sync::{broadcast, watch, Notify};
 
 use crate::control::Command;
 use crate::event::{self, Event, EventDraft};
-use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, IterationRecord, StepRecords, Write};
+use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, StepRecords, Write};
 use crate::model::{ChatRequest, ChatResponse};
 use crate::models::{Models, DEFAULT_ROLE};
 use crate::progress::{Progress, Signals};
-use crate::session::{millis_between, IterationStatus};
+use crate::session::millis_between;
 use crate::store::Store;
 use crate::termination::{Termination, Verdict};
 use crate::tool::{Effect, Tools};
@@ -106,14 +106,13 @@ pub(crate) fn close_iteration(progress: &mut Progress, pending: &mut Vec<Pending
     let now = Utc::now();
     let failed = progress.iteration_failed;
     progress.consecutive_failures = if failed { progress.consecutive_failures + 1 } else { 0 };
-    pending.push(Pending::Write(Write::Iteration(IterationRecord {
-        number: progress.iterations,
-        started_at: started,
-        completed_at: Some(now),
-        status: if failed { IterationStatus::Failed } else { IterationStatus::Completed },
-        error: progress.iteration_error.clone(),
-    })));
-    pending.push(Pending::Event(EventDraft::iteration_complete(progress.iterations, millis_between(started, now))));
+    pending.push(Pending::Event(EventDraft::iteration_complete(
+        progress.iterations,
+        millis_between(started, now),
+        failed,
+        progress.iteration_error.as_deref(),
+        now,
+    )));
 }
 
 impl Step {
@@ -175,13 +174,6 @@ impl Step {
         self.progress.iteration_failed = false;
         self.progress.iteration_error = None;
         self.progress.signals.agent_admits_failure = false;
-        self.pending.push(Pending::Write(Write::Iteration(IterationRecord {
-            number: n,
-            started_at: now,
-            completed_at: None,
-            status: IterationStatus::InProgress,
-            error: None,
-        })));
         self.emit(EventDraft::iteration_start(n, now));
         Ok(n)
     }

@@ -38,6 +38,8 @@ CREATE TABLE calls (
     PRIMARY KEY (session, step, idx)
 ) WITHOUT ROWID;
 
+-- Events, numbered per session. Iteration records are read from the
+-- iteration start and complete events, not kept twice.
 CREATE TABLE events (
     session INTEGER NOT NULL,
     seq     INTEGER NOT NULL,
@@ -50,13 +52,6 @@ CREATE TABLE events (
 
 -- No index on (session, step): only a replayed step counts its events, and
 -- scanning one session's events then is cheaper than one more page per commit.
-
-CREATE TABLE iterations (
-    session INTEGER NOT NULL,
-    number  INTEGER NOT NULL,
-    record  TEXT    NOT NULL,
-    PRIMARY KEY (session, number)
-) WITHOUT ROWID;
 
 CREATE TABLE interrupts (
     session  INTEGER NOT NULL,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentloop_core::event::Event;
+use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
 use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Error, Result, Session, Store};
 use chrono::Utc;
@@ -166,10 +166,6 @@ impl SqliteStore {
                 "INSERT INTO events (session, seq, step, name, payload, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 &[&key, &to_i64(e.seq), &to_i64(e.step), &e.name, &encode(&e.payload)?, &e.timestamp.to_rfc3339()],
             ),
-            Write::Iteration(i) => run(
-                "INSERT OR REPLACE INTO iterations (session, number, record) VALUES (?1, ?2, ?3)",
-                &[&key, &i.number, &encode(i)?],
-            ),
             Write::Interrupt(i) => run(
                 "INSERT OR REPLACE INTO interrupts (session, id, step, answered, record) VALUES (?1, ?2, ?3, ?4, ?5)",
                 &[&key, &i.id, &to_i64(i.step), &i.reply.is_some(), &encode(i)?],
@@ -185,6 +181,46 @@ impl SqliteStore {
                 run("INSERT INTO snapshots (session, step, state) VALUES (?1, ?2, ?3)", &[&key, &to_i64(*step), state])
             }
         }
+    }
+
+    /// Events of one session from a query whose first parameter is the
+    /// session key and whose columns are (seq, step, name, payload, at).
+    fn read_events(&self, session_id: &str, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Event>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&key];
+        all.extend_from_slice(params);
+        let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read events"))?;
+        let rows = stmt
+            .query_map(all.as_slice(), |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(self.err("read events"))?;
+        rows.into_iter()
+            .map(|(seq, step, name, payload, at)| {
+                Ok(Event {
+                    session_id: session_id.to_string(),
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    step: u64::try_from(step).unwrap_or(0),
+                    name,
+                    payload: decode(&self.what, "event", session_id, &payload)?,
+                    timestamp: chrono::DateTime::parse_from_rfc3339(&at)
+                        .map(|t| t.with_timezone(&Utc))
+                        .map_err(|e| Error::Store(format!("event {seq} of session `{session_id}` has a bad timestamp ({e})")))?,
+                })
+            })
+            .collect()
+    }
+
+    /// A session's events with these names, in order.
+    fn events_named(&self, session_id: &str, names: &[&str; 2]) -> Result<Vec<Event>> {
+        self.read_events(
+            session_id,
+            "SELECT seq, step, name, payload, at FROM events WHERE session = ?1 AND name IN (?2, ?3) ORDER BY seq",
+            &[&names[0], &names[1]],
+        )
     }
 
     /// Runs `f` in one transaction. BEGIN and COMMIT are cached statements:
@@ -315,14 +351,12 @@ impl Store for SqliteStore {
     }
 
     fn session(&self, session_id: &str) -> Result<Session> {
-        let mut guard = self.lock()?;
-        let inner = &mut *guard;
-        let (key, meta) = self.meta(inner, session_id)?;
-        let iterations: Vec<IterationRecord> =
-            self.rows(inner, "SELECT record FROM iterations WHERE session = ?1 ORDER BY number", &[&key], session_id, "iteration")?;
-        let calls: Vec<CallRecord> =
-            self.rows(inner, "SELECT record FROM calls WHERE session = ?1 ORDER BY step, idx", &[&key], session_id, "call")?;
-        Ok(Session::assemble(&meta, iterations, calls))
+        let meta = {
+            let mut guard = self.lock()?;
+            self.meta(&mut guard, session_id)?.1
+        };
+        let iterations = IterationRecord::from_events(&self.events_named(session_id, &[ITERATION_START, ITERATION_COMPLETE])?);
+        Ok(Session::assemble(&meta, iterations, self.calls(session_id)?))
     }
 
     fn calls(&self, session_id: &str) -> Result<Vec<CallRecord>> {
@@ -342,7 +376,7 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
         let tx = inner.conn.transaction().map_err(self.err("delete a session"))?;
-        for table in ["snapshots", "patches", "calls", "events", "iterations", "interrupts"] {
+        for table in ["snapshots", "patches", "calls", "events", "interrupts"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
         tx.execute("DELETE FROM sessions WHERE key = ?1", [key]).map_err(self.err("delete a session"))?;
@@ -352,35 +386,13 @@ impl Store for SqliteStore {
     }
 
     fn events(&self, session_id: &str, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let mut guard = self.lock()?;
-        let inner = &mut *guard;
-        let key = self.key(inner, session_id)?;
-        let mut stmt = inner
-            .conn
-            .prepare_cached("SELECT seq, step, name, payload, at FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
-            .map_err(self.err("read events"))?;
-        let rows = stmt
-            .query_map(params![key, to_i64(after), i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(self.err("read events"))?;
-        rows.into_iter()
-            .map(|(seq, step, name, payload, at)| {
-                Ok(Event {
-                    session_id: session_id.to_string(),
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    step: u64::try_from(step).unwrap_or(0),
-                    name,
-                    payload: decode(&self.what, "event", session_id, &payload)?,
-                    timestamp: chrono::DateTime::parse_from_rfc3339(&at)
-                        .map(|t| t.with_timezone(&Utc))
-                        .map_err(|e| Error::Store(format!("event {seq} of session `{session_id}` has a bad timestamp ({e})")))?,
-                })
-            })
-            .collect()
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read_events(
+            session_id,
+            "SELECT seq, step, name, payload, at FROM events WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            &[&to_i64(after), &limit],
+        )
     }
-
     fn pending_interrupt(&self, session_id: &str) -> Result<Option<InterruptRecord>> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
