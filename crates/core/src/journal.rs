@@ -146,9 +146,12 @@ pub enum Write {
     Call(CallRecord),
     Event(Event),
     Interrupt(InterruptRecord),
-    /// JSON Patch (RFC 6902 text) of what step `step` changed.
-    Patch { step: u64, patch: String },
-    /// Full state after step `step`; older snapshots and patches are compacted.
+    /// The journal entry of a step: the node to run next (`None`: the graph
+    /// ended) and the JSON Patch (RFC 6902 text) of what the step changed
+    /// (`None`: nothing, or a snapshot of this step covers it). Written for
+    /// every step, so the session row need not be.
+    Step { step: u64, next: Option<String>, patch: Option<String> },
+    /// Full state after step `step`; older snapshots and step entries are compacted.
     Snapshot { step: u64, state: String },
 }
 

@@ -51,6 +51,15 @@ pub struct Signals {
 }
 
 impl Progress {
+    /// Equal but for the step count and running time, which change every
+    /// step and are not worth a session-row write on their own.
+    pub fn same_apart_from_time(&self, other: &Progress) -> bool {
+        let mut a = self.clone();
+        a.steps = other.steps;
+        a.active_us = other.active_us;
+        a == *other
+    }
+
     pub fn active_ms(&self) -> u64 {
         self.active_us / 1000
     }

@@ -30,6 +30,9 @@ use crate::{Error, Result};
 const ANSWER_POLL: Duration = Duration::from_millis(250);
 /// Event capacity of the live channel; a slower subscriber reads history from the store.
 const EVENT_BUFFER: usize = 1024;
+/// Steps after which the session row is rewritten even if only its running
+/// time changed (a crash loses at most this many steps of running time).
+const META_EVERY: u64 = 64;
 
 pub struct StartOptions {
     /// A chosen id; a random one otherwise.
@@ -205,6 +208,8 @@ struct Machine<S: State> {
     exit_when_paused: bool,
     permission_denied: Option<String>,
     message: Option<String>,
+    /// The step and progress the session row last recorded.
+    meta_written: (u64, Progress),
 }
 
 impl<S: State> Machine<S> {
@@ -218,6 +223,7 @@ impl<S: State> Machine<S> {
         exit_when_paused: bool,
     ) -> Result<Self> {
         let marks = Marks::of(&state)?;
+        let meta_written = (meta.step, meta.progress.clone());
         Ok(Self {
             env,
             graph,
@@ -231,6 +237,7 @@ impl<S: State> Machine<S> {
             exit_when_paused,
             permission_denied: None,
             message: None,
+            meta_written,
         })
     }
 
@@ -326,20 +333,20 @@ impl<S: State> Machine<S> {
         };
         let number = step.number();
         let mut batch = std::mem::take(&mut step.pending);
-        if let Some(text) = patch {
+        let mut patch = patch;
+        if let Some(text) = &patch {
             self.patch_bytes_since += text.len() as u64;
             if snapshot_due(self.snapshot_bytes, self.patch_bytes_since) {
                 let full = serde_json::to_string(&self.state)?;
                 self.snapshot_bytes = full.len() as u64;
                 self.patch_bytes_since = 0;
                 batch.push(Pending::Write(Write::Snapshot { step: number, state: full }));
-            } else {
-                batch.push(Pending::Write(Write::Patch { step: number, patch: text }));
+                patch = None;
             }
         }
         let mut progress = step.progress;
         progress.consecutive_timeouts = 0;
-        self.advance(number, next, progress, step.started.elapsed(), batch)?;
+        self.advance(number, next, patch, progress, step.started.elapsed(), batch)?;
         Ok(StepEnd::Committed)
     }
 
@@ -364,19 +371,39 @@ impl<S: State> Machine<S> {
         let number = step.number();
         let batch = std::mem::take(&mut step.pending);
         let next = self.meta.next_node.clone();
-        self.advance(number, next, step.progress, step.started.elapsed(), batch)?;
+        self.advance(number, next, None, step.progress, step.started.elapsed(), batch)?;
         Ok(StepEnd::Committed)
     }
 
-    fn advance(&mut self, number: u64, next: Option<String>, mut progress: Progress, took: Duration, mut batch: Vec<Pending>) -> Result<()> {
+    fn advance(
+        &mut self,
+        number: u64,
+        next: Option<String>,
+        patch: Option<String>,
+        mut progress: Progress,
+        took: Duration,
+        mut batch: Vec<Pending>,
+    ) -> Result<()> {
         progress.steps += 1;
         progress.active_us += u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        batch.push(Pending::Write(Write::Step { step: number, next: next.clone(), patch }));
         self.meta.step = number;
         self.meta.next_node = next;
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
-        batch.push(Pending::Write(Write::Meta(Box::new(self.meta.clone()))));
+        // The step entry says where the session is; the session row is
+        // rewritten only when something else changed (or now and then, to
+        // keep its running time roughly current).
+        if number >= self.meta_written.0 + META_EVERY || !self.meta.progress.same_apart_from_time(&self.meta_written.1) {
+            batch.push(self.meta_write());
+        }
         self.env.commit(number, batch, false)
+    }
+
+    /// The session row as it is now, remembered as written.
+    fn meta_write(&mut self) -> Pending {
+        self.meta_written = (self.meta.step, self.meta.progress.clone());
+        Pending::Write(Write::Meta(Box::new(self.meta.clone())))
     }
 
     /// Drops the uncommitted changes of a step: the state goes back to what
@@ -523,7 +550,7 @@ impl<S: State> Machine<S> {
 
     fn set_status(&mut self, status: SessionStatus, events: Vec<EventDraft>) -> Result<()> {
         self.meta.status = status;
-        let mut batch = vec![Pending::Write(Write::Meta(Box::new(self.meta.clone())))];
+        let mut batch = vec![self.meta_write()];
         batch.extend(events.into_iter().map(Pending::Event));
         self.env.commit(0, batch, false)
     }
@@ -547,7 +574,7 @@ impl<S: State> Machine<S> {
             SessionStatus::Error => EventDraft::error(&id, self.message.as_deref().unwrap_or(reason)),
             _ => EventDraft::complete(&id, reason, duration),
         };
-        batch.push(Pending::Write(Write::Meta(Box::new(self.meta.clone()))));
+        batch.push(self.meta_write());
         batch.push(Pending::Event(draft));
         self.env.commit(0, batch, false)?;
         self.outcome()

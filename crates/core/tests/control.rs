@@ -197,3 +197,63 @@ async fn wait_until(mut f: impl FnMut() -> bool) {
     }
     panic!("condition not met within 5s");
 }
+
+// --- a crash while the session row lags behind the journal ---
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Ticks {
+    n: u32,
+    seen: Vec<u32>,
+}
+
+impl State for Ticks {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.value("n", &self.n);
+        f.log("seen", &self.seen);
+    }
+}
+
+fn tick<'a>(s: &'a mut Ticks, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        if s.n == 0 {
+            step.begin_iteration()?;
+        }
+        // No calls: these steps change nothing the session row records.
+        tokio::task::yield_now().await;
+        s.n += 1;
+        s.seen.push(s.n);
+        Ok(())
+    })
+}
+
+fn ticks_graph() -> agentloop_core::CompiledGraph<Ticks> {
+    Graph::new("ticks")
+        .node("tick", tick)
+        .entry("tick")
+        .route("tick", &["tick", END], |s: &Ticks| if s.n >= 300 { END.into() } else { "tick".into() })
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_crash_while_the_session_row_lags_resumes_at_the_right_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
+    let h = Runner::new(ticks_graph(), store.clone()).start(Ticks::default(), StartOptions::new(Termination::defaults(5))).unwrap();
+    let id = h.id().to_string();
+    // Die somewhere in the middle, between two session-row writes.
+    wait_until(|| store.load(&id).map(|l| l.meta.step >= 100).unwrap_or(false)).await;
+    h.abort();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let at_crash = store.load(&id).unwrap();
+    let state: Ticks = serde_json::from_value(at_crash.state).unwrap();
+    assert_eq!(u64::from(state.n), at_crash.meta.step, "the loaded step must match the state");
+
+    let out = Runner::new(ticks_graph(), store.clone()).resume(&id, true).unwrap().wait().await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let state: Ticks = serde_json::from_value(store.load(&id).unwrap().state).unwrap();
+    assert_eq!(state.seen, (1..=300).collect::<Vec<u32>>(), "no step lost or repeated");
+    assert_eq!(out.progress.steps, 300);
+    assert_contiguous(&store.events(&id, 0, usize::MAX).unwrap());
+}

@@ -20,12 +20,16 @@ CREATE TABLE snapshots (
     PRIMARY KEY (session, step)
 );
 
--- JSON Patch of each step after the latest snapshot. WITHOUT ROWID keeps
--- it one b-tree, so a step's commit writes one page here, not two.
-CREATE TABLE patches (
+-- One entry per step since the latest snapshot: the node to run next (NULL:
+-- the graph ended) and the JSON Patch of what the step changed (NULL:
+-- nothing, or the snapshot covers it). The newest entry says where the
+-- session is, so the sessions row is only rewritten when more changed.
+-- WITHOUT ROWID keeps it one b-tree: one page per commit, not two.
+CREATE TABLE steps (
     session INTEGER NOT NULL,
     step    INTEGER NOT NULL,
-    patch   TEXT    NOT NULL,
+    next    TEXT,
+    patch   TEXT,
     PRIMARY KEY (session, step)
 ) WITHOUT ROWID;
 

@@ -170,14 +170,14 @@ impl SqliteStore {
                 "INSERT OR REPLACE INTO interrupts (session, id, step, answered, record) VALUES (?1, ?2, ?3, ?4, ?5)",
                 &[&key, &i.id, &to_i64(i.step), &i.reply.is_some(), &encode(i)?],
             ),
-            Write::Patch { step, patch } => run(
-                "INSERT OR REPLACE INTO patches (session, step, patch) VALUES (?1, ?2, ?3)",
-                &[&key, &to_i64(*step), patch],
+            Write::Step { step, next, patch } => run(
+                "INSERT OR REPLACE INTO steps (session, step, next, patch) VALUES (?1, ?2, ?3, ?4)",
+                &[&key, &to_i64(*step), next, patch],
             ),
             Write::Snapshot { step, state } => {
                 // Compact first, so the pages freed are reused by the new snapshot.
                 run("DELETE FROM snapshots WHERE session = ?1", &[&key])?;
-                run("DELETE FROM patches WHERE session = ?1 AND step <= ?2", &[&key, &to_i64(*step)])?;
+                run("DELETE FROM steps WHERE session = ?1 AND step < ?2", &[&key, &to_i64(*step)])?;
                 run("INSERT INTO snapshots (session, step, state) VALUES (?1, ?2, ?3)", &[&key, &to_i64(*step), state])
             }
         }
@@ -303,7 +303,20 @@ impl Store for SqliteStore {
     fn load(&self, session_id: &str) -> Result<LoadedSession> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
-        let (key, meta) = self.meta(inner, session_id)?;
+        let (key, mut meta) = self.meta(inner, session_id)?;
+        // The session row may lag behind: the newest step entry says where the session is.
+        let newest: Option<(i64, Option<String>)> = inner
+            .conn
+            .query_row("SELECT step, next FROM steps WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(self.err("read the journal"))?;
+        if let Some((step, next)) = newest.filter(|(s, _)| u64::try_from(*s).unwrap_or(0) > meta.step) {
+            meta.step = u64::try_from(step).unwrap_or(0);
+            meta.next_node = next;
+            meta.progress.steps = meta.step;
+        }
         let (snap_step, snapshot): (i64, String) = inner
             .conn
             .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
@@ -314,7 +327,7 @@ impl Store for SqliteStore {
             .ok_or_else(|| Error::Store(format!("session `{session_id}` in {} has no snapshot: its journal is incomplete", self.what)))?;
         let mut stmt = inner
             .conn
-            .prepare_cached("SELECT step, patch FROM patches WHERE session = ?1 AND step > ?2 ORDER BY step")
+            .prepare_cached("SELECT step, patch FROM steps WHERE session = ?1 AND step > ?2 AND patch IS NOT NULL ORDER BY step")
             .map_err(self.err("read patches"))?;
         let patches = stmt
             .query_map(params![key, snap_step], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
@@ -376,7 +389,7 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
         let tx = inner.conn.transaction().map_err(self.err("delete a session"))?;
-        for table in ["snapshots", "patches", "calls", "events", "interrupts"] {
+        for table in ["snapshots", "steps", "calls", "events", "interrupts"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
         tx.execute("DELETE FROM sessions WHERE key = ?1", [key]).map_err(self.err("delete a session"))?;
