@@ -9,7 +9,10 @@
 //! begins with every frame copied back. So every `COMMITS_PER_CATCH_UP`
 //! commits the writer runs a PASSIVE checkpoint itself, between two steps:
 //! it copies only the few frames written since the background pass, and the
-//! next commit starts the WAL over, reusing the same file pages.
+//! next commit starts the WAL over, reusing the same file pages. (The WAL is
+//! deliberately not truncated on restart: writing into blocks the file
+//! already has costs far less than allocating them again — a steady-state
+//! step measured ~53 µs instead of ~62 µs with a 16 MiB size limit.)
 //!
 //! Used in `process` durability only. In `fsync` mode SQLite's own inline
 //! checkpoint measured faster (interleaved runs, 500 iterations: 308–350 µs
@@ -27,8 +30,6 @@ use rusqlite::Connection;
 pub(crate) const COMMITS_PER_CHECKPOINT: u64 = 256;
 /// Commits between the writer's own catch-up checkpoints.
 pub(crate) const COMMITS_PER_CATCH_UP: u64 = 4 * COMMITS_PER_CHECKPOINT;
-/// A restarted WAL file is cut back to this size on disk.
-pub(crate) const WAL_CAP: u64 = 16 * 1024 * 1024;
 
 pub(crate) struct Checkpointer {
     nudge: Option<SyncSender<()>>,

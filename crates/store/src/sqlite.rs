@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT, WAL_CAP};
+use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::durability::Durability;
 use crate::migrate::{check_ours, migrate, Refusal};
 
@@ -80,8 +80,6 @@ impl SqliteStore {
         check_ours(&conn, what)?;
         if wal {
             conn.pragma_update(None, "journal_mode", "WAL")?;
-            // A WAL that restarted is cut back to this size on disk.
-            conn.pragma_update(None, "journal_size_limit", i64::try_from(WAL_CAP).unwrap_or(i64::MAX))?;
             if durability == Durability::Process {
                 // The background checkpointer takes over (see checkpoint.rs).
                 conn.pragma_update(None, "wal_autocheckpoint", 0)?;
