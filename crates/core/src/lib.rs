@@ -30,7 +30,7 @@ pub use error::{Error, Result};
 pub use event::{Event, EventDraft};
 pub use graph::{CompiledGraph, Graph, END};
 pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
-pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, Usage};
+pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, ToolCall, ToolSpec, Usage};
 pub use models::Models;
 pub use progress::{Progress, Signals};
 pub use runner::{Runner, StartOptions};
