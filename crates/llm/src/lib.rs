@@ -1,11 +1,14 @@
 //! agentloop-llm: language model providers behind the `ChatModel` port.
-//! `openai` speaks to any OpenAI-compatible endpoint; `scripted` is the
-//! test double. The embedded llama.cpp and Anthropic providers come next.
+//! `openai` speaks to any OpenAI-compatible endpoint, `anthropic` to the
+//! Messages API; `scripted` is the test double. The embedded llama.cpp
+//! provider comes next.
 
+mod anthropic;
 mod openai;
 mod retry;
 mod scripted;
 
+pub use anthropic::{AnthropicConfig, AnthropicModel};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
