@@ -141,4 +141,7 @@ pub trait ChatModel: Send + Sync {
     /// A short name recorded with every answer (e.g. `qwen2.5-coder-0.5b`).
     fn name(&self) -> &str;
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+    /// The caller found the last answer unusable (it did not parse or
+    /// validate). A fallback chain counts it like a failure; others ignore it.
+    fn reject(&self) {}
 }

@@ -260,22 +260,32 @@ impl Step {
         Ok(response)
     }
 
-    /// Asks for JSON matching `schema` and parses it into `T`; one repair
-    /// pass re-asks with the parse error before giving up.
-    pub async fn chat_json<T: DeserializeOwned>(&mut self, mut request: ChatRequest, schema: Value) -> Result<T> {
+    /// Asks the default model for JSON matching `schema` and parses it into
+    /// `T`; one repair pass re-asks with the parse error before giving up.
+    pub async fn chat_json<T: DeserializeOwned>(&mut self, request: ChatRequest, schema: Value) -> Result<T> {
+        self.chat_json_as(DEFAULT_ROLE, request, schema).await
+    }
+
+    /// `chat_json` with the model configured for `role`. Each unusable answer
+    /// is reported to the model (`ChatModel::reject`), so a fallback chain
+    /// can move on.
+    pub async fn chat_json_as<T: DeserializeOwned>(&mut self, role: &str, mut request: ChatRequest, schema: Value) -> Result<T> {
         request.json_schema = Some(schema);
-        let first = self.chat(request.clone()).await?;
+        let first = self.chat_as(role, request.clone()).await?;
         match parse_json::<T>(&first.content) {
             Ok(v) => Ok(v),
             Err(why) => {
+                self.env.models.get(role)?.reject();
                 request.messages.push(crate::model::Message::assistant(first.content));
                 request.messages.push(crate::model::Message::user(format!(
                     "That was not valid: {why}. Answer again with only the JSON object."
                 )));
-                let second = self.chat(request).await?;
-                parse_json::<T>(&second.content).map_err(|why| Error::Model {
-                    model: second.model,
-                    message: format!("the answer was not the JSON asked for, even after one repair ({why})"),
+                let second = self.chat_as(role, request).await?;
+                parse_json::<T>(&second.content).map_err(|why| {
+                    if let Ok(m) = self.env.models.get(role) {
+                        m.reject();
+                    }
+                    Error::Model { model: second.model, message: format!("the answer was not the JSON asked for, even after one repair ({why})") }
                 })
             }
         }

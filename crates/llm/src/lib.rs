@@ -4,11 +4,13 @@
 //! provider comes next.
 
 mod anthropic;
+mod fallback;
 mod openai;
 mod retry;
 mod scripted;
 
 pub use anthropic::{AnthropicConfig, AnthropicModel};
+pub use fallback::FallbackChain;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
