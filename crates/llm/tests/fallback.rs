@@ -14,7 +14,6 @@ use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 fn broken(name: &str) -> Arc<ScriptedModel> {
     let n = name.to_string();
@@ -53,7 +52,7 @@ impl State for Verdict {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 struct Judgement {
     ok: bool,
 }
@@ -62,7 +61,7 @@ fn judge<'a>(s: &'a mut Verdict, step: &'a mut Step) -> BoxFuture<'a, Result<()>
     Box::pin(async move {
         step.begin_iteration()?;
         let j: Judgement = step
-            .chat_json(ChatRequest::new(vec![Message::user("judge")]), json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}))
+            .chat_json(ChatRequest::new(vec![Message::user("judge")]))
             .await?;
         s.verdicts.push(j.ok);
         Ok(())

@@ -1,3 +1,6 @@
 pub mod bench;
+#[cfg(feature = "llama")]
+pub mod model_bench;
+pub mod models;
 pub mod sessions;
 pub mod stats;

@@ -1,0 +1,154 @@
+//! `agentloop bench model`: the embedded model's speeds on this machine.
+//! The last line is one JSON object: `prompt_tps`, `gen_tps`,
+//! `constrained_gen_tps`, `cold_prefill_ms`, `warm_prefill_ms` (medians).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agentloop_core::{ChatRequest, Message, DEFAULT_ROLE};
+use agentloop_llm::catalog::{KnownModel, DEFAULT_MODEL};
+use agentloop_llm::{Generation, LlamaConfig, LlamaModel, ModelSpec};
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::cli::ModelBench;
+use crate::config::Config;
+
+/// What the issue measured with a plain llama.cpp greedy loop on 2 threads
+/// here, for the ratios in the report.
+const PLAIN_LOOP_GEN_TPS: f64 = 35.0;
+
+pub async fn run(config: &Config, args: ModelBench) -> Result<ExitCode> {
+    let name = match config.models.get(DEFAULT_ROLE) {
+        Some(ModelSpec::Llama { model: Some(m), .. }) => m.clone(),
+        _ => DEFAULT_MODEL.name.to_string(),
+    };
+    let path = KnownModel::resolve(&name, &config.data_dir);
+    let bar = spinner();
+    bar.set_message(format!("loading {}", path.display()));
+    let mut llama = LlamaConfig::new(&path).context(4096);
+    llama.threads = args.threads;
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(2));
+    let model = LlamaModel::load(llama)?;
+
+    let shared = shared_context();
+    let first = request(&shared, "Which of these functions could panic? Name them and say in one sentence each why, so that a reviewer can find the risky ones quickly and fix them before the release goes out.");
+    let second = request(&shared, "Explain in detail what each of the functions above does, one paragraph per function, covering its inputs, its outputs, its edge cases and how it could be tested well.");
+    // Generation speed depends on how much context precedes it; measure it,
+    // free and constrained, after the same short prompt as examples/plain_loop.rs.
+    let mut free = ChatRequest::new(vec![Message::user("Explain in detail how a hash map works, with examples.")]);
+    free.max_tokens = Some(args.tokens);
+    let mut constrained = free.clone();
+    constrained.json_schema = Some(json!({
+        "type": "object",
+        "properties": {"concepts": {"type": "array", "minItems": 12, "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "explanation": {"type": "string"}, "example": {"type": "string"}},
+            "required": ["name", "explanation", "example"], "additionalProperties": false}}},
+        "required": ["concepts"], "additionalProperties": false
+    }));
+
+    let (mut cold, mut warm, mut free_gen, mut json_gen) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in 1..=args.runs.max(1) {
+        bar.set_message(format!("run {r}/{}: free generation", args.runs));
+        free_gen.push(model.generate_cold(&free).await?);
+        bar.set_message(format!("run {r}/{}: cold prompt", args.runs));
+        cold.push(model.generate_cold(&one_token(&second)).await?);
+        bar.set_message(format!("run {r}/{}: shared-prefix prompt", args.runs));
+        model.generate(&one_token(&first)).await?;
+        warm.push(model.generate(&one_token(&second)).await?);
+        bar.set_message(format!("run {r}/{}: JSON-constrained generation", args.runs));
+        json_gen.push(model.generate_cold(&constrained).await?);
+    }
+    bar.finish_and_clear();
+
+    let gen_tps = median(free_gen.iter().map(Generation::gen_tps));
+    let constrained_gen_tps = median(json_gen.iter().map(Generation::gen_tps));
+    let cold_ms = median(cold.iter().map(|g| ms(g.prefill)));
+    let warm_ms = median(warm.iter().map(|g| ms(g.prefill)));
+    let report = json!({
+        "model": path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "threads": threads,
+        "runs": args.runs,
+        "prompt_tokens": cold.first().map(|g| g.prompt_tokens),
+        "new_tokens_warm": warm.first().map(|g| g.prompt_tokens - g.reused_tokens),
+        "generated_tokens": free_gen.first().map(|g| g.completion_tokens),
+        "constrained_tokens": json_gen.first().map(|g| g.completion_tokens),
+        "prompt_tps": round(median(cold.iter().map(Generation::prompt_tps))),
+        "gen_tps": round(gen_tps),
+        "constrained_gen_tps": round(constrained_gen_tps),
+        "cold_prefill_ms": round(cold_ms),
+        "warm_prefill_ms": round(warm_ms),
+        "constrained_vs_gen": round(constrained_gen_tps / gen_tps.max(f64::MIN_POSITIVE)),
+        "warm_vs_cold_prefill": round(warm_ms / cold_ms.max(f64::MIN_POSITIVE)),
+        "gen_vs_plain_loop_35tps": round(gen_tps / PLAIN_LOOP_GEN_TPS),
+    });
+    println!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A prompt like a coding agent's: instructions and a source file, the
+/// part a loop's turns share.
+fn shared_context() -> String {
+    let mut code = String::from("Here is the file src/util.rs of the project under review:\n\n```rust\n");
+    for (i, (name, body)) in [
+        ("parse_port", "s.trim().parse::<u16>().unwrap()"),
+        ("average", "xs.iter().sum::<f64>() / xs.len() as f64"),
+        ("first_word", "s.split_whitespace().next().unwrap_or(\"\")"),
+        ("percent", "(part * 100) / total"),
+        ("last_line", "s.lines().last().expect(\"empty input\")"),
+        ("clamp_index", "i.min(len.saturating_sub(1))"),
+        ("join_paths", "format!(\"{}/{}\", a.trim_end_matches('/'), b)"),
+        ("nth_char", "s.chars().nth(n).unwrap()"),
+        ("is_even", "n % 2 == 0"),
+        ("double_all", "xs.iter().map(|x| x * 2).collect()"),
+        ("header_value", "line.split_once(':').map(|(_, v)| v.trim())"),
+        ("checked_ratio", "if b == 0 { None } else { Some(a / b) }"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        code.push_str(&format!("/// Helper {i}: used by the request handlers and by the command-line tool.\npub fn {name}(/* arguments */) {{\n    {body}\n}}\n\n"));
+    }
+    code.push_str("```\n");
+    code
+}
+
+fn request(shared: &str, question: &str) -> ChatRequest {
+    ChatRequest::new(vec![
+        Message::system("You are a careful senior Rust reviewer. You read code closely and answer precisely."),
+        Message::user(format!("{shared}\n{question}")),
+    ])
+}
+
+fn one_token(r: &ChatRequest) -> ChatRequest {
+    let mut r = r.clone();
+    r.max_tokens = Some(1);
+    r
+}
+
+fn spinner() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

@@ -1,0 +1,176 @@
+//! `llama`: GGUF models run in process by llama.cpp, the default provider.
+//!
+//! llama.cpp is synchronous and its context borrows the model, so one
+//! dedicated thread owns both (`engine.rs`) and takes jobs from a channel;
+//! `chat` sends a job and awaits the answer. Dropping the `chat` future (a
+//! pause, a terminate, a timeout) raises the job's cancel flag, which the
+//! generation loop checks between tokens.
+//!
+//! The thread keeps the tokens whose keys and values are in the KV cache, so
+//! a loop's next turn, whose prompt starts with the previous one, only pays
+//! for its new tokens.
+
+mod engine;
+mod grammar;
+mod prompt;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Result, Usage};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// How to run a GGUF model. Only `path` is required.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlamaConfig {
+    pub path: PathBuf,
+    /// Name recorded with every answer; the file's stem when absent.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// CPU threads for generation and prompt processing; all cores when absent.
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// Context window in tokens (prompt plus answer).
+    #[serde(default = "default_context")]
+    pub context: u32,
+    /// Answer length when the request does not say.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+}
+
+fn default_context() -> u32 {
+    4096
+}
+
+fn default_max_tokens() -> u32 {
+    1024
+}
+
+impl LlamaConfig {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into(), name: None, threads: None, context: default_context(), max_tokens: default_max_tokens() }
+    }
+
+    pub fn threads(mut self, threads: u32) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    pub fn context(mut self, tokens: u32) -> Self {
+        self.context = tokens;
+        self
+    }
+
+    fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "llama".into())
+        })
+    }
+}
+
+/// What one generation did, with the timings a benchmark needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generation {
+    pub text: String,
+    pub finish_reason: FinishReason,
+    pub prompt_tokens: u64,
+    /// Prompt tokens whose KV entries were reused from the previous call.
+    pub reused_tokens: u64,
+    pub completion_tokens: u64,
+    /// Time to process the prompt's new tokens.
+    pub prefill: Duration,
+    /// Time to generate the answer after the prompt was processed.
+    pub generate: Duration,
+}
+
+impl Generation {
+    /// Generated tokens per second (0 when nothing was generated).
+    pub fn gen_tps(&self) -> f64 {
+        rate(self.completion_tokens, self.generate)
+    }
+
+    /// Prompt tokens processed per second, counting only the new ones.
+    pub fn prompt_tps(&self) -> f64 {
+        rate(self.prompt_tokens - self.reused_tokens, self.prefill)
+    }
+}
+
+fn rate(tokens: u64, took: Duration) -> f64 {
+    if tokens == 0 || took.is_zero() {
+        0.0
+    } else {
+        tokens as f64 / took.as_secs_f64()
+    }
+}
+
+/// A GGUF model loaded in process.
+pub struct LlamaModel {
+    name: String,
+    jobs: mpsc::Sender<engine::Job>,
+}
+
+impl LlamaModel {
+    /// Loads the model on its own thread; fails with one sentence naming the
+    /// path when the file is missing or is not a GGUF llama.cpp can read.
+    pub fn load(config: LlamaConfig) -> Result<Self> {
+        let name = config.display_name();
+        let jobs = engine::spawn(config, name.clone())?;
+        Ok(Self { name, jobs })
+    }
+
+    /// Runs one request and reports timings; `chat` is this plus the shape of
+    /// a chat answer.
+    pub async fn generate(&self, request: &ChatRequest) -> Result<Generation> {
+        self.run(request, false).await
+    }
+
+    /// `generate` with the KV cache emptied first, so the whole prompt is
+    /// processed: what a first call costs (benchmarks compare against it).
+    pub async fn generate_cold(&self, request: &ChatRequest) -> Result<Generation> {
+        self.run(request, true).await
+    }
+
+    async fn run(&self, request: &ChatRequest, cold: bool) -> Result<Generation> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = engine::Job { request: request.clone(), cold, cancel: cancel.clone(), reply };
+        self.jobs.send(job).map_err(|_| self.fail("the model's thread has stopped; start agentloop again"))?;
+        // Dropping this future (pause, terminate, timeout) stops generation.
+        let _stop_on_drop = CancelOnDrop(cancel);
+        answer.await.map_err(|_| self.fail("the model's thread stopped during the call"))?
+    }
+
+    fn fail(&self, message: impl Into<String>) -> Error {
+        Error::Model { model: self.name.clone(), message: message.into() }
+    }
+}
+
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[async_trait]
+impl ChatModel for LlamaModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let g = self.generate(request).await?;
+        Ok(ChatResponse {
+            content: g.text,
+            tool_calls: Vec::new(),
+            finish_reason: g.finish_reason,
+            usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
+            model: self.name.clone(),
+        })
+    }
+}

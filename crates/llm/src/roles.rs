@@ -1,0 +1,227 @@
+//! Named model roles from `agentloop.toml`, built into the `Models` a
+//! session calls. Switching from the embedded model to an endpoint is one
+//! table:
+//!
+//! ```toml
+//! [models.default]
+//! provider = "llama"              # the embedded model (the default)
+//! model = "qwen2.5-coder-0.5b"    # a known name or a path to any GGUF
+//!
+//! [models.strong]
+//! provider = "openai"
+//! base_url = "http://127.0.0.1:11434/v1"
+//! model = "qwen2.5-coder:7b"
+//! api_key_env = "OPENAI_API_KEY"  # the variable's name; the key is never logged
+//!
+//! [models.planner]
+//! provider = "chain"              # try these roles in order
+//! models = ["default", "strong"]
+//! switch_after = 2                # failed or rejected answers before moving on
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{ChatModel, Error, Models, Result, DEFAULT_ROLE};
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{KnownModel, DEFAULT_MODEL};
+use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, OpenAiConfig, OpenAiModel, RetryPolicy};
+
+/// One role's model, as written in the config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "provider", rename_all = "lowercase")]
+pub enum ModelSpec {
+    Llama {
+        /// A known model's name or a GGUF path; the default model when absent.
+        #[serde(default)]
+        model: Option<String>,
+        #[serde(default)]
+        threads: Option<u32>,
+        #[serde(default)]
+        context: Option<u32>,
+        #[serde(default)]
+        max_tokens: Option<u32>,
+    },
+    Openai {
+        base_url: String,
+        model: String,
+        #[serde(default)]
+        api_key_env: Option<String>,
+        #[serde(default)]
+        stream: bool,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
+    Anthropic {
+        #[serde(default = "anthropic_url")]
+        base_url: String,
+        model: String,
+        #[serde(default = "anthropic_key")]
+        api_key_env: String,
+        #[serde(default)]
+        stream: bool,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
+    Chain {
+        models: Vec<String>,
+        #[serde(default = "switch_after")]
+        switch_after: u32,
+    },
+}
+
+fn anthropic_url() -> String {
+    "https://api.anthropic.com".into()
+}
+
+fn anthropic_key() -> String {
+    "ANTHROPIC_API_KEY".into()
+}
+
+fn switch_after() -> u32 {
+    2
+}
+
+impl ModelSpec {
+    /// The embedded default model.
+    pub fn embedded_default() -> Self {
+        ModelSpec::Llama { model: None, threads: None, context: None, max_tokens: None }
+    }
+
+    /// A one-line description for `agentloop models list`.
+    pub fn describe(&self) -> String {
+        match self {
+            ModelSpec::Llama { model, .. } => format!("llama {}", model.as_deref().unwrap_or(DEFAULT_MODEL.name)),
+            ModelSpec::Openai { base_url, model, .. } => format!("openai {model} at {base_url}"),
+            ModelSpec::Anthropic { model, .. } => format!("anthropic {model}"),
+            ModelSpec::Chain { models, switch_after } => format!("chain {} (switch after {switch_after})", models.join(" → ")),
+        }
+    }
+}
+
+/// Builds every configured role. `default` is the embedded model unless the
+/// config says otherwise; `debug_log`, when set, records every call.
+pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_log: Option<&Path>) -> Result<Models> {
+    let mut specs = specs.clone();
+    specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
+    let log = debug_log.map(DebugLog::open).transpose()?;
+    let mut built: BTreeMap<String, Arc<dyn ChatModel>> = BTreeMap::new();
+    let mut loaded: BTreeMap<PathBuf, Arc<dyn ChatModel>> = BTreeMap::new();
+    let mut secrets = Vec::new();
+    for (role, spec) in specs.iter().filter(|(_, s)| !matches!(s, ModelSpec::Chain { .. })) {
+        let model = build_one(role, spec, data_dir, &mut loaded)?;
+        if let ModelSpec::Openai { api_key_env: Some(var), .. } | ModelSpec::Anthropic { api_key_env: var, .. } = spec {
+            secrets.extend(std::env::var(var).ok());
+        }
+        built.insert(role.clone(), model);
+    }
+    for (role, spec) in &specs {
+        if let ModelSpec::Chain { models, switch_after } = spec {
+            let members = models
+                .iter()
+                .map(|m| {
+                    built.get(m).cloned().ok_or_else(|| {
+                        Error::NotFound(format!("the chain `{role}` names `{m}`, which is not a model role in agentloop.toml (chains cannot contain chains)"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            built.insert(role.clone(), Arc::new(FallbackChain::new(role.clone(), members, *switch_after)?));
+        }
+    }
+    let mut models = Models::none();
+    for (role, model) in built {
+        let model = match &log {
+            Some(file) => Arc::new(DebugLog::wrap(model, file.clone(), secrets.clone())) as Arc<dyn ChatModel>,
+            None => model,
+        };
+        models = models.with_role(&role, model);
+    }
+    Ok(models)
+}
+
+fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMap<PathBuf, Arc<dyn ChatModel>>) -> Result<Arc<dyn ChatModel>> {
+    let retry = |timeout: &Option<u64>| RetryPolicy { timeout: timeout.map(Duration::from_secs).unwrap_or(RetryPolicy::default().timeout), ..RetryPolicy::default() };
+    match spec {
+        ModelSpec::Llama { model, threads, context, max_tokens } => {
+            let path = KnownModel::resolve(model.as_deref().unwrap_or(DEFAULT_MODEL.name), data_dir);
+            // Roles sharing a file share one loaded model (and its cache).
+            if let Some(same) = loaded.get(&path) {
+                return Ok(same.clone());
+            }
+            let model = load_llama(role, &path, *threads, *context, *max_tokens)?;
+            loaded.insert(path, model.clone());
+            Ok(model)
+        }
+        ModelSpec::Openai { base_url, model, api_key_env, stream, timeout_secs } => {
+            let config = OpenAiConfig { base_url: base_url.clone(), model: model.clone(), api_key_env: api_key_env.clone(), stream: *stream, retry: retry(timeout_secs) };
+            Ok(Arc::new(OpenAiModel::new(config)?))
+        }
+        ModelSpec::Anthropic { base_url, model, api_key_env, stream, timeout_secs } => {
+            let config = AnthropicConfig { base_url: base_url.clone(), model: model.clone(), api_key_env: api_key_env.clone(), stream: *stream, retry: retry(timeout_secs) };
+            Ok(Arc::new(AnthropicModel::new(config)?))
+        }
+        ModelSpec::Chain { .. } => Err(Error::other(format!("`{role}` is a chain, not a model"))),
+    }
+}
+
+#[cfg(feature = "llama")]
+fn load_llama(_role: &str, path: &Path, threads: Option<u32>, context: Option<u32>, max_tokens: Option<u32>) -> Result<Arc<dyn ChatModel>> {
+    let mut config = crate::LlamaConfig::new(path);
+    config.threads = threads;
+    if let Some(c) = context {
+        config.context = c;
+    }
+    if let Some(m) = max_tokens {
+        config.max_tokens = m;
+    }
+    Ok(Arc::new(crate::LlamaModel::load(config)?))
+}
+
+#[cfg(not(feature = "llama"))]
+fn load_llama(role: &str, _path: &Path, _threads: Option<u32>, _context: Option<u32>, _max_tokens: Option<u32>) -> Result<Arc<dyn ChatModel>> {
+    Err(Error::other(format!(
+        "the role `{role}` asks for the embedded model, but this agentloop was built without it: rebuild with the default features or configure an endpoint"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_config_parses() {
+        let text = r#"
+            [default]
+            provider = "llama"
+            model = "qwen2.5-coder-0.5b"
+            [strong]
+            provider = "openai"
+            base_url = "http://127.0.0.1:11434/v1"
+            model = "qwen2.5-coder:7b"
+            [planner]
+            provider = "chain"
+            models = ["default", "strong"]
+        "#;
+        let specs: BTreeMap<String, ModelSpec> = toml::from_str(text).unwrap();
+        assert_eq!(specs["planner"], ModelSpec::Chain { models: vec!["default".into(), "strong".into()], switch_after: 2 });
+        assert_eq!(specs["strong"].describe(), "openai qwen2.5-coder:7b at http://127.0.0.1:11434/v1");
+    }
+
+    #[test]
+    fn a_chain_naming_an_unknown_role_is_refused_with_the_names() {
+        let mut specs = BTreeMap::new();
+        specs.insert("default".to_string(), ModelSpec::Openai { base_url: "http://127.0.0.1:9/v1".into(), model: "m".into(), api_key_env: None, stream: false, timeout_secs: None });
+        specs.insert("planner".to_string(), ModelSpec::Chain { models: vec!["default".into(), "strong".into()], switch_after: 1 });
+        let err = build_models(&specs, Path::new("/tmp"), None).err().unwrap().to_string();
+        assert!(err.contains("`planner`") && err.contains("`strong`"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_provider_is_a_parse_error() {
+        let err = toml::from_str::<BTreeMap<String, ModelSpec>>("[default]\nprovider = \"gpt\"\n").unwrap_err().to_string();
+        assert!(err.contains("unknown variant"), "{err}");
+    }
+}

