@@ -96,3 +96,44 @@ fn bad_arguments_exit_2_and_a_broken_database_exits_1_with_what_to_do() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("move it aside"));
 }
+
+#[test]
+fn models_list_shows_what_is_installed_and_the_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(models.join("smollm2-135m-instruct-q4_1.gguf"), b"pretend").unwrap();
+    std::fs::write(models.join("mine.gguf"), b"pretend").unwrap();
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, "[models.planner]\nprovider = \"chain\"\nmodels = [\"default\", \"strong\"]\n").unwrap();
+    let out = run(dir.path(), &["--config", config.to_str().unwrap(), "models", "list", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_lines(&out).pop().unwrap();
+    let installed: Vec<(String, bool)> = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["path"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), m["installed"].as_bool().unwrap()))
+        .collect();
+    assert!(installed.contains(&("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".into(), false)), "{installed:?}");
+    assert!(installed.contains(&("smollm2-135m-instruct-q4_1.gguf".into(), true)), "{installed:?}");
+    assert!(installed.contains(&("mine.gguf".into(), true)), "{installed:?}");
+    assert_eq!(report["roles"]["default"], "llama qwen2.5-coder-0.5b");
+    assert_eq!(report["roles"]["planner"], "chain default → strong (switch after 2)");
+
+    // --model replaces the default role.
+    let out = run(dir.path(), &["--model", "/models/other.gguf", "models", "list", "--json"]);
+    assert_eq!(json_lines(&out).pop().unwrap()["roles"]["default"], "llama /models/other.gguf");
+    // The human form tells how to install what is missing.
+    let text = String::from_utf8_lossy(&run(dir.path(), &["models", "list"]).stdout).into_owned();
+    assert!(text.contains("not installed") && text.contains("fetch-models.sh"), "{text}");
+}
+
+#[test]
+fn benchmarking_a_missing_model_fails_with_the_path_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--model", "/nowhere/x.gguf", "bench", "model", "--runs", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nowhere/x.gguf") && err.contains("fetch-models.sh"), "{err}");
+}

@@ -14,6 +14,13 @@ pub struct Metrics {
     pub iterations: u64,
     pub tool_calls: u64,
     pub tokens: u64,
+    pub model_calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Mean milliseconds from request to whole answer.
+    pub model_latency_ms: Option<f64>,
+    /// Completion tokens per second of model latency, over all calls.
+    pub tokens_per_second: Option<f64>,
     pub wall_ms: u64,
     /// Mean iterations of the sessions that succeeded.
     pub iterations_per_success: Option<f64>,
@@ -29,13 +36,17 @@ pub fn is_success(m: &SessionMeta) -> bool {
 
 pub fn summarize(metas: &[SessionMeta]) -> Metrics {
     let mut out = Metrics::default();
-    let (mut success_iterations, mut replans) = (0u64, 0u64);
+    let (mut success_iterations, mut replans, mut model_ms) = (0u64, 0u64, 0u64);
     for m in metas {
         let p = &m.progress;
         out.sessions += 1;
         out.iterations += u64::from(p.iterations);
         out.tool_calls += p.tool_calls;
         out.tokens += p.tokens();
+        out.model_calls += p.model_calls;
+        out.prompt_tokens += p.prompt_tokens;
+        out.completion_tokens += p.completion_tokens;
+        model_ms += p.model_ms;
         out.wall_ms += p.active_ms();
         replans += u64::from(p.replans);
         if is_success(m) {
@@ -45,5 +56,7 @@ pub fn summarize(metas: &[SessionMeta]) -> Metrics {
     }
     out.iterations_per_success = (out.successes > 0).then(|| success_iterations as f64 / out.successes as f64);
     out.replan_rate = (out.iterations > 0).then(|| replans as f64 / out.iterations as f64);
+    out.model_latency_ms = (out.model_calls > 0).then(|| model_ms as f64 / out.model_calls as f64);
+    out.tokens_per_second = (model_ms > 0).then(|| out.completion_tokens as f64 * 1000.0 / model_ms as f64);
     out
 }

@@ -17,6 +17,8 @@ pub struct Progress {
     pub tool_calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Milliseconds spent waiting for model answers (latency, summed).
+    pub model_ms: u64,
     pub cost: f64,
     /// Microseconds spent running steps (paused time excluded): summed per
     /// step in microseconds, since steps are often shorter than a millisecond.

@@ -226,8 +226,8 @@ impl Step {
     /// Asks the model configured for `role`.
     pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
         let index = self.next_index();
-        let response = match self.recorded(index) {
-            Some(rec) => replayed(&rec, serde_json::from_value::<ChatResponse>)?,
+        let (response, took_ms) = match self.recorded(index) {
+            Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>)?, rec.duration_ms.unwrap_or(0)),
             None => {
                 let model = self.env.models.get(role)?.clone();
                 // Let watchers see what is happening before a slow call starts.
@@ -249,12 +249,14 @@ impl Step {
                     _ => model.name().to_string(),
                 };
                 let record = self.call_record(index, CallKind::Model, name, input, started_at, &result, t);
+                let took_ms = record.duration_ms.unwrap_or(0);
                 self.pending.push(Pending::Write(Write::Call(record)));
                 self.flush(false)?;
-                result?
+                (result?, took_ms)
             }
         };
         self.progress.model_calls += 1;
+        self.progress.model_ms += took_ms;
         self.progress.prompt_tokens += response.usage.prompt_tokens;
         self.progress.completion_tokens += response.usage.completion_tokens;
         self.progress.last_finish_reason = serde_json::to_value(response.finish_reason).ok().and_then(|v| v.as_str().map(String::from));

@@ -71,7 +71,14 @@ fn judge<'a>(s: &'a mut Verdict, step: &'a mut Step) -> BoxFuture<'a, Result<()>
 #[tokio::test]
 async fn rejected_answers_move_the_chain_and_the_journal_names_who_answered() {
     let rambler = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("Sure! I think it is fine."))).named("small"));
-    let strict = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("<json>{\"ok\": true}</json>"))).named("strong"));
+    let strict = Arc::new(
+        ScriptedModel::with(|_| {
+            let mut answer = ChatResponse::text("<json>{\"ok\": true}</json>");
+            answer.usage = agentloop_core::Usage { prompt_tokens: 40, completion_tokens: 7 };
+            Ok(answer)
+        })
+        .named("strong"),
+    );
     let chain = Arc::new(FallbackChain::new("planner-chain", vec![rambler.clone(), strict.clone()], 2).unwrap());
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let graph = Graph::new("judge").node("judge", judge).entry("judge").edge("judge", END).compile().unwrap();
@@ -91,4 +98,11 @@ async fn rejected_answers_move_the_chain_and_the_journal_names_who_answered() {
     assert_eq!(answered, vec!["small", "small", "strong"]);
     let state: Verdict = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
     assert_eq!(state.verdicts, vec![true]);
+    // The session's messages say which model answered, with its usage.
+    let session = store.session(&out.session_id).unwrap();
+    let answers: Vec<_> = session.iterations.iter().flat_map(|i| &i.messages).filter(|m| m.model.is_some()).collect();
+    assert_eq!(answers.iter().map(|m| m.model.as_deref().unwrap()).collect::<Vec<_>>(), vec!["small", "small", "strong"]);
+    let usage = answers[2].usage.unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (40, 7));
+    assert_eq!(out.progress.completion_tokens, 7);
 }
