@@ -3,7 +3,7 @@
 //! events, and structured output is a forced call of an `answer` tool whose
 //! input schema is the requested JSON schema.
 
-use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, ToolCall, Usage};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, Usage};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -104,7 +104,8 @@ impl ChatModel for AnthropicModel {
             self.client.post(&url).header("x-api-key", &self.api_key).header("anthropic-version", API_VERSION).json(&body)
         })
         .await?;
-        let mut blocks = if self.config.stream { self.read_stream(response).await? } else { self.read_whole(response).await? };
+        let mut blocks =
+            if self.config.stream { self.read_stream(response, request.on_token.as_ref()).await? } else { self.read_whole(response).await? };
         let structured = request.json_schema.is_some();
         blocks.model = self.config.model.clone();
         Ok(blocks.into_response(structured))
@@ -174,17 +175,19 @@ impl AnthropicModel {
         Ok(out)
     }
 
-    async fn read_stream(&self, response: reqwest::Response) -> Result<Blocks> {
+    /// Text deltas go to `sink` as they arrive.
+    async fn read_stream(&self, response: reqwest::Response, sink: Option<&TokenSink>) -> Result<Blocks> {
         let mut out = Blocks::default();
         let mut kinds: Vec<Option<usize>> = Vec::new();
-        let mut buffer = String::new();
+        // Bytes, not text: a network chunk may end inside a UTF-8 character.
+        let mut buffer: Vec<u8> = Vec::new();
         let mut bytes = response.bytes_stream();
         let mut stopped = false;
         while let Some(chunk) = bytes.next().await {
             let chunk = chunk.map_err(|e| self.fail(format!("the stream broke off ({e})")))?;
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find('\n') {
-                let line: String = buffer.drain(..=end).collect();
+            buffer.extend_from_slice(&chunk);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line = String::from_utf8_lossy(&buffer.drain(..=end).collect::<Vec<u8>>()).into_owned();
                 let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else { continue };
                 let v: Value = serde_json::from_str(data).map_err(|_| self.fail(format!("a stream event is not JSON: {}", clip(data))))?;
                 match v["type"].as_str() {
@@ -210,6 +213,9 @@ impl AnthropicModel {
                         let d = &v["delta"];
                         if let Some(text) = d["text"].as_str() {
                             out.text.push_str(text);
+                            if let Some(sink) = sink {
+                                sink.send(text);
+                            }
                         }
                         if let (Some(part), Some(Some(slot))) = (d["partial_json"].as_str(), kinds.get(i)) {
                             out.calls[*slot].2.push_str(part);

@@ -3,7 +3,7 @@
 //! streaming over server-sent events, and `response_format` with a JSON
 //! schema for structured output.
 
-use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, ToolCall, Usage};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, Usage};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -106,7 +106,7 @@ impl ChatModel for OpenAiModel {
             }
         })
         .await?;
-        let mut answer = if self.config.stream { self.read_stream(response).await? } else { self.read_whole(response).await? };
+        let mut answer = if self.config.stream { self.read_stream(response, request.on_token.clone()).await? } else { self.read_whole(response).await? };
         answer.model = self.config.model.clone();
         Ok(answer)
     }
@@ -131,21 +131,23 @@ impl OpenAiModel {
 
     /// Assembles a streamed answer; a stream that ends before the answer
     /// did is an error, not a short answer.
-    async fn read_stream(&self, response: reqwest::Response) -> Result<ChatResponse> {
-        let mut acc = Stream::default();
-        let mut buffer = String::new();
+    /// Text deltas go to `sink` as they arrive.
+    async fn read_stream(&self, response: reqwest::Response, sink: Option<TokenSink>) -> Result<ChatResponse> {
+        let mut acc = Stream { sink, ..Stream::default() };
+        // Bytes, not text: a network chunk may end inside a UTF-8 character.
+        let mut buffer: Vec<u8> = Vec::new();
         let mut bytes = response.bytes_stream();
         while let Some(chunk) = bytes.next().await {
             let chunk = chunk.map_err(|e| self.fail(format!("the stream broke off ({e})")))?;
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find('\n') {
-                let line: String = buffer.drain(..=end).collect();
-                if acc.line(line.trim()).map_err(|e| self.fail(e))? {
+            buffer.extend_from_slice(&chunk);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                if acc.line(String::from_utf8_lossy(&line).trim()).map_err(|e| self.fail(e))? {
                     return Ok(acc.finish());
                 }
             }
         }
-        if acc.line(buffer.trim()).map_err(|e| self.fail(e))? || acc.finish_reason.is_some() {
+        if acc.line(String::from_utf8_lossy(&buffer).trim()).map_err(|e| self.fail(e))? || acc.finish_reason.is_some() {
             return Ok(acc.finish());
         }
         Err(self.fail("the stream ended before the answer was complete"))
@@ -159,6 +161,7 @@ struct Stream {
     calls: Vec<(String, String, String)>,
     finish_reason: Option<String>,
     usage: Usage,
+    sink: Option<TokenSink>,
 }
 
 impl Stream {
@@ -175,6 +178,9 @@ impl Stream {
         let Some(choice) = v.pointer("/choices/0") else { return Ok(false) };
         if let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str) {
             self.content.push_str(text);
+            if let Some(sink) = &self.sink {
+                sink.send(text);
+            }
         }
         for call in choice.pointer("/delta/tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let i = call["index"].as_u64().and_then(|i| usize::try_from(i).ok()).unwrap_or(0);

@@ -125,8 +125,13 @@ async fn a_streamed_answer_is_assembled_text_and_tool_calls() {
         .await;
     let mut c = config(&server);
     c.stream = true;
-    let answer = OpenAiModel::new(c).unwrap().chat(&ask()).await.unwrap();
+    let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = pieces.clone();
+    let mut request = ask();
+    request.on_token = Some(agentloop_core::TokenSink::new(move |p| sink.lock().unwrap().push(p.to_string())));
+    let answer = OpenAiModel::new(c).unwrap().chat(&request).await.unwrap();
     assert_eq!(answer.content, "Hello");
+    assert_eq!(*pieces.lock().unwrap(), vec!["Hel", "lo"], "text deltas stream out as they arrive");
     assert_eq!(answer.tool_calls[0].name, "run");
     assert_eq!(answer.tool_calls[0].arguments, json!({"cmd": "ls"}));
     assert_eq!(answer.finish_reason, FinishReason::ToolCalls);
