@@ -1,0 +1,162 @@
+//! File tools, all jailed to the workspace: `read_file`, `write_file`,
+//! `list_dir`, and `edit_file` (search/replace blocks).
+
+use agentloop_core::{Effect, Error, Result, Tool};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::edit::{apply_edits, Edit};
+use crate::jail::Workspace;
+
+/// Files larger than this are refused by `read_file`: a model cannot use
+/// them whole, and the journal would keep every copy.
+const MAX_READ_BYTES: u64 = 1 << 20;
+
+fn input<T: for<'de> Deserialize<'de>>(tool: &str, input: Value) -> Result<T> {
+    serde_json::from_value(input).map_err(|e| Error::Tool { tool: tool.into(), message: format!("the input does not fit the tool's schema ({e})") })
+}
+
+fn io_error(tool: &str, path: &str, what: &str, e: std::io::Error) -> Error {
+    Error::Tool { tool: tool.into(), message: format!("cannot {what} `{path}` ({e})") }
+}
+
+pub struct ReadFile(pub Workspace);
+
+#[derive(Deserialize)]
+struct PathInput {
+    path: String,
+}
+
+#[async_trait]
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "read_file"
+    }
+    fn description(&self) -> &str {
+        "Read a text file of the workspace."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+    async fn call(&self, value: Value) -> Result<Value> {
+        let PathInput { path } = input(self.name(), value)?;
+        let real = self.0.resolve(&path)?;
+        let meta = std::fs::metadata(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
+        if meta.len() > MAX_READ_BYTES {
+            return Err(Error::Tool { tool: self.name().into(), message: format!("`{path}` is {} bytes, more than the {MAX_READ_BYTES} a read may return", meta.len()) });
+        }
+        let bytes = std::fs::read(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
+        let content = String::from_utf8(bytes).map_err(|_| Error::Tool { tool: self.name().into(), message: format!("`{path}` is not UTF-8 text") })?;
+        Ok(json!({"path": path, "content": content}))
+    }
+}
+
+pub struct WriteFile(pub Workspace);
+
+#[derive(Deserialize)]
+struct WriteInput {
+    path: String,
+    content: String,
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn description(&self) -> &str {
+        "Create or replace a file of the workspace with the given content."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]})
+    }
+    /// Writing the same content twice leaves the same file.
+    fn effect(&self) -> Effect {
+        Effect::Idempotent
+    }
+    async fn call(&self, value: Value) -> Result<Value> {
+        let WriteInput { path, content } = input(self.name(), value)?;
+        let real = self.0.resolve(&path)?;
+        if let Some(parent) = real.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(self.name(), &path, "create the folder of", e))?;
+        }
+        std::fs::write(&real, content.as_bytes()).map_err(|e| io_error(self.name(), &path, "write", e))?;
+        Ok(json!({"path": path, "bytes": content.len()}))
+    }
+}
+
+pub struct ListDir(pub Workspace);
+
+#[async_trait]
+impl Tool for ListDir {
+    fn name(&self) -> &str {
+        "list_dir"
+    }
+    fn description(&self) -> &str {
+        "List a folder of the workspace (folders end with /)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+    async fn call(&self, value: Value) -> Result<Value> {
+        let PathInput { path } = input(self.name(), value)?;
+        let real = self.0.resolve(&path)?;
+        let entries = std::fs::read_dir(&real).map_err(|e| io_error(self.name(), &path, "list", e))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    format!("{name}/")
+                } else {
+                    name
+                }
+            })
+            .collect();
+        names.sort();
+        Ok(json!({"path": path, "entries": names}))
+    }
+}
+
+pub struct EditFile(pub Workspace);
+
+#[derive(Deserialize)]
+struct EditInput {
+    path: String,
+    edits: Vec<Edit>,
+}
+
+#[async_trait]
+impl Tool for EditFile {
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+    fn description(&self) -> &str {
+        "Apply search/replace blocks to a file: each `search` must occur exactly once and is replaced by `replace`. Either all blocks apply or none."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "edits": {"type": "array", "items": {"type": "object", "properties": {"search": {"type": "string"}, "replace": {"type": "string"}}, "required": ["search", "replace"]}}
+        }, "required": ["path", "edits"]})
+    }
+    /// A second run would find the replaced text gone.
+    fn effect(&self) -> Effect {
+        Effect::SideEffect
+    }
+    async fn call(&self, value: Value) -> Result<Value> {
+        let EditInput { path, edits } = input(self.name(), value)?;
+        let real = self.0.resolve(&path)?;
+        let before = std::fs::read_to_string(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
+        let after = apply_edits(&before, &edits).map_err(|message| Error::Tool { tool: self.name().into(), message: format!("`{path}`: {message}") })?;
+        std::fs::write(&real, after.as_bytes()).map_err(|e| io_error(self.name(), &path, "write", e))?;
+        Ok(json!({"path": path, "applied": edits.len()}))
+    }
+}
