@@ -2,6 +2,7 @@
 //! to the workspace root (`jail`); commands run in their own process group
 //! with a timeout, capped output and no secrets in their environment.
 
+mod approval;
 mod command;
 mod edit;
 mod files;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use agentloop_core::Tools;
 
+pub use approval::{ApprovalPolicy, Approvals, Verdict};
 pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
