@@ -1,0 +1,27 @@
+//! Tool calls that pass through the approval policy first.
+
+use agentloop_core::{Effect, Result, Step};
+use agentloop_tools::{Approvals, Verdict};
+use serde_json::{json, Value};
+
+/// The tools agents use and what each does to the world.
+fn effect_of(tool: &str) -> Effect {
+    match tool {
+        "read_file" | "list_dir" => Effect::ReadOnly,
+        "write_file" => Effect::Idempotent,
+        _ => Effect::SideEffect,
+    }
+}
+
+/// Calls `tool` if the policy (or an earlier "always") allows it, else asks
+/// through an interrupt. A denial is not an error: it comes back as
+/// `{"denied": reason}` so the agent can take it into account.
+pub async fn call(step: &mut Step, approvals: &mut Approvals, tool: &str, input: Value) -> Result<Value> {
+    if approvals.needs_asking(tool, effect_of(tool), &input) {
+        let reply = step.interrupt(Approvals::question(tool, &input)).await?;
+        if let Verdict::Denied(why) = approvals.record(tool, &input, &reply) {
+            return Ok(json!({"denied": why}));
+        }
+    }
+    step.tool(tool, input).await
+}

@@ -1,0 +1,64 @@
+//! The coder agent:
+//!
+//! ```text
+//! PLAN → CODE → TEST ─pass→ REVIEW ─accept→ END
+//!                  └fail→ REFLECT ─fix→ FIX → TEST      (REVIEW ─objection→ FIX)
+//!                                 ├replan→ PLAN
+//!                                 └abort → stop
+//! ```
+//!
+//! Every phase's model output is structured (`chat_json`), every file write
+//! and command goes through the workspace jail and the approval policy, and
+//! what each attempt tried and how it failed is carried into the next plan
+//! and fix prompts. A change identical to one already tested goes straight
+//! back to REFLECT instead of running the tests again.
+
+mod nodes;
+mod prompts;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
+use agentloop_tools::{workspace_tools, Workspace};
+
+pub use state::{Attempt, CoderState, LoopConfig, Reflection, Recommendation, RootCause};
+
+pub const AGENT: &str = "coder";
+
+/// The coder's graph.
+pub fn graph() -> Result<CompiledGraph<CoderState>> {
+    Graph::new(AGENT)
+        .node("plan", nodes::plan)
+        .node("code", nodes::code)
+        .node("test", nodes::test)
+        .node("reflect", nodes::reflect)
+        .node("fix", nodes::fix)
+        .node("review", nodes::review)
+        .entry("plan")
+        .edge("plan", "code")
+        .route("code", &["test", "reflect"], nodes::after_change)
+        .route("fix", &["test", "reflect"], nodes::after_change)
+        .route("test", &["review", "reflect"], |s: &CoderState| if s.tests_pass() { "review".into() } else { "reflect".into() })
+        .route("reflect", &["fix", "plan"], |s: &CoderState| match s.last_recommendation() {
+            Some(Recommendation::Replan) => "plan".into(),
+            _ => "fix".into(),
+        })
+        .route("review", &["fix", END], |s: &CoderState| if s.review_objection.is_some() { "fix".into() } else { END.into() })
+        .compile()
+}
+
+/// A runner for the coder on `workspace` with `models` and `store`.
+pub fn runner(workspace: &Workspace, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
+    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(workspace, command_timeout)))
+}
+
+/// The coder's termination: `max_iterations` and `stuck` from the engine.
+/// The engine's `repetition` is left out on purpose: running the same test
+/// command after each different change is the loop working, not looping.
+/// The coder's own form of it — an edit identical to one already tried — is
+/// caught before the tests run and sent back to REFLECT.
+pub fn termination(config: &LoopConfig) -> Termination {
+    Termination::any_of([Termination::max_iterations(config.max_iterations), Termination::stuck(3)])
+}

@@ -1,0 +1,242 @@
+//! The coder's nodes. Each reads the state, makes its calls through `Step`
+//! (so they are journaled and replayed, never repeated) and writes back.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use agentloop_core::{event, EventDraft, JsonSchema, Result, SessionStatus, Step, Stop, Error};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::prompts;
+use super::state::{Attempt, CoderState, Recommendation, Reflection};
+use crate::approved;
+use agentloop_tools::Workspace;
+
+#[derive(Deserialize, JsonSchema)]
+struct PlanOut {
+    #[schemars(length(min = 1, max = 8))]
+    steps: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct FileOut {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ChangeOut {
+    #[schemars(length(min = 1, max = 6))]
+    files: Vec<FileOut>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ReviewOut {
+    accept: bool,
+    /// Empty when accepted.
+    objection: String,
+}
+
+/// Text files shown to the model, at most this many bytes in all.
+const FILES_BUDGET: usize = 16 * 1024;
+
+pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        let files = workspace_files(s)?;
+        let out: PlanOut = step.chat_json(prompts::plan(s, &files)).await?;
+        s.plan = out.steps;
+        Ok(())
+    })
+}
+
+pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let files = workspace_files(s)?;
+        let change: ChangeOut = step.chat_json(prompts::code(s, &files)).await?;
+        apply_change(s, step, change, "plan").await
+    })
+}
+
+pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        s.fixes += 1;
+        let why = match s.review_objection.take() {
+            Some(objection) => format!("a reviewer objected: {objection}"),
+            None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
+        };
+        let files = workspace_files(s)?;
+        let change: ChangeOut = step.chat_json(prompts::fix(s, &files, &why)).await?;
+        apply_change(s, step, change, "fix").await
+    })
+}
+
+/// After CODE or FIX: test the change, unless it repeats an earlier one or
+/// could not be written.
+pub fn after_change(s: &CoderState) -> String {
+    match s.attempts.last() {
+        Some(a) if a.repeated || !a.test_output.is_empty() => "reflect".into(),
+        _ => "test".into(),
+    }
+}
+
+pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let out = approved::call(step, &mut s.approvals, "run_command", json!({"command": s.test_command})).await?;
+        let (passed, shown) = match out.get("denied").and_then(Value::as_str) {
+            Some(why) => (false, format!("the tests were not run: {why}")),
+            None => (out["exitCode"] == 0, out["shown"].as_str().unwrap_or_default().to_string()),
+        };
+        // Passing tests are not yet completion (the engine's detector would
+        // end the session on them): REVIEW signals that.
+        if !passed {
+            step.signal(|sig| sig.tests_passing = Some(false));
+        }
+        if let Some(a) = s.attempts.last_mut() {
+            a.passed = passed;
+            a.test_output = if shown.trim().is_empty() { format!("`{}` exited with {}", s.test_command, out["exitCode"]) } else { shown };
+        }
+        Ok(())
+    })
+}
+
+pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let r: Reflection = step.chat_json(prompts::reflect(s)).await?;
+        step.emit(EventDraft::new("reflection_iteration", json!({"diagnosis": r.diagnosis, "rootCause": r.root_cause, "recommendation": r.recommendation, "confidence": r.confidence})));
+        let stop = |reason: &str, message: String| Error::Stopped(Stop { status: SessionStatus::Error, finish_reason: reason.into(), message, ask: false });
+        if r.confidence < s.config.confidence_threshold {
+            return Err(stop("low_confidence", format!("stopped: the reflection's confidence {:.2} is below {:.2} ({})", r.confidence, s.config.confidence_threshold, r.diagnosis)));
+        }
+        match r.recommendation {
+            Recommendation::Abort => return Err(stop("aborted", format!("the agent gave up: {}", r.diagnosis))),
+            Recommendation::Replan if s.replans >= s.config.max_replans => {
+                return Err(stop("max_replans", format!("max replans exceeded ({} allowed): {}", s.config.max_replans, r.diagnosis)))
+            }
+            Recommendation::Replan => {
+                s.replans += 1;
+                step.emit(EventDraft::new(event::REPLAN, json!({"reason": r.diagnosis})));
+            }
+            Recommendation::Fix => {}
+        }
+        if let Some(a) = s.attempts.last_mut() {
+            a.reflection = Some(r);
+        }
+        Ok(())
+    })
+}
+
+pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        let out: ReviewOut = step.chat_json(prompts::review(s, &diff(s))).await?;
+        s.reviews += 1;
+        // One objection per session: a second would only go round in circles.
+        if !out.accept && s.reviews == 1 && !out.objection.trim().is_empty() {
+            s.review_objection = Some(out.objection);
+        } else {
+            s.review_objection = None;
+            step.signal(|sig| {
+                sig.tests_passing = Some(true);
+                sig.agent_signalled_completion = true;
+            });
+            step.finish("tests_passed");
+        }
+        Ok(())
+    })
+}
+
+/// Writes a change through the jail and the approval policy and records it
+/// as an attempt; a change identical to an earlier one is not written again.
+async fn apply_change(s: &mut CoderState, step: &mut Step, change: ChangeOut, kind: &str) -> Result<()> {
+    let iteration = step.progress().iterations;
+    let mut files: Vec<(String, String)> = change.files.into_iter().map(|f| (f.path, f.content)).collect();
+    files.sort();
+    let change_hash = fingerprint(&files);
+    let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
+    let repeated = s.attempts.iter().any(|a| a.change_hash == change_hash);
+    let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, reflection: None };
+    if !repeated {
+        for (path, content) in &files {
+            if !s.originals.contains_key(path) {
+                let before = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
+                s.originals.insert(path.clone(), before);
+            }
+            let out = approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": content})).await;
+            match out {
+                Ok(v) if v.get("denied").is_some() => attempt.test_output = format!("writing {path} was not allowed: {}", v["denied"]),
+                Ok(_) => {
+                    s.files.insert(path.clone(), content.clone());
+                }
+                // A refused path or a failed write is the attempt's failure, for REFLECT to see.
+                Err(e) if !e.is_control_flow() => attempt.test_output = format!("writing {path} failed: {e}"),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    s.attempts.push(attempt);
+    Ok(())
+}
+
+fn fingerprint(files: &[(String, String)]) -> u64 {
+    let mut h = DefaultHasher::new();
+    files.hash(&mut h);
+    h.finish()
+}
+
+/// The workspace's text files as the model sees them, within a budget.
+/// Read from disk through the jail rather than as tool calls: gathering
+/// context is not an action, and re-reading the same files every phase
+/// would look like a loop to the repetition detector.
+fn workspace_files(s: &CoderState) -> Result<String> {
+    let ws = Workspace::new(&s.workspace)?;
+    let mut paths = Vec::new();
+    let mut queue = vec![ws.root().to_path_buf()];
+    while let Some(dir) = queue.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || ["target", "node_modules", "__pycache__"].contains(&name.as_str()) {
+                continue;
+            }
+            // Symlinks are neither followed nor shown.
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => queue.push(entry.path()),
+                Ok(t) if t.is_file() => paths.push(ws.display(&entry.path())),
+                _ => {}
+            }
+        }
+    }
+    paths.sort();
+    let mut out = String::new();
+    for path in paths {
+        if out.len() >= FILES_BUDGET {
+            out.push_str(&format!("--- {path} (not shown: over budget)\n"));
+            continue;
+        }
+        if let Some(content) = read(&ws, &path) {
+            out.push_str(&format!("--- {path}\n{content}\n"));
+        }
+    }
+    Ok(out)
+}
+
+/// A text file of the workspace, if it exists and the jail allows it.
+fn read(ws: &Workspace, path: &str) -> Option<String> {
+    ws.resolve(path).ok().and_then(|p| std::fs::read_to_string(p).ok())
+}
+
+/// Each changed file before and after, for REVIEW.
+fn diff(s: &CoderState) -> String {
+    let mut out = String::new();
+    for (path, after) in &s.files {
+        match s.originals.get(path).cloned().flatten() {
+            Some(before) if &before == after => {}
+            Some(before) => out.push_str(&format!("--- {path} before\n{before}\n+++ {path} after\n{after}\n")),
+            None => out.push_str(&format!("+++ {path} (new)\n{after}\n")),
+        }
+    }
+    out
+}

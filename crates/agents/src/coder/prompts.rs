@@ -1,0 +1,86 @@
+//! The coder's prompts. Each carries the task, the plan and the memory of
+//! earlier attempts, so a fix or a new plan knows what already failed.
+
+use agentloop_core::{ChatRequest, Message};
+
+use super::state::CoderState;
+
+const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer only with the JSON asked for.";
+
+fn request(user: String) -> ChatRequest {
+    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
+}
+
+/// What was tried so far and how it went, newest last.
+pub fn memory(s: &CoderState) -> String {
+    if s.attempts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nEarlier attempts (do not repeat them):\n");
+    for a in &s.attempts {
+        out.push_str(&format!("- iteration {} ({}) changed {}: ", a.iteration, a.kind, a.files.join(", ")));
+        if a.repeated {
+            out.push_str("identical to an earlier change, not tested again");
+        } else if a.passed {
+            out.push_str("tests passed");
+        } else {
+            out.push_str(&format!("tests failed:\n{}\n", indent(&a.test_output)));
+        }
+        if let Some(r) = &a.reflection {
+            out.push_str(&format!("  reflection: {} Next time: {}\n", r.diagnosis, r.feedback));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+}
+
+pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}\nWrite a short plan: the steps to complete the task.",
+        s.task,
+        s.test_command,
+        memory(s)
+    ))
+}
+
+pub fn code(s: &CoderState, files: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan: give the full new content of every file you change (paths relative to the repository root).",
+        s.task,
+        numbered(&s.plan),
+        memory(s)
+    ))
+}
+
+pub fn reflect(s: &CoderState) -> ChatRequest {
+    request(format!(
+        "Task: {}\nPlan:\n{}\n{}\nThe last attempt failed. Diagnose why: is the root cause the plan, the code, the test, or the environment? Recommend `fix` (repair the code), `replan` (the approach is wrong) or `abort` (it cannot be done), with feedback for the next attempt and your confidence from 0 to 1 that the recommendation will work.",
+        s.task,
+        numbered(&s.plan),
+        memory(s)
+    ))
+}
+
+pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\nGive the full new content of every file you change.",
+        s.task,
+        numbered(&s.plan),
+        memory(s)
+    ))
+}
+
+pub fn review(s: &CoderState, diff: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\nThe tests pass with this change:\n{diff}\nDoes the change do what the task asks, without unrelated edits? Accept it, or give one concrete objection.",
+        s.task
+    ))
+}
+
+fn numbered(steps: &[String]) -> String {
+    steps.iter().enumerate().map(|(i, s)| format!("{}. {s}", i + 1)).collect::<Vec<_>>().join("\n")
+}

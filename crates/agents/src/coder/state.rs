@@ -1,0 +1,132 @@
+//! What the coder remembers: the task, its configuration, the current plan
+//! and change, and every attempt with how it failed.
+
+use std::collections::BTreeMap;
+
+use agentloop_core::{Fields, JsonSchema, State};
+use agentloop_tools::{Approvals, Workspace};
+use serde::{Deserialize, Serialize};
+
+/// The loop's limits, all configurable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopConfig {
+    pub max_iterations: u32,
+    pub max_replans: u32,
+    /// Abort when a reflection's confidence falls below this.
+    pub confidence_threshold: f64,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RootCause {
+    Plan,
+    Code,
+    Test,
+    Environment,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Recommendation {
+    Replan,
+    Fix,
+    Abort,
+}
+
+/// REFLECT's structured verdict on a failed attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reflection {
+    pub diagnosis: String,
+    pub root_cause: RootCause,
+    pub recommendation: Recommendation,
+    /// What the next plan or fix should do differently.
+    pub feedback: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f64,
+}
+
+/// One change and what became of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub iteration: u32,
+    /// `plan` or `fix`.
+    pub kind: String,
+    /// Fingerprint of the files written, to spot an identical retry.
+    pub change_hash: u64,
+    pub files: Vec<String>,
+    /// The head and tail of the test output; empty when the change was a repeat.
+    pub test_output: String,
+    pub passed: bool,
+    /// This change was identical to an earlier one and was not tested again.
+    pub repeated: bool,
+    pub reflection: Option<Reflection>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoderState {
+    /// The workspace root.
+    pub workspace: String,
+    pub task: String,
+    pub test_command: String,
+    pub config: LoopConfig,
+    pub approvals: Approvals,
+    pub plan: Vec<String>,
+    pub replans: u32,
+    pub fixes: u32,
+    /// The change being worked on: path → content.
+    pub files: BTreeMap<String, String>,
+    /// Each touched file as it was before the session (None: did not exist).
+    pub originals: BTreeMap<String, Option<String>>,
+    pub attempts: Vec<Attempt>,
+    pub review_objection: Option<String>,
+    pub reviews: u32,
+}
+
+impl State for CoderState {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.value("workspace", &self.workspace);
+        f.value("task", &self.task);
+        f.value("testCommand", &self.test_command);
+        f.value("config", &self.config);
+        f.value("approvals", &self.approvals);
+        f.value("plan", &self.plan);
+        f.value("replans", &self.replans);
+        f.value("fixes", &self.fixes);
+        f.value("files", &self.files);
+        f.value("originals", &self.originals);
+        f.value("attempts", &self.attempts);
+        f.value("reviewObjection", &self.review_objection);
+        f.value("reviews", &self.reviews);
+    }
+}
+
+impl CoderState {
+    pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: LoopConfig, approvals: Approvals) -> Self {
+        Self {
+            workspace: workspace.root().display().to_string(),
+            task: task.into(),
+            test_command: test_command.into(),
+            config,
+            approvals,
+            ..Self::default()
+        }
+    }
+
+    pub fn tests_pass(&self) -> bool {
+        self.attempts.last().is_some_and(|a| a.passed)
+    }
+
+    pub fn last_recommendation(&self) -> Option<Recommendation> {
+        self.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.recommendation)
+    }
+}

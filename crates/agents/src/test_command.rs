@@ -1,0 +1,44 @@
+//! Finding a workspace's test command when the user gives none.
+
+use std::path::Path;
+
+/// The usual test command for the project in `root`, by its marker files.
+pub fn detect(root: &Path) -> Option<String> {
+    let has = |f: &str| root.join(f).exists();
+    if has("Cargo.toml") {
+        return Some("cargo test".into());
+    }
+    if has("package.json") {
+        return Some("npm test".into());
+    }
+    if has("go.mod") {
+        return Some("go test ./...".into());
+    }
+    if has("pytest.ini") || has("pyproject.toml") || has("setup.py") || has("tox.ini") || has_python_tests(root) {
+        return Some("python3 -m pytest -q".into());
+    }
+    None
+}
+
+fn has_python_tests(root: &Path) -> bool {
+    let is_test = |name: &str| name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
+    let in_dir = |dir: &Path| {
+        std::fs::read_dir(dir).map(|entries| entries.filter_map(|e| e.ok()).any(|e| is_test(&e.file_name().to_string_lossy()))).unwrap_or(false)
+    };
+    in_dir(root) || in_dir(&root.join("tests"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_pick_the_command() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(detect(dir.path()), None);
+        std::fs::write(dir.path().join("test_math.py"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(detect(dir.path()).as_deref(), Some("python3 -m pytest -q"));
+        std::fs::write(dir.path().join("Cargo.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(detect(dir.path()).as_deref(), Some("cargo test"));
+    }
+}

@@ -1,0 +1,219 @@
+//! The coder's graph driven through each of its paths by a scripted model,
+//! on a real workspace with a real test command (Python's unittest).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentloop_agents::coder::{self, CoderState, LoopConfig};
+use agentloop_core::{ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
+use agentloop_llm::ScriptedModel;
+use agentloop_store::SqliteStore;
+use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+use serde_json::{json, Value};
+
+const BROKEN: &str = "def add(a, b):\n    return a - b\n";
+const FIXED: &str = "def add(a, b):\n    return a + b\n";
+const WRONG_TOO: &str = "def add(a, b):\n    return a * b\n";
+const TESTS: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n";
+
+/// What the scripted model answers, per phase, in order.
+#[derive(Default)]
+struct Script {
+    phases: BTreeMap<&'static str, VecDeque<Value>>,
+}
+
+impl Script {
+    fn with(mut self, phase: &'static str, answer: Value) -> Self {
+        self.phases.entry(phase).or_default().push_back(answer);
+        self
+    }
+}
+
+fn phase_of(prompt: &str) -> &'static str {
+    if prompt.contains("Write a short plan") {
+        "plan"
+    } else if prompt.contains("Carry out the plan") {
+        "code"
+    } else if prompt.contains("The last attempt failed") {
+        "reflect"
+    } else if prompt.contains("What to fix") {
+        "fix"
+    } else {
+        "review"
+    }
+}
+
+fn change(content: &str) -> Value {
+    json!({"files": [{"path": "calc.py", "content": content}]})
+}
+
+fn plan() -> Value {
+    json!({"steps": ["make add return the sum"]})
+}
+
+fn reflection(recommendation: &str, confidence: f64) -> Value {
+    json!({"diagnosis": "add subtracts", "rootCause": "code", "recommendation": recommendation, "feedback": "use +", "confidence": confidence})
+}
+
+fn accept() -> Value {
+    json!({"accept": true, "objection": ""})
+}
+
+struct Run {
+    out: Outcome,
+    store: Arc<dyn Store>,
+    ws: tempfile::TempDir,
+    asked: Vec<&'static str>,
+}
+
+async fn run(script: Script, config: LoopConfig) -> Run {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    let script = Arc::new(Mutex::new(script));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (s2, a2) = (script.clone(), asked.clone());
+    let model = ScriptedModel::with(move |req| {
+        let prompt = &req.messages.last().unwrap().content;
+        let phase = phase_of(prompt);
+        a2.lock().unwrap().push(phase);
+        let answer = s2.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
+        Ok(ChatResponse::text(answer.to_string()))
+    });
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let mut options = StartOptions::new(coder::termination(&config));
+    options.exit_when_paused = true;
+    let out = runner.start(state, options).unwrap().wait().await.unwrap();
+    let asked = asked.lock().unwrap().clone();
+    Run { out, store, ws, asked }
+}
+
+fn state(r: &Run) -> CoderState {
+    serde_json::from_value(r.store.load(&r.out.session_id).unwrap().state).unwrap()
+}
+
+#[tokio::test]
+async fn passing_the_first_time_goes_plan_code_test_review() {
+    let r = run(Script::default().with("plan", plan()).with("code", change(FIXED)).with("review", accept()), LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "review"]);
+    assert_eq!(r.out.progress.iterations, 1);
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
+    assert!(state(&r).attempts[0].passed);
+}
+
+#[tokio::test]
+async fn a_failing_test_is_reflected_on_and_fixed() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "review"]);
+    let s = state(&r);
+    assert_eq!((s.fixes, s.replans, r.out.progress.iterations), (1, 0, 2));
+    assert!(s.attempts[0].test_output.contains("FAILED") || s.attempts[0].test_output.contains("AssertionError"), "{}", s.attempts[0].test_output);
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
+}
+
+#[tokio::test]
+async fn a_wrong_approach_is_replanned_and_the_memory_reaches_the_new_plan() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("reflect", reflection("replan", 0.7))
+        .with("plan", plan())
+        .with("code", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(state(&r).replans, 1);
+    assert_eq!(r.out.progress.replans, 1);
+}
+
+#[tokio::test]
+async fn low_confidence_aborts_with_the_reason() {
+    let script = Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.1));
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Error);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("low_confidence"));
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), WRONG_TOO, "the last change stays for the user to see");
+}
+
+#[tokio::test]
+async fn too_many_replans_stop_the_session() {
+    let mut script = Script::default();
+    for content in [WRONG_TOO, "def add(a, b):\n    return 0\n"] {
+        script = script.with("plan", plan()).with("code", change(content)).with("reflect", reflection("replan", 0.9));
+    }
+    let r = run(script, LoopConfig { max_replans: 1, ..LoopConfig::default() }).await;
+    assert_eq!(r.out.status, SessionStatus::Error);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("max_replans"));
+}
+
+#[tokio::test]
+async fn the_iteration_limit_ends_a_session_that_never_passes() {
+    let mut script = Script::default().with("plan", plan()).with("code", change(WRONG_TOO));
+    for i in 0..3 {
+        script = script.with("reflect", reflection("fix", 0.9)).with("fix", change(&format!("def add(a, b):\n    return {i}\n")));
+    }
+    script = script.with("reflect", reflection("fix", 0.9));
+    let r = run(script, LoopConfig { max_iterations: 3, ..LoopConfig::default() }).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
+    assert!(!state(&r).attempts.iter().any(|a| a.passed));
+    assert_eq!(r.out.progress.iterations, 3);
+}
+
+#[tokio::test]
+async fn an_identical_edit_goes_back_to_reflect_without_testing_again() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(WRONG_TOO))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = state(&r);
+    assert!(s.attempts[1].repeated && s.attempts[1].test_output.is_empty());
+    let test_runs = r.store.calls(&r.out.session_id).unwrap().into_iter().filter(|c| c.name == "run_command").count();
+    assert_eq!(test_runs, 2, "the repeated edit was not tested");
+}
+
+#[tokio::test]
+async fn a_review_objection_goes_back_to_fix_once() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(FIXED))
+        .with("review", json!({"accept": false, "objection": "add a docstring"}))
+        .with("fix", change("def add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a + b\n"))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "review", "fix", "review"]);
+}
+
+#[tokio::test]
+async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", json!({"files": [{"path": "../escaped.py", "content": "x"}]}))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert!(!r.ws.path().parent().unwrap().join("escaped.py").exists());
+    assert!(state(&r).attempts[0].test_output.contains("refused"), "{}", state(&r).attempts[0].test_output);
+}
