@@ -15,9 +15,19 @@ pub fn detect(root: &Path) -> Option<String> {
         return Some("go test ./...".into());
     }
     if has("pytest.ini") || has("pyproject.toml") || has("setup.py") || has("tox.ini") || has_python_tests(root) {
-        return Some("python3 -m pytest -q".into());
+        // pytest runs unittest tests too, but is not always installed.
+        return Some(if pytest_installed() { "python3 -m pytest -q" } else { "python3 -m unittest -q" }.into());
     }
     None
+}
+
+fn pytest_installed() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn has_python_tests(root: &Path) -> bool {
@@ -37,7 +47,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(detect(dir.path()), None);
         std::fs::write(dir.path().join("test_math.py"), "").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(detect(dir.path()).as_deref(), Some("python3 -m pytest -q"));
+        assert!(detect(dir.path()).is_some_and(|c| c.starts_with("python3 -m ")));
         std::fs::write(dir.path().join("Cargo.toml"), "").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(detect(dir.path()).as_deref(), Some("cargo test"));
     }

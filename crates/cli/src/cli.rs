@@ -36,6 +36,44 @@ pub enum Command {
     /// The models installed under the data dir and the roles configured.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// Run an agent on a task.
+    #[command(subcommand)]
+    Run(RunCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunCommand {
+    /// Plan, code, test, reflect, fix or replan, review — until the tests pass.
+    Coder(CoderArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CoderArgs {
+    /// The folder to work in; nothing outside it is read or written.
+    #[arg(long)]
+    pub workspace: PathBuf,
+    /// What to do, in plain words.
+    #[arg(long)]
+    pub task: String,
+    /// The command that tests the work (default: detected from the workspace).
+    #[arg(long)]
+    pub test_cmd: Option<String>,
+    #[arg(long, default_value_t = 5)]
+    pub max_iterations: u32,
+    #[arg(long, default_value_t = 2)]
+    pub max_replans: u32,
+    /// Abort when a reflection is less confident than this (0 to 1).
+    #[arg(long, default_value_t = 0.3)]
+    pub confidence_threshold: f64,
+    /// Ask before tools that write or execute: never, on-write, always.
+    #[arg(long, default_value = "on-write")]
+    pub approval: String,
+    /// Seconds a command (the tests included) may run before it is killed.
+    #[arg(long, default_value_t = 300)]
+    pub command_timeout: u64,
+    /// Print the outcome as JSON instead of the live view.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand, Debug)]

@@ -17,8 +17,8 @@ use agentloop_store::SqliteStore;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{BenchCommand, Cli, Command, ModelsCommand, SessionsCommand};
-use commands::{bench, models, sessions, stats};
+use cli::{BenchCommand, Cli, Command, ModelsCommand, RunCommand, SessionsCommand};
+use commands::{bench, models, run as run_agent, sessions, stats};
 use config::Config;
 
 #[tokio::main]
@@ -40,13 +40,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Engine(args)) => bench::engine(&config, args).await,
         Command::Bench(BenchCommand::Model(args)) => model_bench(&config, args).await,
         Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
+        Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
         Command::Stats(f) => stats::run(&*open()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*open()?, f.json),
             SessionsCommand::Show { id, json } => sessions::show(&*open()?, &id, json.json),
             SessionsCommand::Events { id, after, follow, json } => sessions::events(&*open()?, &id, after, follow, json.json).await,
             SessionsCommand::Export { id, output } => sessions::export(&*open()?, &id, output.as_deref()),
-            SessionsCommand::Resume { id, answer, json } => sessions::resume(open()?, &id, answer, json.json).await,
+            SessionsCommand::Resume { id, answer, json } => sessions::resume(&config, open()?, &id, answer, json.json).await,
             SessionsCommand::Delete { id } => sessions::delete(&*open()?, &id),
         },
     }

@@ -126,6 +126,14 @@ pub fn event_line(e: &Event) -> Option<String> {
             format!("  ✓ {} ({})", p["toolName"].as_str().unwrap_or("?"), millis(p["duration"].as_u64().unwrap_or(0)))
         }
         "agent:interrupt" => format!("? {}", question_text(&p["request"])),
+        "coder:phase" => format!("  ▸ {}", p["phase"].as_str().unwrap_or("?")),
+        "reflection_iteration" => format!(
+            "    reflection: {} → {} (confidence {:.2})",
+            p["diagnosis"].as_str().unwrap_or("?"),
+            p["recommendation"].as_str().unwrap_or("?"),
+            p["confidence"].as_f64().unwrap_or(0.0)
+        ),
+        "replan" => "    replanning".to_string(),
         _ => format!("{} {}", e.name, p),
     };
     Some(text)

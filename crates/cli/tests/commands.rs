@@ -137,3 +137,22 @@ fn benchmarking_a_missing_model_fails_with_the_path_and_the_fix() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nowhere/x.gguf") && err.contains("fetch-models.sh"), "{err}");
 }
+
+#[test]
+fn run_coder_refuses_a_missing_workspace_or_an_unknown_test_command_in_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["run", "coder", "--workspace", "/no/such/folder", "--task", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/no/such/folder") && err.contains("cannot be opened"), "{err}");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(dir.path(), &["run", "coder", "--workspace", empty.to_str().unwrap(), "--task", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no test command was found") && err.contains("--test-cmd"), "{err}");
+
+    let out = run(dir.path(), &["run", "coder", "--workspace", empty.to_str().unwrap(), "--task", "x", "--test-cmd", "true", "--approval", "sometimes"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never, on-write or always"));
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
 use agentloop_tools::{workspace_tools, Workspace};
 
+pub use nodes::PHASE_EVENT;
 pub use state::{Attempt, CoderState, LoopConfig, Reflection, Recommendation, RootCause};
 
 pub const AGENT: &str = "coder";

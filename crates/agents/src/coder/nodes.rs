@@ -17,8 +17,13 @@ use agentloop_tools::Workspace;
 #[derive(Deserialize, JsonSchema)]
 struct PlanOut {
     #[schemars(length(min = 1, max = 8))]
-    steps: Vec<String>,
+    steps: Vec<PlanStep>,
 }
+
+/// One plan step, kept to a sentence or two.
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+struct PlanStep(#[schemars(length(max = 200))] String);
 
 #[derive(Deserialize, JsonSchema)]
 struct FileOut {
@@ -36,6 +41,7 @@ struct ChangeOut {
 struct ReviewOut {
     accept: bool,
     /// Empty when accepted.
+    #[schemars(length(max = 300))]
     objection: String,
 }
 
@@ -45,15 +51,17 @@ const FILES_BUDGET: usize = 16 * 1024;
 pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
+        phase(step, "plan");
         let files = workspace_files(s)?;
         let out: PlanOut = step.chat_json(prompts::plan(s, &files)).await?;
-        s.plan = out.steps;
+        s.plan = out.steps.into_iter().map(|step| step.0).collect();
         Ok(())
     })
 }
 
 pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
+        phase(step, "code");
         let files = workspace_files(s)?;
         let change: ChangeOut = step.chat_json(prompts::code(s, &files)).await?;
         apply_change(s, step, change, "plan").await
@@ -63,6 +71,7 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
 pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
+        phase(step, "fix");
         s.fixes += 1;
         let why = match s.review_objection.take() {
             Some(objection) => format!("a reviewer objected: {objection}"),
@@ -85,6 +94,7 @@ pub fn after_change(s: &CoderState) -> String {
 
 pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
+        phase(step, "test");
         let out = approved::call(step, &mut s.approvals, "run_command", json!({"command": s.test_command})).await?;
         let (passed, shown) = match out.get("denied").and_then(Value::as_str) {
             Some(why) => (false, format!("the tests were not run: {why}")),
@@ -105,6 +115,7 @@ pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
 
 pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
+        phase(step, "reflect");
         let r: Reflection = step.chat_json(prompts::reflect(s)).await?;
         step.emit(EventDraft::new("reflection_iteration", json!({"diagnosis": r.diagnosis, "rootCause": r.root_cause, "recommendation": r.recommendation, "confidence": r.confidence})));
         let stop = |reason: &str, message: String| Error::Stopped(Stop { status: SessionStatus::Error, finish_reason: reason.into(), message, ask: false });
@@ -131,6 +142,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
 
 pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
+        phase(step, "review");
         let out: ReviewOut = step.chat_json(prompts::review(s, &diff(s))).await?;
         s.reviews += 1;
         // One objection per session: a second would only go round in circles.
@@ -147,6 +159,14 @@ pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Re
         Ok(())
     })
 }
+
+/// Tells watchers which phase the coder is in.
+fn phase(step: &mut Step, name: &str) {
+    step.emit(EventDraft::new(PHASE_EVENT, json!({"phase": name})));
+}
+
+/// The event naming the phase the coder enters.
+pub const PHASE_EVENT: &str = "coder:phase";
 
 /// Writes a change through the jail and the approval policy and records it
 /// as an attempt; a change identical to an earlier one is not written again.

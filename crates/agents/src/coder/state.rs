@@ -44,10 +44,13 @@ pub enum Recommendation {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Reflection {
+    /// Kept short: a small model otherwise rambles to its token limit.
+    #[schemars(length(max = 400))]
     pub diagnosis: String,
     pub root_cause: RootCause,
     pub recommendation: Recommendation,
     /// What the next plan or fix should do differently.
+    #[schemars(length(max = 400))]
     pub feedback: String,
     #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,

@@ -10,6 +10,7 @@ use agentloop_core::Store;
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use crate::config::Config;
 use crate::{agents, exit, live, render};
 
 pub fn list(store: &dyn Store, json: bool) -> Result<ExitCode> {
@@ -107,7 +108,7 @@ fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serd
     Ok(line)
 }
 
-pub async fn resume(store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
+pub async fn resume(config: &Config, store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
     let mut answer = answer;
     loop {
         // The reply goes to the question already waiting, or else to the
@@ -119,7 +120,7 @@ pub async fn resume(store: Arc<dyn Store>, id: &str, answer: Option<String>, jso
         }
         let meta = store.load(id)?.meta;
         // With nobody at the terminal, return when the session pauses instead of waiting.
-        let handle = agents::resume(store.clone(), &meta, !live::interactive())?;
+        let handle = agents::resume(config, store.clone(), &meta, !live::interactive())?;
         let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
         if outcome.pending.is_some() && answer.is_some() {
             continue;
