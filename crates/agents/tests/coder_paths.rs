@@ -121,6 +121,7 @@ async fn a_failing_test_is_reflected_on_and_fixed() {
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "review"]);
     let s = state(&r);
     assert_eq!((s.fixes, s.replans, r.out.progress.iterations), (1, 0, 2));
+    assert_eq!(r.out.progress.fixes, 1, "the fix rate counts it");
     assert!(s.attempts[0].test_output.contains("FAILED") || s.attempts[0].test_output.contains("AssertionError"), "{}", s.attempts[0].test_output);
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
 }

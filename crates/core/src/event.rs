@@ -19,6 +19,8 @@ pub const TOOL_COMPLETE: &str = "agent:tool:complete";
 pub const INTERRUPT: &str = "agent:interrupt";
 /// Agents report a replan with this event; metrics count it.
 pub const REPLAN: &str = "replan";
+/// Agents report an attempt to repair their last change with this event; metrics count it.
+pub const FIX: &str = "fix";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub iterations_per_success: Option<f64>,
     /// Replans per iteration, over all sessions.
     pub replan_rate: Option<f64>,
+    /// Fixes per iteration, over all sessions.
+    pub fix_rate: Option<f64>,
 }
 
 /// A success is a session that completed for a reason other than running
@@ -36,7 +38,7 @@ pub fn is_success(m: &SessionMeta) -> bool {
 
 pub fn summarize(metas: &[SessionMeta]) -> Metrics {
     let mut out = Metrics::default();
-    let (mut success_iterations, mut replans, mut model_ms) = (0u64, 0u64, 0u64);
+    let (mut success_iterations, mut replans, mut fixes, mut model_ms) = (0u64, 0u64, 0u64, 0u64);
     for m in metas {
         let p = &m.progress;
         out.sessions += 1;
@@ -49,6 +51,7 @@ pub fn summarize(metas: &[SessionMeta]) -> Metrics {
         model_ms += p.model_ms;
         out.wall_ms += p.active_ms();
         replans += u64::from(p.replans);
+        fixes += u64::from(p.fixes);
         if is_success(m) {
             out.successes += 1;
             success_iterations += u64::from(p.iterations);
@@ -56,6 +59,7 @@ pub fn summarize(metas: &[SessionMeta]) -> Metrics {
     }
     out.iterations_per_success = (out.successes > 0).then(|| success_iterations as f64 / out.successes as f64);
     out.replan_rate = (out.iterations > 0).then(|| replans as f64 / out.iterations as f64);
+    out.fix_rate = (out.iterations > 0).then(|| fixes as f64 / out.iterations as f64);
     out.model_latency_ms = (out.model_calls > 0).then(|| model_ms as f64 / out.model_calls as f64);
     out.tokens_per_second = (model_ms > 0).then(|| out.completion_tokens as f64 * 1000.0 / model_ms as f64);
     out

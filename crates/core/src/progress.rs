@@ -38,6 +38,8 @@ pub struct Progress {
     pub finish_reason: Option<String>,
     pub signals: Signals,
     pub replans: u32,
+    /// Repairs of a failed change (the coder's FIX).
+    pub fixes: u32,
 }
 
 /// What nodes report about completion and failure; the detectors weigh them.

@@ -202,6 +202,9 @@ impl Step {
         if draft.name == event::REPLAN {
             self.progress.replans += 1;
         }
+        if draft.name == event::FIX {
+            self.progress.fixes += 1;
+        }
         self.emits += 1;
         if self.emits > self.replay.events {
             self.pending.push(Pending::Event(draft));

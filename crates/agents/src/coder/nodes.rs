@@ -73,6 +73,7 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
         step.begin_iteration()?;
         phase(step, "fix");
         s.fixes += 1;
+        step.emit(EventDraft::new(event::FIX, json!({"fix": s.fixes})));
         let why = match s.review_objection.take() {
             Some(objection) => format!("a reviewer objected: {objection}"),
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),

@@ -125,11 +125,59 @@ impl CoderState {
         }
     }
 
+    /// `(files changed, lines added, lines removed)` against the originals.
+    pub fn diff_stat(&self) -> (usize, usize, usize) {
+        let (mut files, mut added, mut removed) = (0, 0, 0);
+        for (path, after) in &self.files {
+            let before = self.originals.get(path).cloned().flatten().unwrap_or_default();
+            if &before == after {
+                continue;
+            }
+            files += 1;
+            let (a, r) = line_changes(&before, after);
+            added += a;
+            removed += r;
+        }
+        (files, added, removed)
+    }
+
     pub fn tests_pass(&self) -> bool {
         self.attempts.last().is_some_and(|a| a.passed)
     }
 
     pub fn last_recommendation(&self) -> Option<Recommendation> {
         self.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.recommendation)
+    }
+}
+
+/// Lines only in `after` and lines only in `before`, counted as multisets
+/// (a diff stat, not a diff: moved lines do not count).
+fn line_changes(before: &str, after: &str) -> (usize, usize) {
+    let mut count: BTreeMap<&str, i64> = BTreeMap::new();
+    for l in before.lines() {
+        *count.entry(l).or_default() -= 1;
+    }
+    for l in after.lines() {
+        *count.entry(l).or_default() += 1;
+    }
+    let added = count.values().filter(|n| **n > 0).map(|n| *n as usize).sum();
+    let removed = count.values().filter(|n| **n < 0).map(|n| n.unsigned_abs() as usize).sum();
+    (added, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_stat_counts_changed_lines_of_changed_files() {
+        let mut s = CoderState::default();
+        s.originals.insert("a.py".into(), Some("x = 1\ny = 2\n".into()));
+        s.files.insert("a.py".into(), "x = 1\ny = 3\nz = 4\n".into());
+        s.originals.insert("new.py".into(), None);
+        s.files.insert("new.py".into(), "print(1)\n".into());
+        s.originals.insert("same.py".into(), Some("ok\n".into()));
+        s.files.insert("same.py".into(), "ok\n".into());
+        assert_eq!(s.diff_stat(), (2, 3, 1));
     }
 }

@@ -46,28 +46,35 @@ pub async fn coder(config: &Config, store: Arc<dyn Store>, args: CoderArgs) -> R
         eprintln!("workspace: {}\ntask: {}\ntest command: {test_cmd}", workspace.root().display(), args.task);
     }
     let input = CoderInput { workspace: workspace.root().to_path_buf(), command_timeout_secs: args.command_timeout };
-    let runner = runner(config, store, &input)?;
+    let runner = runner(config, store.clone(), &input)?;
     let state = CoderState::new(&workspace, &args.task, test_cmd, loop_config.clone(), Approvals::new(policy));
     let mut options = StartOptions::new(coder::termination(&loop_config));
     options.input = serde_json::to_value(&input)?;
     options.exit_when_paused = !live::interactive();
     let handle = runner.start(state, options)?;
-    finish(handle, args.json).await
+    finish(handle, &*store, args.json).await
 }
 
 /// Runs the session in the terminal and prints the summary.
-pub async fn finish(handle: SessionHandle, json: bool) -> Result<ExitCode> {
+pub async fn finish(handle: SessionHandle, store: &dyn Store, json: bool) -> Result<ExitCode> {
     let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
     if json {
         println!("{}", serde_json::to_string(&outcome)?);
     } else {
-        println!("{}", summary(&outcome));
+        println!("{}", summary(&outcome, store));
     }
     Ok(exit::for_outcome(&outcome))
 }
 
-fn summary(outcome: &Outcome) -> String {
-    render::outcome(outcome)
+/// The outcome, and what changed in the workspace.
+fn summary(outcome: &Outcome, store: &dyn Store) -> String {
+    let mut text = render::outcome(outcome);
+    let state = store.load(&outcome.session_id).ok().and_then(|l| serde_json::from_value::<CoderState>(l.state).ok());
+    if let Some(s) = state {
+        let (files, added, removed) = s.diff_stat();
+        text.push_str(&format!("\nchanged {files} file(s), +{added} -{removed} lines; {} fix(es), {} replan(s)", s.fixes, s.replans));
+    }
+    text
 }
 
 fn runner(config: &Config, store: Arc<dyn Store>, input: &CoderInput) -> Result<agentloop_core::Runner<CoderState>> {

@@ -16,7 +16,7 @@ pub fn run(store: &dyn Store, json: bool) -> Result<ExitCode> {
         println!("sessions {}  successes {}", m.sessions, m.successes);
         println!("iterations {}  tool calls {}  tokens {}  running time {}", m.iterations, m.tool_calls, m.tokens, millis(m.wall_ms));
         let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into());
-        println!("iterations per success {}  replan rate {}", f(m.iterations_per_success), f(m.replan_rate));
+        println!("iterations per success {}  replan rate {}  fix rate {}", f(m.iterations_per_success), f(m.replan_rate), f(m.fix_rate));
         println!(
             "model calls {}  prompt tokens {}  completion tokens {}  mean latency {} ms  {} tokens/s",
             m.model_calls,
