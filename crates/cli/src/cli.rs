@@ -138,6 +138,24 @@ pub enum BenchCommand {
     /// The embedded model: prompt and generation speed, constrained
     /// generation, cold and shared-prefix prefill (default model unless --model).
     Model(ModelBench),
+    /// HumanEval's 164 problems: single-shot and/or the test-and-retry loop
+    /// (default model unless --model), scored by the package's own tests.
+    Humaneval(HumanEvalBench),
+}
+
+#[derive(Args, Debug)]
+pub struct HumanEvalBench {
+    /// Only the first N problems.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long, default_value = "both", value_parser = ["single", "loop", "both"])]
+    pub mode: String,
+    /// Answers the loop may try per problem.
+    #[arg(long, default_value_t = 6)]
+    pub attempts: u32,
+    /// Per-problem results, one JSON object per line (default: <data dir>/benchmarks/humaneval-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -39,6 +39,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(BenchCommand::Engine(args)) => bench::engine(&config, args).await,
         Command::Bench(BenchCommand::Model(args)) => model_bench(&config, args).await,
+        Command::Bench(BenchCommand::Humaneval(args)) => commands::humaneval::run(&config, args).await,
         Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
         Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
         Command::Stats(f) => stats::run(&*open()?, f.json),

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod humaneval;
 #[cfg(feature = "llama")]
 pub mod model_bench;
 pub mod models;
