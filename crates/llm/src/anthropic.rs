@@ -179,16 +179,14 @@ impl AnthropicModel {
     async fn read_stream(&self, response: reqwest::Response, sink: Option<&TokenSink>) -> Result<Blocks> {
         let mut out = Blocks::default();
         let mut kinds: Vec<Option<usize>> = Vec::new();
-        // Bytes, not text: a network chunk may end inside a UTF-8 character.
         let mut buffer: Vec<u8> = Vec::new();
         let mut bytes = response.bytes_stream();
         let mut stopped = false;
         while let Some(chunk) = bytes.next().await {
             let chunk = chunk.map_err(|e| self.fail(format!("the stream broke off ({e})")))?;
             buffer.extend_from_slice(&chunk);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line = String::from_utf8_lossy(&buffer.drain(..=end).collect::<Vec<u8>>()).into_owned();
-                let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else { continue };
+            for line in crate::sse::take_lines(&mut buffer) {
+                let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
                 let v: Value = serde_json::from_str(data).map_err(|_| self.fail(format!("a stream event is not JSON: {}", clip(data))))?;
                 match v["type"].as_str() {
                     Some("message_start") => out.usage.prompt_tokens = v.pointer("/message/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0),

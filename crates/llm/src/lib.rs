@@ -14,6 +14,7 @@ mod openai;
 mod retry;
 pub mod roles;
 mod scripted;
+mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicModel};
 pub use debug_log::{redact, DebugLog};

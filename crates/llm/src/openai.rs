@@ -134,15 +134,13 @@ impl OpenAiModel {
     /// Text deltas go to `sink` as they arrive.
     async fn read_stream(&self, response: reqwest::Response, sink: Option<TokenSink>) -> Result<ChatResponse> {
         let mut acc = Stream { sink, ..Stream::default() };
-        // Bytes, not text: a network chunk may end inside a UTF-8 character.
         let mut buffer: Vec<u8> = Vec::new();
         let mut bytes = response.bytes_stream();
         while let Some(chunk) = bytes.next().await {
             let chunk = chunk.map_err(|e| self.fail(format!("the stream broke off ({e})")))?;
             buffer.extend_from_slice(&chunk);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                if acc.line(String::from_utf8_lossy(&line).trim()).map_err(|e| self.fail(e))? {
+            for line in crate::sse::take_lines(&mut buffer) {
+                if acc.line(&line).map_err(|e| self.fail(e))? {
                     return Ok(acc.finish());
                 }
             }
