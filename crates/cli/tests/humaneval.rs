@@ -68,13 +68,16 @@ async fn answers_are_scored_by_the_hidden_tests_and_the_loop_retries_only_on_fai
     assert_eq!(report["problems"], 2);
     assert_eq!(report["single_pass_at_1"], 0.5);
     assert_eq!(report["loop_pass_at_1"], 0.5);
-    // Single: 2 answers. Loop: 1 for the first problem (its examples pass),
-    // 3 for the second (the fake repeats itself; repeats are not run again).
-    assert_eq!(report["tokens"], 15 * 6);
+    // Single: 2 answers. The loop reuses them as its first answers: none
+    // more for the first problem (its examples pass), 2 more for the second
+    // (the fake repeats itself; repeats are not run again).
+    assert_eq!(report["tokens"], 15 * 4);
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["task_id"], "HumanEval/1");
     assert_eq!(lines[1]["loop"]["passed"], false);
     assert_eq!(lines[1]["loop"]["attempts"], 3);
+    assert_eq!(lines[1]["loop"]["tokens"], 15 * 3);
+    assert_eq!(lines[1]["loop"]["visible"]["defined"], true);
     assert_eq!(lines[0]["loop"]["attempts"], 1);
 }
 

@@ -30,7 +30,6 @@ struct Problem {
 /// What one problem came to.
 struct Solved {
     code: String,
-    attempts: u32,
     tokens: u64,
 }
 
@@ -58,22 +57,25 @@ pub async fn run(config: &Config, args: HumanEvalBench) -> Result<ExitCode> {
     for p in &problems {
         bar.set_message(p.task_id.clone());
         let mut record = json!({"task_id": p.task_id});
+        let mut greedy = None;
         if single {
             let s = solve_single(&*model, p).await?;
             let passed = check(&scratch, p, &s.code)?;
             single_pass += u32::from(passed);
             tokens += s.tokens;
             record["single"] = json!({"passed": passed, "code": s.code});
+            greedy = Some(s);
         }
         if looped {
-            let s = solve_loop(&*model, p, &scratch, args.attempts).await?;
+            // The loop's first answer is the same greedy answer: reuse it.
+            let s = solve_loop(&*model, p, &scratch, args.attempts, greedy).await?;
             let passed = check(&scratch, p, &s.code)?;
             loop_pass += u32::from(passed);
             if passed {
                 loop_iterations_of_successes += s.attempts;
             }
-            tokens += s.tokens;
-            record["loop"] = json!({"passed": passed, "attempts": s.attempts, "code": s.code});
+            tokens += s.new_tokens;
+            record["loop"] = json!({"passed": passed, "attempts": s.attempts, "tokens": s.tokens, "visible": s.visible, "code": s.code});
         }
         writeln!(out, "{record}")?;
         bar.inc(1);
@@ -126,34 +128,59 @@ fn request(p: &Problem, temperature: Option<f32>) -> ChatRequest {
 
 async fn solve_single(model: &dyn ChatModel, p: &Problem) -> Result<Solved> {
     let answer = model.chat(&request(p, None)).await?;
-    Ok(Solved { code: program(p, &answer.content), attempts: 1, tokens: answer.usage.total() })
+    Ok(Solved { code: program(p, &answer.content), tokens: answer.usage.total() })
+}
+
+/// What the loop came to: the answer it stands by, how many answers it
+/// drew, and what the visible examples said of the answer.
+struct Looped {
+    code: String,
+    attempts: u32,
+    /// Tokens of every answer, the reused greedy one included.
+    tokens: u64,
+    /// Tokens this loop spent beyond the reused greedy answer.
+    new_tokens: u64,
+    visible: serde_json::Value,
 }
 
 /// The greedy answer first; while the docstring's examples fail, fresh
 /// samples at temperature 0.8 (repairing with the failure as feedback does
 /// not help a small model: it repeats itself). Code already tried is never
-/// tested again. If nothing passes the visible examples, the greedy answer
-/// stands.
-async fn solve_loop(model: &dyn ChatModel, p: &Problem, scratch: &Path, attempts: u32) -> Result<Solved> {
-    let examples = visible_examples(&p.prompt);
+/// tested again. If nothing passes every visible example, the answer that
+/// passed the most stands (the earliest on a tie).
+async fn solve_loop(model: &dyn ChatModel, p: &Problem, scratch: &Path, attempts: u32, mut greedy: Option<Solved>) -> Result<Looped> {
     let mut tried: Vec<String> = Vec::new();
-    let mut tokens = 0;
-    let mut first = None;
-    for attempt in 1..=attempts.max(1) {
-        let temperature = if attempt == 1 { None } else { Some(0.8) };
-        let answer = model.chat(&request(p, temperature)).await?;
-        tokens += answer.usage.total();
-        let code = program(p, &answer.content);
-        first.get_or_insert_with(|| code.clone());
+    let (mut tokens, mut new_tokens) = (0, 0);
+    let mut best: Option<(Visible, String)> = None;
+    let attempts = attempts.max(1);
+    for attempt in 1..=attempts {
+        let code = match greedy.take() {
+            Some(s) => {
+                tokens += s.tokens;
+                s.code
+            }
+            None => {
+                let temperature = if attempt == 1 { None } else { Some(0.8) };
+                let answer = model.chat(&request(p, temperature)).await?;
+                tokens += answer.usage.total();
+                new_tokens += answer.usage.total();
+                program(p, &answer.content)
+            }
+        };
         if tried.contains(&code) {
             continue;
         }
         tried.push(code.clone());
-        if examples.is_empty() || passes_examples(scratch, &code, &examples)? {
-            return Ok(Solved { code, attempts: attempt, tokens });
+        let seen = visible(scratch, p, &code)?;
+        if seen.all_pass() {
+            return Ok(Looped { code, attempts: attempt, tokens, new_tokens, visible: seen.to_json() });
+        }
+        if best.as_ref().map_or(true, |(b, _)| seen.score() > b.score()) {
+            best = Some((seen, code));
         }
     }
-    Ok(Solved { code: first.unwrap_or_default(), attempts: attempts.max(1), tokens })
+    let (seen, code) = best.unwrap_or_else(|| (Visible::default(), String::new()));
+    Ok(Looped { code, attempts, tokens, new_tokens, visible: seen.to_json() })
 }
 
 /// The code of the answer's first Python block (or the whole answer), with
@@ -180,32 +207,60 @@ fn extract_code(answer: &str) -> String {
     answer.to_string()
 }
 
-/// The `>>>` examples of the prompt's docstring, as doctest text.
-fn visible_examples(prompt: &str) -> String {
-    let mut out = String::new();
-    let mut lines = prompt.lines().map(str::trim).peekable();
-    while let Some(line) = lines.next() {
-        if let Some(call) = line.strip_prefix(">>> ") {
-            out.push_str(&format!(">>> {call}\n"));
-            while let Some(next) = lines.peek() {
-                if next.is_empty() || next.starts_with(">>>") || next.starts_with("\"\"\"") {
-                    break;
-                }
-                out.push_str(&format!("{next}\n"));
-                lines.next();
-            }
-            out.push('\n');
-        }
-    }
-    out
+/// The script that runs a candidate against its prompt's docstring
+/// examples (every shape HumanEval writes them in); it never sees the
+/// package's tests.
+const VISIBLE_SCRIPT: &str = include_str!("humaneval_visible.py");
+
+/// What the docstring's examples said of one candidate.
+#[derive(Default, Deserialize)]
+struct Visible {
+    examples: u32,
+    passed: u32,
+    defined: bool,
 }
 
-fn passes_examples(scratch: &Path, code: &str, examples: &str) -> Result<bool> {
-    let script = format!(
-        "{code}\n\nimport doctest, sys\n__test__ = {{'visible': {examples:?}}}\nfailed, _ = doctest.testmod(optionflags=doctest.NORMALIZE_WHITESPACE)\nsys.exit(1 if failed else 0)\n",
-        examples = examples
-    );
-    run_python(scratch, &script)
+impl Visible {
+    fn all_pass(&self) -> bool {
+        self.defined && self.passed == self.examples
+    }
+
+    /// Defining the function at all counts for something.
+    fn score(&self) -> u32 {
+        if self.defined {
+            self.passed + 1
+        } else {
+            0
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({"examples": self.examples, "passed": self.passed, "defined": self.defined})
+    }
+}
+
+/// Runs the candidate against the docstring's examples. A candidate that
+/// hangs or kills the interpreter passes nothing.
+fn visible(scratch: &Path, p: &Problem, code: &str) -> Result<Visible> {
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let path = scratch.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    };
+    let script = write("visible.py", VISIBLE_SCRIPT)?;
+    let prompt = write("prompt.txt", &p.prompt)?;
+    let candidate = write("candidate.py", code)?;
+    let output = std::process::Command::new("timeout")
+        .args(["20", "python3"])
+        .args([&script, &prompt])
+        .arg(&p.entry_point)
+        .arg(&candidate)
+        .current_dir(scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot start python3 (with coreutils' timeout)")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(stdout.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default())
 }
 
 /// The package's own tests, run once per final answer.
@@ -242,10 +297,43 @@ fn round(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn problem(prompt: &str, entry: &str) -> Problem {
+        Problem { task_id: "t".into(), prompt: prompt.into(), entry_point: entry.into(), test: String::new() }
+    }
+
+    fn seen(p: &Problem, code: &str) -> Visible {
+        let dir = std::env::temp_dir().join(format!("agentloop-visible-{}-{}", std::process::id(), p.entry_point));
+        std::fs::create_dir_all(&dir).unwrap();
+        visible(&dir, p, code).unwrap()
+    }
+
     #[test]
-    fn docstring_examples_become_doctests() {
-        let prompt = "def f(x):\n    \"\"\" Double.\n    >>> f(2)\n    4\n    >>> f([1])\n    [1, 1]\n    \"\"\"\n";
-        assert_eq!(visible_examples(prompt), ">>> f(2)\n4\n\n>>> f([1])\n[1, 1]\n\n");
+    fn doctest_examples_judge_a_candidate() {
+        let p = problem("def f(x):\n    \"\"\" Double.\n    >>> f(2)\n    4\n    >>> f([1])\n    [1, 1]\n    \"\"\"\n", "f");
+        let right = seen(&p, "def f(x):\n    return x * 2\n");
+        assert_eq!((right.examples, right.passed, right.all_pass()), (2, 2, true));
+        let wrong = seen(&p, "def f(x):\n    return x\n");
+        assert_eq!((wrong.examples, wrong.passed, wrong.all_pass()), (2, 0, false));
+    }
+
+    #[test]
+    fn arrow_and_prose_examples_count_too() {
+        let p = problem(
+            "def add(a, b):\n    \"\"\"Add.\n    add(1, 2) ➞ 3\n    add(2, 2) => 4\n    add(3, 3) = 6\n    For a = 5, b = 1 the output should be 6\n    Example:\n        Input: a = 0, b = 0\n        Output: 0\n    \"\"\"\n",
+            "add",
+        );
+        let right = seen(&p, "def add(a, b):\n    return a + b\n");
+        assert_eq!((right.examples, right.passed), (5, 5));
+        assert!(seen(&p, "def add(a, b):\n    return a * b\n").passed < 5);
+    }
+
+    #[test]
+    fn a_candidate_that_crashes_or_hangs_passes_nothing() {
+        let p = problem("def g(x):\n    \"\"\"g(1) == 1\"\"\"\n", "g");
+        let broken = seen(&p, "def g(x) return x\n");
+        assert!(!broken.defined && broken.score() == 0);
+        let hangs = seen(&p, "def g(x):\n    while True:\n        pass\n");
+        assert!(hangs.defined && hangs.passed == 0 && hangs.examples == 1);
     }
 
     #[test]
