@@ -1,7 +1,10 @@
 //! agentloop-agents: graphs built from the engine, the tools and the models.
 //! `coder` plans, codes, tests, reflects and fixes or replans until the
-//! tests pass, then reviews its own diff.
+//! tests pass, then reviews its own diff. `planner` turns a goal into a
+//! validated plan of file and shell actions and runs it with the user's
+//! approval.
 
 pub mod coder;
+pub mod planner;
 mod approved;
 pub mod test_command;

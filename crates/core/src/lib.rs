@@ -37,7 +37,7 @@ pub use progress::{Progress, Signals};
 pub use runner::{Runner, StartOptions};
 pub use session::{Iteration, MessageRecord, MessageUsage, Session, SessionStatus, ToolCallRecord};
 pub use state::{Fields, Marks, State};
-pub use step::{json_schema_of, parse_json, Step};
+pub use step::{json_schema_of, parse_json, reply_is, Step};
 pub use store::Store;
 pub use termination::{Budget, Stop, Termination, Verdict};
 pub use tool::{Effect, Tool, Tools};

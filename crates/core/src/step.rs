@@ -300,6 +300,13 @@ impl Step {
         }
     }
 
+    /// Tells the model for `role` that its last answer was unusable (it broke
+    /// a rule the caller checks), so a fallback chain can count it and move on.
+    pub fn reject_answer(&self, role: &str) -> Result<()> {
+        self.env.models.get(role)?.reject();
+        Ok(())
+    }
+
     /// Calls a tool. Side-effecting tools record their intent durably first.
     pub async fn tool(&mut self, name: &str, input: Value) -> Result<Value> {
         let index = self.next_index();

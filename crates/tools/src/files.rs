@@ -1,5 +1,5 @@
 //! File tools, all jailed to the workspace: `read_file`, `write_file`,
-//! `list_dir`, and `edit_file` (search/replace blocks).
+//! `list_dir`, `create_dir` and `edit_file` (search/replace blocks).
 
 use agentloop_core::{Effect, Error, Result, Tool};
 use async_trait::async_trait;
@@ -122,6 +122,30 @@ impl Tool for ListDir {
             .collect();
         names.sort();
         Ok(json!({"path": path, "entries": names}))
+    }
+}
+
+pub struct CreateDir(pub Workspace);
+
+#[async_trait]
+impl Tool for CreateDir {
+    fn name(&self) -> &str {
+        "create_dir"
+    }
+    fn description(&self) -> &str {
+        "Create a folder of the workspace, with its parents; an existing folder is fine."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn effect(&self) -> Effect {
+        Effect::Idempotent
+    }
+    async fn call(&self, value: Value) -> Result<Value> {
+        let PathInput { path } = input(self.name(), value)?;
+        let real = self.0.resolve(&path)?;
+        std::fs::create_dir_all(&real).map_err(|e| io_error(self.name(), &path, "create the folder", e))?;
+        Ok(json!({"path": path, "created": true}))
     }
 }
 

@@ -15,15 +15,16 @@ use agentloop_core::Tools;
 pub use approval::{ApprovalPolicy, Approvals, Verdict};
 pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
-pub use files::{EditFile, ListDir, ReadFile, WriteFile};
+pub use files::{CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::Workspace;
 
-/// The file tools and `run_command` for one workspace.
+/// The file tools (`create_dir` included) and `run_command` for one workspace.
 pub fn workspace_tools(workspace: &Workspace, command_timeout: Duration) -> Tools {
     Tools::new()
         .with(ReadFile(workspace.clone()))
         .with(WriteFile(workspace.clone()))
         .with(ListDir(workspace.clone()))
+        .with(CreateDir(workspace.clone()))
         .with(EditFile(workspace.clone()))
         .with(RunCommand::new(workspace.clone(), command_timeout))
 }

@@ -7,7 +7,7 @@ use std::os::unix::fs::symlink;
 use std::time::{Duration, Instant};
 
 use agentloop_core::{Error, Tool};
-use agentloop_tools::{run_command, EditFile, ListDir, ReadFile, Workspace, WriteFile};
+use agentloop_tools::{run_command, CreateDir, EditFile, ListDir, ReadFile, Workspace, WriteFile};
 use serde_json::json;
 
 struct Setup {
@@ -49,6 +49,17 @@ async fn files_inside_can_be_read_written_listed_and_edited() {
     assert_eq!(std::fs::read_to_string(s.ws.root().join("src/new/mod.rs")).unwrap(), "pub fn x() -> u8 { 2 }\n");
     let err = EditFile(s.ws.clone()).call(json!({"path": "src/new/mod.rs", "edits": [{"search": "{ 1 }", "replace": "{ 3 }"}]})).await.unwrap_err();
     assert!(err.to_string().contains("block 1 did not match"), "{err}");
+}
+
+#[tokio::test]
+async fn folders_are_created_inside_only() {
+    let s = setup();
+    CreateDir(s.ws.clone()).call(json!({"path": "a/b/c"})).await.unwrap();
+    assert!(s.ws.root().join("a/b/c").is_dir());
+    // Again is fine: the tool is idempotent.
+    CreateDir(s.ws.clone()).call(json!({"path": "a/b/c"})).await.unwrap();
+    refused(CreateDir(s.ws.clone()).call(json!({"path": "../outside/new"})).await);
+    assert!(!s.outside.join("new").exists());
 }
 
 #[tokio::test]

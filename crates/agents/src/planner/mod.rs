@@ -1,0 +1,86 @@
+//! The planner agent:
+//!
+//! ```text
+//! RESTATE → PLAN → VALIDATE ─valid→ APPROVE ─all/step→ EXECUTE ─next→ EXECUTE … → END
+//!            ↑         └invalid→ DIAGNOSE ┘   ├cancel→ END    ├failed→ PLAN (replan with the error)
+//!            └──────────────────────────────── ┴declined→ PLAN (replan with the user's reason)
+//! ```
+//!
+//! The `fast` model restates the goal (WHO/WHAT/WHEN/WHERE/WHY) and writes
+//! fix hints after each rejection; the `planner` model (the default one
+//! unless `agentloop.toml` names a chain) writes plans in a strict JSON
+//! contract of single-line actions (`action.rs`). Every plan passes every
+//! rule in `validate.rs` before any step runs, so nothing from an invalid
+//! plan is ever executed; steps run one per engine step, through the jailed
+//! tools, and a failed or declined step feeds the next plan.
+
+mod action;
+mod execute;
+mod nodes;
+mod plan;
+mod prompts;
+mod state;
+mod validate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
+use agentloop_tools::{workspace_tools, Workspace};
+
+pub use action::{Action, Vars, VERBS};
+pub use nodes::{confidence, plan_diff};
+pub use plan::{read as read_plan, Plan, PlanStep};
+pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
+pub use validate::{validate, Context, Rejection, Rule, Shell};
+
+pub const AGENT: &str = "planner";
+/// The role that writes plans; a `chain` there gives the fallback order.
+pub const PLANNER_ROLE: &str = "planner";
+/// The role that restates goals, diagnoses rejections and pre-checks steps.
+pub const FAST_ROLE: &str = "fast";
+
+/// The planner's events, for the live view and any other subscriber.
+pub mod events {
+    pub const PHASE: &str = "planner:phase";
+    pub const RESTATEMENT: &str = "planner:restatement";
+    /// A proposed plan: valid or not, how long the model took, the diff to the previous one.
+    pub const PLAN: &str = "planner:plan";
+    pub const RETRY_HINTS: &str = "planner:retry_hints";
+    pub const PRECHECK: &str = "planner:precheck";
+    /// A step ran: ok or not, how long it took, what it produced.
+    pub const STEP: &str = "planner:step";
+    pub const CANCELLED: &str = "planner:cancelled";
+}
+
+/// The planner's graph.
+pub fn graph() -> Result<CompiledGraph<PlannerState>> {
+    Graph::new(AGENT)
+        .node("restate", nodes::restate)
+        .node("plan", nodes::plan)
+        .node("validate", nodes::validate)
+        .node("diagnose", nodes::diagnose)
+        .node("approve", nodes::approve)
+        .node("execute", nodes::execute)
+        .entry("restate")
+        .edge("restate", "plan")
+        .edge("plan", "validate")
+        .route("validate", &["approve", "diagnose"], |s: &PlannerState| if s.running.is_some() { "approve".into() } else { "diagnose".into() })
+        .edge("diagnose", "plan")
+        .route("approve", &["execute", "plan", agentloop_core::END], nodes::after_approval)
+        .route("execute", &["execute", "plan", agentloop_core::END], nodes::after_approval)
+        .compile()
+}
+
+/// A runner for the planner in `root` with `models` and `store`.
+pub fn runner(root: &Workspace, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
+    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(root, command_timeout)))
+}
+
+/// The planner's termination: at most `max_iterations` plans. The engine's
+/// `stuck` and `repetition` are left out: a refused plan is handled by the
+/// planner's own diagnose-and-retry, and the same `LIST_DIR` twice in a plan
+/// is not a loop.
+pub fn termination(config: &PlannerConfig) -> Termination {
+    Termination::max_iterations(config.max_iterations)
+}

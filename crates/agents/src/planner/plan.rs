@@ -1,0 +1,154 @@
+//! The planner's output contract: JSON inside `<json>...</json>` with only
+//! the keys `goal`, `thinking_summary`, `reflection`, `ready`, `plan`, each
+//! plan item only `step`, `action`, `expects`. Reading an answer takes the
+//! text between the tags (or, lenient, a bare object), mends the slips a
+//! small model makes (a fence, a trailing comma, a missing closing brace)
+//! and parses strictly: an unknown key is a rejection, not ignored.
+
+use agentloop_core::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::validate::{Rejection, Rule};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// The goal as the planner understood it.
+    #[schemars(length(max = 300))]
+    pub goal: String,
+    #[schemars(length(max = 400))]
+    pub thinking_summary: String,
+    /// What the planner learned from earlier rejections or failures.
+    #[schemars(length(max = 400))]
+    pub reflection: String,
+    pub ready: bool,
+    #[schemars(length(min = 1, max = 12))]
+    pub plan: Vec<PlanStep>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    pub step: u32,
+    /// One action line of the action language.
+    #[schemars(length(max = 600), regex(pattern = r"^(CREATE_DIR|WRITE_FILE|READ_FILE|LIST_DIR|FOR_EACH|REPEAT|RUN_COMMAND) [^\n]+$"))]
+    pub action: String,
+    /// What should be true once the step has run.
+    #[schemars(length(max = 200))]
+    pub expects: String,
+}
+
+/// The plan in an answer, or why it could not be read (rule `json` or
+/// `schema`). `repaired` says whether a mechanical mend was needed.
+pub fn read(answer: &str) -> Result<(Plan, bool), Rejection> {
+    let body = between_tags(answer);
+    let (value, repaired) = match serde_json::from_str::<Value>(body.trim()) {
+        Ok(v) => (v, false),
+        Err(first) => match serde_json::from_str::<Value>(&mend(body)) {
+            Ok(v) => (v, true),
+            Err(_) => return Err(Rejection::new(Rule::Json, None, format!("the answer is not valid JSON inside <json> tags ({first})"))),
+        },
+    };
+    let plan: Plan = serde_json::from_value(value).map_err(|e| Rejection::new(Rule::Schema, None, format!("the JSON does not follow the template: {e}")))?;
+    Ok((plan, repaired))
+}
+
+/// The text between `<json>` and `</json>`; the whole answer if there are no tags.
+fn between_tags(answer: &str) -> &str {
+    match answer.find("<json>") {
+        Some(start) => {
+            let body = &answer[start + "<json>".len()..];
+            &body[..body.find("</json>").unwrap_or(body.len())]
+        }
+        None => answer,
+    }
+}
+
+/// Mends what a small model typically gets wrong in JSON: a code fence,
+/// prose around the object, trailing commas, unclosed brackets or string.
+fn mend(text: &str) -> String {
+    let text = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```");
+    let from = text.find('{').unwrap_or(0);
+    let text = &text[from..];
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut closers = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => closers.push('}'),
+            '[' => closers.push(']'),
+            '}' | ']' => {
+                drop_trailing_comma(&mut out);
+                if closers.pop().is_none() {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+        if closers.is_empty() && (c == '}' || c == ']') {
+            break; // the object is complete: ignore prose after it
+        }
+    }
+    if in_string {
+        out.push('"');
+    }
+    while let Some(closer) = closers.pop() {
+        drop_trailing_comma(&mut out);
+        out.push(closer);
+    }
+    out
+}
+
+fn drop_trailing_comma(out: &mut String) {
+    let trimmed = out.trim_end().len();
+    if out[..trimmed].ends_with(',') {
+        out.truncate(trimmed - 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR a", "expects": "a exists"}]}"#;
+
+    #[test]
+    fn a_tagged_plan_reads() {
+        let (plan, repaired) = read(&format!("Here you go:\n<json>{GOOD}</json>")).unwrap();
+        assert_eq!(plan.plan[0].action, "CREATE_DIR a");
+        assert!(!repaired);
+    }
+
+    #[test]
+    fn slips_are_mended() {
+        let broken = r#"<json>```json
+{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR a", "expects": "a exists"},]"#;
+        let (plan, repaired) = read(broken).unwrap();
+        assert!(repaired);
+        assert_eq!(plan.plan.len(), 1);
+    }
+
+    #[test]
+    fn garbage_is_a_json_rejection_and_extra_keys_a_schema_one() {
+        assert_eq!(read("I cannot do that").unwrap_err().rule, Rule::Json);
+        let extra = GOOD.replace("\"ready\": true", "\"ready\": true, \"confidence\": 0.9");
+        let err = read(&extra).unwrap_err();
+        assert_eq!(err.rule, Rule::Schema);
+        assert!(err.reason.contains("confidence"), "{}", err.reason);
+        let extra_in_step = GOOD.replace("\"expects\": \"a exists\"", "\"expects\": \"a exists\", \"why\": \"x\"");
+        assert_eq!(read(&extra_in_step).unwrap_err().rule, Rule::Schema);
+    }
+}

@@ -1,0 +1,198 @@
+//! What the planner remembers: the goal and its restatement, every plan it
+//! proposed and why each was refused, the plan being run, what each step did,
+//! and what the user said.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentloop_core::{Fields, JsonSchema, State};
+use serde::{Deserialize, Serialize};
+
+use super::plan::Plan;
+use super::validate::{Rejection, Shell};
+
+/// How the user approves a valid plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApproveMode {
+    /// Run every step without asking.
+    All,
+    /// Ask before each step.
+    Step,
+    /// Show the plan and ask: all steps, step by step, or cancel.
+    #[default]
+    Ask,
+}
+
+impl std::str::FromStr for ApproveMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(Self::All),
+            "step" => Ok(Self::Step),
+            "ask" => Ok(Self::Ask),
+            other => Err(format!("`{other}` is not an approval mode: use all, step or ask")),
+        }
+    }
+}
+
+/// The planner's settings, all configurable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PlannerConfig {
+    /// Plans proposed at most (each is an iteration).
+    pub max_iterations: u32,
+    pub shell: Shell,
+    /// The agent's identity, given to the planner model.
+    pub name: String,
+    pub backstory: String,
+    /// Ask the `fast` model for a one-line pre-check before each step.
+    pub precheck: bool,
+    /// Seconds a RUN_COMMAND may take.
+    pub command_timeout_secs: u64,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 8,
+            shell: Shell::Sh,
+            name: "agentloop planner".into(),
+            backstory: "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder.".into(),
+            precheck: true,
+            command_timeout_secs: 60,
+        }
+    }
+}
+
+/// The `fast` model's WHO / WHAT / WHEN / WHERE / WHY of the goal.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Restatement {
+    #[schemars(length(max = 160))]
+    pub who: String,
+    #[schemars(length(max = 240))]
+    pub what: String,
+    #[schemars(length(max = 160))]
+    pub when: String,
+    #[schemars(length(max = 160))]
+    pub r#where: String,
+    #[schemars(length(max = 200))]
+    pub why: String,
+}
+
+impl Restatement {
+    pub fn lines(&self) -> String {
+        format!("WHO: {}\nWHAT: {}\nWHEN: {}\nWHERE: {}\nWHY: {}", self.who, self.what, self.when, self.r#where, self.why)
+    }
+}
+
+/// One plan the planner proposed and what became of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Proposal {
+    pub iteration: u32,
+    /// The model's answer, as given.
+    pub raw: String,
+    pub plan: Option<Plan>,
+    pub rejections: Vec<Rejection>,
+    /// The answer needed mending (mechanically or by a repair call) to parse.
+    pub repaired: bool,
+    /// How long the planner model took, in milliseconds.
+    pub plan_ms: u64,
+    /// The `fast` model's fix hints after a rejection.
+    pub retry_hints: Vec<String>,
+}
+
+impl Proposal {
+    pub fn valid(&self) -> bool {
+        self.plan.is_some() && self.rejections.is_empty()
+    }
+}
+
+/// A step that ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRun {
+    /// The proposal (its index) the step belongs to.
+    pub proposal: usize,
+    pub step: u32,
+    pub action: String,
+    pub ok: bool,
+    /// What the step produced, shortened; or its error.
+    pub output: String,
+    pub ms: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannerState {
+    pub root: String,
+    pub goal: String,
+    pub approve: ApproveMode,
+    pub config: PlannerConfig,
+    pub restatement: Option<Restatement>,
+    pub proposals: Vec<Proposal>,
+    /// Index of the proposal being run, once one was valid.
+    pub running: Option<usize>,
+    /// The next step (index into the running plan's steps).
+    pub next_step: usize,
+    /// The user chose to go step by step.
+    pub step_by_step: bool,
+    pub runs: Vec<StepRun>,
+    /// Lists stored by LIST_DIR, by key.
+    pub stored: BTreeMap<String, Vec<String>>,
+    /// What the user said when declining a step or plan.
+    pub feedback: Vec<String>,
+    /// The error of the step that failed, for the next plan.
+    pub failure: Option<String>,
+    /// The user cancelled: nothing more runs.
+    pub cancelled: bool,
+}
+
+impl State for PlannerState {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.value("root", &self.root);
+        f.value("goal", &self.goal);
+        f.value("approve", &self.approve);
+        f.value("config", &self.config);
+        f.value("restatement", &self.restatement);
+        f.value("proposals", &self.proposals);
+        f.value("running", &self.running);
+        f.value("nextStep", &self.next_step);
+        f.value("stepByStep", &self.step_by_step);
+        f.value("runs", &self.runs);
+        f.value("stored", &self.stored);
+        f.value("feedback", &self.feedback);
+        f.value("failure", &self.failure);
+        f.value("cancelled", &self.cancelled);
+    }
+}
+
+impl PlannerState {
+    pub fn new(root: impl Into<String>, goal: impl Into<String>, approve: ApproveMode, config: PlannerConfig) -> Self {
+        Self { root: root.into(), goal: goal.into(), approve, config, ..Self::default() }
+    }
+
+    pub fn last_proposal(&self) -> Option<&Proposal> {
+        self.proposals.last()
+    }
+
+    /// The plan being run, if any.
+    pub fn running_plan(&self) -> Option<&Plan> {
+        self.running.and_then(|i| self.proposals.get(i)).and_then(|p| p.plan.as_ref())
+    }
+
+    /// Rejection reasons of the most recent refused proposals, newest last.
+    pub fn recent_rejections(&self, n: usize) -> Vec<String> {
+        let refused: Vec<&Proposal> = self.proposals.iter().filter(|p| !p.valid()).collect();
+        refused.iter().rev().take(n).rev().flat_map(|p| p.rejections.iter().map(|r| r.to_string())).collect()
+    }
+
+    /// Consecutive refused proposals at the end.
+    pub fn rejects_in_a_row(&self) -> usize {
+        self.proposals.iter().rev().take_while(|p| !p.valid()).count()
+    }
+
+    pub fn keys(&self) -> BTreeSet<String> {
+        self.stored.keys().cloned().collect()
+    }
+}

@@ -1,0 +1,300 @@
+//! Every rule a plan must pass before any of it runs, each its own check
+//! with its own rejection reason. A plan with one rejection runs nothing.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::process::{Command, Stdio};
+
+use agentloop_tools::Workspace;
+use serde::{Deserialize, Serialize};
+
+use super::action::Action;
+use super::plan::Plan;
+
+/// Which rule a plan broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The answer is not JSON inside `<json>` tags, even after mending.
+    Json,
+    /// The JSON has other keys or types than the template.
+    Schema,
+    /// No steps, or `ready` is false.
+    NotReady,
+    /// An action outside the action language, or one that does not parse.
+    AllowedAction,
+    /// A path that leads outside the root.
+    Path,
+    /// WRITE_FILE content that is a placeholder, not real text.
+    Placeholder,
+    /// FOR_EACH over a key no earlier LIST_DIR stored.
+    ForEachKey,
+    /// FOR_EACH that creates folders.
+    ForEachCreateDir,
+    /// RUN_COMMAND that is not valid for the configured shell or calls a
+    /// command this machine does not have.
+    Shell,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        f.write_str(&name)
+    }
+}
+
+/// Why a plan was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    pub rule: Rule,
+    pub step: Option<u32>,
+    pub reason: String,
+}
+
+impl Rejection {
+    pub fn new(rule: Rule, step: Option<u32>, reason: impl Into<String>) -> Self {
+        Self { rule, step, reason: reason.into() }
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.step {
+            Some(n) => write!(f, "step {n} ({}): {}", self.rule, self.reason),
+            None => write!(f, "{}: {}", self.rule, self.reason),
+        }
+    }
+}
+
+/// The shell RUN_COMMAND runs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    #[default]
+    Sh,
+    Powershell,
+}
+
+/// What validation needs to know besides the plan.
+pub struct Context<'a> {
+    pub root: &'a Workspace,
+    pub shell: Shell,
+    /// Keys stored by steps that already ran (a replan may loop over them).
+    pub known_keys: &'a BTreeSet<String>,
+}
+
+/// All the rejections of a plan; empty when it may run.
+pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    if plan.plan.is_empty() || !plan.ready {
+        out.push(Rejection::new(Rule::NotReady, None, "a plan needs `ready: true` and at least one step"));
+    }
+    let mut keys = cx.known_keys.clone();
+    for item in &plan.plan {
+        let n = Some(item.step);
+        let action = match Action::parse(&item.action) {
+            Ok(a) => a,
+            Err(why) => {
+                out.push(Rejection::new(Rule::AllowedAction, n, why));
+                continue;
+            }
+        };
+        let mut reject = |rule, reason: String| out.push(Rejection::new(rule, n, reason));
+        for (rule, reason) in check_action(&action, cx, &keys) {
+            reject(rule, reason);
+        }
+        stored_keys(&action, &mut keys);
+    }
+    out
+}
+
+/// The rules that look at one parsed action (and the actions inside it).
+fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> Vec<(Rule, String)> {
+    let mut out = Vec::new();
+    for path in paths(action) {
+        if let Err(e) = cx.root.resolve(&with_sample_values(&path, cx.root)) {
+            out.push((Rule::Path, format!("{e}; every path must stay under the root")));
+        }
+    }
+    match action {
+        Action::WriteFile { path, content } => {
+            if let Some(what) = placeholder(content) {
+                out.push((Rule::Placeholder, format!("the content for {path} is {what}, not real text: write the actual content")));
+            }
+        }
+        Action::ForEach { key, body } => {
+            if !keys.contains(key) {
+                out.push((Rule::ForEachKey, format!("FOR_EACH uses the key `{key}`, which no earlier step stored: add `LIST_DIR <folder> AS {key}` before it")));
+            }
+            if contains_create_dir(body) {
+                out.push((Rule::ForEachCreateDir, "FOR_EACH may not CREATE_DIR: create the folders in their own steps".into()));
+            }
+            out.extend(check_action(body, cx, keys));
+        }
+        Action::Repeat { body, .. } => out.extend(check_action(body, cx, keys)),
+        Action::RunCommand { command } => {
+            if let Err(why) = shell_check(command, cx.shell) {
+                out.push((Rule::Shell, why));
+            }
+            for token in command.split_whitespace().map(|t| t.trim_matches(|c| c == '"' || c == '\'')) {
+                if token.starts_with('~') || ((token.starts_with('/') || token.contains("..")) && token != "/dev/null") {
+                    if let Err(e) = cx.root.resolve(&with_sample_values(token.trim_start_matches(['>', '<']), cx.root)) {
+                        out.push((Rule::Path, format!("the command names {token}: {e}; every path must stay under the root")));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The paths an action names directly (not those inside a loop's body, which
+/// `check_action` visits itself).
+fn paths(action: &Action) -> Vec<String> {
+    match action {
+        Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => vec![path.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn stored_keys(action: &Action, keys: &mut BTreeSet<String>) {
+    match action {
+        Action::ListDir { key, .. } => {
+            keys.insert(key.clone());
+        }
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => stored_keys(body, keys),
+        _ => {}
+    }
+}
+
+fn contains_create_dir(action: &Action) -> bool {
+    match action {
+        Action::CreateDir { .. } => true,
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => contains_create_dir(body),
+        _ => false,
+    }
+}
+
+/// The path with loop placeholders replaced by values they could take:
+/// `{item}` is an absolute path under the root (LIST_DIR only stores those).
+fn with_sample_values(path: &str, root: &Workspace) -> String {
+    let item = root.root().join("item").display().to_string();
+    let mut out = path.replace("{item}", &item).replace("{name}", "item");
+    while let Some(start) = out.find("{index") {
+        let Some(len) = out[start..].find('}') else { break };
+        out.replace_range(start..=start + len, "0");
+    }
+    out
+}
+
+/// Names the placeholder `content` is, if it is one.
+fn placeholder(content: &str) -> Option<&'static str> {
+    let text = content.trim();
+    let lower = text.to_lowercase();
+    if text.is_empty() {
+        return Some("empty");
+    }
+    if text.chars().all(|c| matches!(c, '.' | '…' | ' ')) {
+        return Some("an ellipsis");
+    }
+    if lower.starts_with("todo") || lower.starts_with("fixme") || lower == "tbd" {
+        return Some("a TODO");
+    }
+    if lower.contains("lorem ipsum") {
+        return Some("lorem ipsum");
+    }
+    if text.starts_with('<') && text.ends_with('>') && !text[1..text.len() - 1].contains(['<', '>']) {
+        return Some("a <placeholder>");
+    }
+    if ["content", "placeholder", "your content here", "text here", "insert content here", "file content"].contains(&lower.as_str()) {
+        return Some("a placeholder");
+    }
+    None
+}
+
+/// Words that start a command but are not commands.
+const SH_KEYWORDS: [&str; 18] = ["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "!", "{", "}", "time", "function"];
+
+/// The command is valid for `shell` and every command it calls exists here.
+fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
+    match shell {
+        Shell::Sh => {
+            let syntax = Command::new("sh").args(["-n", "-c", command]).stdin(Stdio::null()).output().map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
+            if !syntax.status.success() {
+                let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
+                return Err(format!("the command is not valid POSIX sh ({err})"));
+            }
+            let missing = missing_commands("sh", &["-c", "for c; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done", "sh"], &command_words(command))?;
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("this machine has no `{}` command: use commands that exist here (POSIX sh)", missing.join("`, `")))
+            }
+        }
+        Shell::Powershell => {
+            let words = command_words(command);
+            let script = "foreach ($c in $args) { if (-not (Get-Command $c -ErrorAction SilentlyContinue)) { $c } }";
+            let missing = missing_commands("pwsh", &["-NoProfile", "-Command", script], &words)
+                .map_err(|_| "PowerShell is the configured shell but `pwsh` is not installed here: install it or set shell = \"sh\"".to_string())?;
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("PowerShell here has no `{}` command", missing.join("`, `")))
+            }
+        }
+    }
+}
+
+/// The words of `words` that the shell's lookup printed as missing.
+fn missing_commands(program: &str, args: &[&str], words: &[String]) -> Result<Vec<String>, String> {
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = Command::new(program).args(args).args(words).stdin(Stdio::null()).output().map_err(|e| format!("{program} cannot be started ({e})"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
+}
+
+/// The first word of each simple command in a command line (after variable
+/// assignments and keywords); words built from `$` expansions are skipped.
+fn command_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let separated = command.replace("&&", ";").replace("||", ";").replace(['|', '&', '\n', '(', ')', '`'], ";");
+    for part in separated.split(';') {
+        // `for x in ...` and `case x in` name a variable and words, not commands.
+        if matches!(part.split_whitespace().next(), Some("for" | "case" | "select")) {
+            continue;
+        }
+        let first = part
+            .split_whitespace()
+            .find(|w| !(w.contains('=') && !w.starts_with('=')) && !SH_KEYWORDS.contains(w) && !w.starts_with(['>', '<']) && !w.chars().all(|c| c.is_ascii_digit()));
+        if let Some(w) = first {
+            let w = w.trim_matches(|c| c == '"' || c == '\'');
+            if !w.is_empty() && !w.contains('$') && !words.iter().any(|x| x == w) {
+                words.push(w.to_string());
+            }
+        }
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_words_skip_assignments_keywords_and_redirections() {
+        assert_eq!(command_words("LANG=C sort a.txt | uniq -c > out.txt && echo done"), ["sort", "uniq", "echo"]);
+        assert_eq!(command_words("for f in *.txt; do wc -l \"$f\"; done"), ["wc"]);
+    }
+
+    #[test]
+    fn placeholders_are_recognised_and_real_text_is_not() {
+        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder"] {
+            assert!(placeholder(p).is_some(), "{p:?}");
+        }
+        for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1"] {
+            assert!(placeholder(real).is_none(), "{real:?}");
+        }
+    }
+}
