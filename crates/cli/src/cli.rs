@@ -45,6 +45,37 @@ pub enum Command {
 pub enum RunCommand {
     /// Plan, code, test, reflect, fix or replan, review — until the tests pass.
     Coder(CoderArgs),
+    /// Restate a goal, write a validated plan of file and shell actions, run
+    /// it with your approval, and replan from failures and feedback.
+    Planner(PlannerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlannerArgs {
+    /// The folder the plan works in; no path outside it is accepted.
+    #[arg(long)]
+    pub root: PathBuf,
+    /// What you want done, in plain words.
+    #[arg(long)]
+    pub goal: String,
+    /// all = run every step, step = ask before each, ask = show the plan and choose.
+    #[arg(long, default_value = "ask", value_parser = ["all", "step", "ask"])]
+    pub approve: String,
+    /// Plans proposed at most (default 8, or `[planner] max_iterations`).
+    #[arg(long)]
+    pub max_iterations: Option<u32>,
+    /// The shell RUN_COMMAND uses: sh or powershell (default sh, or `[planner] shell`).
+    #[arg(long, value_parser = ["sh", "powershell"])]
+    pub shell: Option<String>,
+    /// Skip the fast model's one-line summary before each step.
+    #[arg(long)]
+    pub no_precheck: bool,
+    /// Seconds a RUN_COMMAND may run before it is killed.
+    #[arg(long, default_value_t = 60)]
+    pub command_timeout: u64,
+    /// Print the outcome as JSON instead of the live view.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -20,6 +20,21 @@ struct File {
     models: BTreeMap<String, ModelSpec>,
     /// Where to write every prompt and answer (secrets redacted); off when absent.
     debug_log: Option<PathBuf>,
+    #[serde(default)]
+    planner: PlannerFile,
+}
+
+/// `[planner]` in agentloop.toml: the planner's identity and defaults.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannerFile {
+    pub name: Option<String>,
+    pub backstory: Option<String>,
+    /// `sh` (default) or `powershell`.
+    pub shell: Option<String>,
+    pub max_iterations: Option<u32>,
+    /// Ask the fast model for a one-line summary before each step.
+    pub precheck: Option<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -28,6 +43,7 @@ pub struct Config {
     pub durability: Durability,
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
+    pub planner: PlannerFile,
 }
 
 impl Config {
@@ -50,7 +66,7 @@ impl Config {
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log })
+        Ok(Self { data_dir, durability, models, debug_log, planner: from_file.planner })
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -6,6 +6,7 @@ mod commands;
 mod config;
 mod exit;
 mod live;
+mod planner_view;
 mod reference_loop;
 mod render;
 
@@ -42,6 +43,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Humaneval(args)) => commands::humaneval::run(&config, args).await,
         Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
         Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
+        Command::Run(RunCommand::Planner(args)) => commands::planner::run(&config, open()?, args).await,
         Command::Stats(f) => stats::run(&*open()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*open()?, f.json),

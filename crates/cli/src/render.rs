@@ -107,6 +107,9 @@ pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord
 
 /// The sentence a question shows a human.
 pub fn question_text(request: &Value) -> String {
+    if let Some(text) = crate::planner_view::question(request) {
+        return text;
+    }
     for key in ["message", "question", "prompt"] {
         if let Some(s) = request.get(key).and_then(Value::as_str) {
             return s.to_string();
@@ -118,6 +121,9 @@ pub fn question_text(request: &Value) -> String {
 /// A live line for an event, or `None` for events too chatty to show.
 pub fn event_line(e: &Event) -> Option<String> {
     let p = &e.payload;
+    if let Some(line) = crate::planner_view::event_line(&e.name, p) {
+        return Some(line);
+    }
     let text = match e.name.as_str() {
         "agent:iteration:start" => format!("iteration {} started", p["iteration"]),
         "agent:iteration:complete" => format!("iteration {} done in {}", p["iteration"], millis(p["duration"].as_u64().unwrap_or(0))),
@@ -125,7 +131,8 @@ pub fn event_line(e: &Event) -> Option<String> {
         "agent:tool:complete" => {
             format!("  ✓ {} ({})", p["toolName"].as_str().unwrap_or("?"), millis(p["duration"].as_u64().unwrap_or(0)))
         }
-        "agent:interrupt" => format!("? {}", question_text(&p["request"])),
+        // The whole question is printed where it is asked.
+        "agent:interrupt" => format!("? {}", p["request"]["question"].as_str().map(String::from).unwrap_or_else(|| question_text(&p["request"]))),
         "coder:phase" => format!("  ▸ {}", p["phase"].as_str().unwrap_or("?")),
         "reflection_iteration" => format!(
             "    reflection: {} → {} (confidence {:.2})",

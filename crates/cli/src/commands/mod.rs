@@ -3,6 +3,7 @@ pub mod humaneval;
 #[cfg(feature = "llama")]
 pub mod model_bench;
 pub mod models;
+pub mod planner;
 pub mod run;
 pub mod sessions;
 pub mod stats;

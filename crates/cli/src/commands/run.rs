@@ -52,11 +52,12 @@ pub async fn coder(config: &Config, store: Arc<dyn Store>, args: CoderArgs) -> R
     options.input = serde_json::to_value(&input)?;
     options.exit_when_paused = !live::interactive();
     let handle = runner.start(state, options)?;
-    finish(handle, &*store, args.json).await
+    finish(handle, &*store, args.json, summary).await
 }
 
-/// Runs the session in the terminal and prints the summary.
-pub async fn finish(handle: SessionHandle, store: &dyn Store, json: bool) -> Result<ExitCode> {
+/// Runs the session in the terminal and prints the agent's summary (or the
+/// outcome as JSON).
+pub async fn finish(handle: SessionHandle, store: &dyn Store, json: bool, summary: fn(&Outcome, &dyn Store) -> String) -> Result<ExitCode> {
     let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
     if json {
         println!("{}", serde_json::to_string(&outcome)?);

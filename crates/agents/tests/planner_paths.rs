@@ -1,0 +1,310 @@
+//! The planner's graph driven through each of its paths by scripted models,
+//! in a real root folder with real tools and a real shell.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, FAST_ROLE, PLANNER_ROLE};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
+use agentloop_llm::{FallbackChain, ScriptedModel};
+use agentloop_store::SqliteStore;
+use agentloop_tools::Workspace;
+use serde_json::{json, Value};
+
+/// What the scripted models answer, per phase, in order.
+#[derive(Default)]
+struct Script {
+    phases: BTreeMap<&'static str, VecDeque<String>>,
+}
+
+impl Script {
+    fn with(mut self, phase: &'static str, answer: impl Into<String>) -> Self {
+        self.phases.entry(phase).or_default().push_back(answer.into());
+        self
+    }
+}
+
+fn phase_of(req: &ChatRequest) -> &'static str {
+    let system = &req.messages[0].content;
+    let prompt = &req.messages.last().unwrap().content;
+    if prompt.contains("Restate the goal") {
+        "restate"
+    } else if system.contains("fix broken JSON") {
+        "repair"
+    } else if prompt.contains("was rejected for these reasons") {
+        "diagnose"
+    } else if prompt.contains("Next step:") {
+        "precheck"
+    } else {
+        "plan"
+    }
+}
+
+fn restatement() -> String {
+    json!({"who": "the user", "what": "files", "when": "now", "where": "the root", "why": "to test"}).to_string()
+}
+
+fn diagnosis() -> String {
+    json!({"diagnosis": "the plan broke a rule", "hints": ["keep paths inside the root"]}).to_string()
+}
+
+/// A plan answer in the contract, wrapped in `<json>` tags.
+fn plan(actions: &[&str]) -> String {
+    let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "it worked"})).collect();
+    format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": steps}))
+}
+
+struct Run {
+    out: Outcome,
+    store: Arc<dyn Store>,
+    root: tempfile::TempDir,
+    asked: Arc<Mutex<Vec<&'static str>>>,
+    prompts: Arc<Mutex<Vec<String>>>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Run {
+    fn state(&self) -> PlannerState {
+        serde_json::from_value(self.store.load(&self.out.session_id).unwrap().state).unwrap()
+    }
+
+    fn file(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.path().join(path)).ok()
+    }
+
+    fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.root.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    /// Answers the pending question and runs on until the next one or the end.
+    async fn answer(&mut self, reply: Value) {
+        let pending = self.out.pending.clone().expect("a pending question");
+        self.store.answer(&self.out.session_id, &pending.id, &reply).unwrap();
+        let workspace = Workspace::new(self.root.path()).unwrap();
+        let runner = planner::runner(&workspace, self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
+        self.out = runner.resume(&self.out.session_id, true).unwrap().wait().await.unwrap();
+    }
+}
+
+fn scripted(script: Arc<Mutex<Script>>, asked: Arc<Mutex<Vec<&'static str>>>, prompts: Arc<Mutex<Vec<String>>>) -> ScriptedModel {
+    ScriptedModel::with(move |req| {
+        let phase = phase_of(req);
+        asked.lock().unwrap().push(phase);
+        if phase == "plan" {
+            prompts.lock().unwrap().push(req.messages.last().unwrap().content.clone());
+        }
+        let answer = script.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front());
+        Ok(ChatResponse::text(answer.unwrap_or_else(|| match phase {
+            "restate" => restatement(),
+            "diagnose" => diagnosis(),
+            "precheck" => "This step is safe.".into(),
+            other => panic!("no scripted answer for {other}"),
+        })))
+    })
+}
+
+impl Run {
+    /// The default model for a (re)started runner: answers from the script
+    /// this run shares across restarts.
+    fn models(&self) -> Models {
+        Models::new(Arc::new(scripted(self.script.clone(), self.asked.clone(), self.prompts.clone())))
+    }
+}
+
+async fn run_with(script: Script, approve: ApproveMode, config: PlannerConfig, models_for: impl FnOnce(Models) -> Models) -> Run {
+    run_in(tempfile::tempdir().unwrap(), script, approve, config, models_for).await
+}
+
+async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, config: PlannerConfig, models_for: impl FnOnce(Models) -> Models) -> Run {
+    let workspace = Workspace::new(root.path()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let (asked, prompts, script) = (Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
+    let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts))));
+    let runner = planner::runner(&workspace, models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
+    let state = PlannerState::new(workspace.root().display().to_string(), "make some files", approve, config.clone());
+    let mut options = StartOptions::new(planner::termination(&config));
+    options.exit_when_paused = true;
+    let out = runner.start(state, options).unwrap().wait().await.unwrap();
+    Run { out, store, root, asked, prompts, script }
+}
+
+async fn run(script: Script, approve: ApproveMode) -> Run {
+    run_with(script, approve, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await
+}
+
+#[tokio::test]
+async fn a_valid_plan_runs_every_step_with_all() {
+    let r = run(
+        Script::default().with("plan", plan(&["CREATE_DIR notes", "WRITE_FILE notes/a.txt first\\nsecond", "REPEAT 3 WRITE_FILE notes/day_{index:02d}.txt day {index}", "LIST_DIR notes AS files", "FOR_EACH files RUN_COMMAND wc -c {item}"])),
+        ApproveMode::All,
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("plan_executed"));
+    assert_eq!(r.file("notes/a.txt").unwrap(), "first\nsecond");
+    assert_eq!(r.file("notes/day_02.txt").unwrap(), "day 2");
+    let s = r.state();
+    assert_eq!(s.runs.len(), 5);
+    assert!(s.runs.iter().all(|run| run.ok), "{:?}", s.runs);
+    assert_eq!(s.stored["files"].len(), 4);
+    assert!(s.stored["files"][0].starts_with(&s.root), "{:?}", s.stored["files"]);
+    assert!(s.runs[4].output.starts_with("4 items"), "{}", s.runs[4].output);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"]);
+}
+
+#[tokio::test]
+async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_prompt() {
+    let r = run(
+        Script::default().with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE ../escape.txt hello"])).with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE inside.txt hello"])),
+        ApproveMode::All,
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert!(!r.root.path().parent().unwrap().join("escape.txt").exists());
+    let s = r.state();
+    assert_eq!(s.proposals.len(), 2);
+    assert!(!s.proposals[0].valid());
+    assert!(s.runs.iter().all(|run| run.proposal == 1), "nothing ran from the rejected plan: {:?}", s.runs);
+    let second = &r.prompts.lock().unwrap()[1];
+    assert!(second.contains("RECENT REJECTIONS") && second.contains("outside the workspace"), "{second}");
+    assert!(second.contains("RETRY_HINTS") && second.contains("keep paths inside the root"), "{second}");
+    assert!(second.contains("LAST REJECTED OUTPUT") && second.contains("../escape.txt"), "{second}");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan"]);
+}
+
+#[tokio::test]
+async fn broken_json_gets_a_repair_pass_before_it_counts_as_a_rejection() {
+    let r = run(Script::default().with("plan", "Sure! Here is my plan: CREATE_DIR a").with("repair", plan(&["CREATE_DIR a"])), ApproveMode::All).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert!(r.root.path().join("a").is_dir());
+    let s = r.state();
+    assert_eq!(s.proposals.len(), 1);
+    assert!(s.proposals[0].repaired && s.proposals[0].valid());
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair"]);
+}
+
+#[tokio::test]
+async fn the_planner_chain_moves_to_the_next_model_after_n_rejects() {
+    let bad = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["DELETE_FILE everything"])))).named("strong"));
+    let good = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["CREATE_DIR made_by_fallback"])))).named("fallback"));
+    let chain: Arc<dyn ChatModel> = Arc::new(FallbackChain::new("planner-chain", vec![bad.clone() as Arc<dyn ChatModel>, good.clone()], 2).unwrap());
+    let r = run_with(Script::default(), ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m.with_role(PLANNER_ROLE, chain)).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!((bad.calls(), good.calls()), (2, 1), "two rejects on the strong model, then the fallback");
+    assert!(r.root.path().join("made_by_fallback").is_dir());
+    let s = r.state();
+    assert_eq!(s.proposals.iter().filter(|p| !p.valid()).count(), 2);
+    assert!(s.proposals[0].rejections[0].reason.contains("not an allowed action"));
+}
+
+#[tokio::test]
+async fn declining_the_plan_with_a_reason_replans_with_that_feedback() {
+    let mut r = run(Script::default().with("plan", plan(&["CREATE_DIR misc"])).with("plan", plan(&["CREATE_DIR docs"])), ApproveMode::Ask).await;
+    assert_eq!(r.out.status, SessionStatus::Paused);
+    let question = r.out.pending.clone().unwrap().request;
+    assert_eq!(question["kind"], "planner_plan");
+    assert_eq!(question["steps"][0]["action"], "CREATE_DIR misc");
+    assert_eq!(question["confidence"], 0.9);
+    assert!(question["restatement"].as_str().unwrap().contains("WHO: the user"));
+    r.answer(json!("call the folder docs instead")).await;
+    assert_eq!(r.out.status, SessionStatus::Paused, "the new plan is shown again");
+    r.answer(json!("all")).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.entries(), vec!["docs"]);
+    let second = r.prompts.lock().unwrap()[1].clone();
+    assert!(second.contains("USER FEEDBACK") && second.contains("call the folder docs instead"), "{second}");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let diff = events.iter().filter(|e| e.name == planner::events::PLAN).last().unwrap().payload["diff"].clone();
+    assert_eq!(diff, json!(["- CREATE_DIR misc", "+ CREATE_DIR docs"]));
+}
+
+#[tokio::test]
+async fn step_by_step_a_failing_step_feeds_the_replan() {
+    let config = PlannerConfig::default(); // with the fast model's pre-check
+    let mut r = run_with(
+        Script::default().with("plan", plan(&["CREATE_DIR out", "RUN_COMMAND ls missing_folder", "CREATE_DIR never"])).with("plan", plan(&["WRITE_FILE out/ok.txt recovered"])),
+        ApproveMode::Step,
+        config,
+        |m| m,
+    )
+    .await;
+    let q = r.out.pending.clone().unwrap().request;
+    assert_eq!((q["kind"].as_str(), q["step"].as_u64()), (Some("planner_step"), Some(1)));
+    assert_eq!(q["precheck"], "This step is safe.");
+    r.answer(json!("yes")).await;
+    r.answer(json!("yes")).await; // step 2 fails
+    let q = r.out.pending.clone().unwrap().request;
+    assert_eq!(q["action"], "WRITE_FILE out/ok.txt recovered", "the replan is what comes next");
+    r.answer(json!("yes")).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.file("out/ok.txt").unwrap(), "recovered");
+    assert!(!r.root.path().join("never").exists());
+    let second = r.prompts.lock().unwrap()[1].clone();
+    assert!(second.contains("THE LAST STEP FAILED") && second.contains("missing_folder"), "{second}");
+    assert!(second.contains("STEPS ALREADY DONE") && second.contains("CREATE_DIR out → ok"), "{second}");
+    assert!(r.asked.lock().unwrap().contains(&"precheck"));
+    let s = r.state();
+    assert_eq!(s.runs.iter().map(|run| run.ok).collect::<Vec<_>>(), vec![true, false, true]);
+}
+
+#[tokio::test]
+async fn declining_a_step_asks_why_and_replans() {
+    let mut r = run(Script::default().with("plan", plan(&["WRITE_FILE a.txt one"])).with("plan", plan(&["WRITE_FILE b.txt two"])), ApproveMode::Step).await;
+    r.answer(json!("no")).await;
+    assert_eq!(r.out.pending.clone().unwrap().request["kind"], "planner_feedback");
+    r.answer(json!("name it b.txt")).await;
+    r.answer(json!("yes")).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.entries(), vec!["b.txt"]);
+    assert!(r.state().feedback[0].contains("name it b.txt"));
+}
+
+#[tokio::test]
+async fn cancel_leaves_nothing_written() {
+    let mut r = run(Script::default().with("plan", plan(&["CREATE_DIR a", "WRITE_FILE a/b.txt hello"])), ApproveMode::Ask).await;
+    r.answer(json!("cancel")).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("cancelled"));
+    assert!(r.entries().is_empty());
+    assert!(r.state().runs.is_empty());
+}
+
+#[tokio::test]
+async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("x.txt");
+    let script = Script::default()
+        .with("plan", plan(&["CREATE_DIR first", "WRITE_FILE ../x.txt a"]))
+        .with("plan", plan(&["CREATE_DIR first", &format!("WRITE_FILE {} a", target.display())]))
+        .with("plan", plan(&["CREATE_DIR first", "WRITE_FILE link/x.txt a"]))
+        .with("plan", plan(&["CREATE_DIR done"]));
+    let root = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
+    let r = run_in(root, script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert!(!target.exists());
+    let s = r.state();
+    assert_eq!(s.proposals.len(), 4);
+    for p in &s.proposals[..3] {
+        assert!(p.rejections.iter().any(|r| r.rule == planner::Rule::Path), "{:?}", p.rejections);
+    }
+    assert!(!r.root.path().join("first").exists(), "no step of a rejected plan ran");
+    assert!(r.root.path().join("done").is_dir());
+}
+
+#[tokio::test]
+async fn the_fast_role_can_be_a_different_model() {
+    let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
+    let r = run_with(Script::default().with("plan", plan(&["CREATE_DIR a"])), ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| {
+        m.with_role(FAST_ROLE, fast.clone())
+    })
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed);
+    assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
+}

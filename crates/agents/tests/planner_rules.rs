@@ -1,0 +1,122 @@
+//! One rejecting test per validation rule: each breaks exactly one rule and
+//! must be refused for that rule, with a reason that says what to do.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use agentloop_agents::planner::{read_plan, validate, Context, Rejection, Rule, Shell};
+use agentloop_tools::Workspace;
+use serde_json::json;
+
+fn answer(actions: &[&str]) -> String {
+    let steps: Vec<_> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "done"})).collect();
+    format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": steps}))
+}
+
+fn rejections_in(root: &std::path::Path, text: &str, shell: Shell) -> Vec<Rejection> {
+    let ws = Workspace::new(root).unwrap();
+    match read_plan(text) {
+        Ok((plan, _)) => validate(&plan, &Context { root: &ws, shell, known_keys: &BTreeSet::new() }),
+        Err(r) => vec![r],
+    }
+}
+
+fn rejections(text: &str) -> Vec<Rejection> {
+    let root = tempfile::tempdir().unwrap();
+    rejections_in(root.path(), text, Shell::Sh)
+}
+
+/// Exactly one rule broken, and it is `rule`; the reason mentions `words`.
+fn refused_for(text: &str, rule: Rule, words: &str) {
+    let found = rejections(text);
+    assert!(!found.is_empty(), "expected a {rule} rejection, the plan passed");
+    assert!(found.iter().all(|r| r.rule == rule), "expected only {rule}: {found:?}");
+    assert!(found.iter().any(|r| r.reason.contains(words)), "no reason mentions {words:?}: {found:?}");
+}
+
+#[test]
+fn a_good_plan_passes_every_rule() {
+    let found = rejections(&answer(&[
+        "CREATE_DIR logs",
+        "REPEAT 2 WRITE_FILE logs/{index:03d}.log line {index}",
+        "LIST_DIR logs AS logs",
+        "FOR_EACH logs READ_FILE {item}",
+        "RUN_COMMAND ls -la logs | wc -l",
+    ]));
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn json_rule() {
+    refused_for("I will make the folders now.", Rule::Json, "not valid JSON");
+}
+
+#[test]
+fn schema_rule() {
+    let extra = answer(&["CREATE_DIR a"]).replace("\"ready\":true", "\"ready\":true,\"confidence\":1");
+    refused_for(&extra, Rule::Schema, "confidence");
+    let missing = answer(&["CREATE_DIR a"]).replace("\"reflection\":\"\",", "");
+    refused_for(&missing, Rule::Schema, "reflection");
+}
+
+#[test]
+fn not_ready_rule() {
+    refused_for(&answer(&["CREATE_DIR a"]).replace("\"ready\":true", "\"ready\":false"), Rule::NotReady, "ready");
+    refused_for(&answer(&[]), Rule::NotReady, "at least one step");
+}
+
+#[test]
+fn allowed_action_rule() {
+    refused_for(&answer(&["DELETE_FILE notes.txt"]), Rule::AllowedAction, "not an allowed action");
+    refused_for(&answer(&["LIST_DIR notes"]), Rule::AllowedAction, "AS <key>");
+}
+
+#[test]
+fn path_rule_dot_dot_absolute_and_symlink() {
+    refused_for(&answer(&["WRITE_FILE ../up.txt hello"]), Rule::Path, "outside");
+    refused_for(&answer(&["CREATE_DIR /tmp/elsewhere"]), Rule::Path, "outside");
+    refused_for(&answer(&["REPEAT 2 CREATE_DIR ../d{index}"]), Rule::Path, "outside");
+    refused_for(&answer(&["RUN_COMMAND cat /etc/passwd"]), Rule::Path, "/etc/passwd");
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("out")).unwrap();
+    let found = rejections_in(root.path(), &answer(&["WRITE_FILE out/x.txt hi"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].rule == Rule::Path && found[0].reason.contains("symlink"), "{found:?}");
+}
+
+#[test]
+fn placeholder_rule() {
+    for content in ["...", "TODO", "<content>", "Lorem ipsum dolor sit amet"] {
+        refused_for(&answer(&[&format!("WRITE_FILE notes.txt {content}")]), Rule::Placeholder, "not real text");
+    }
+}
+
+#[test]
+fn for_each_key_rule() {
+    refused_for(&answer(&["FOR_EACH files READ_FILE {item}"]), Rule::ForEachKey, "LIST_DIR");
+    // Stored by a later step is still too late.
+    refused_for(&answer(&["FOR_EACH files READ_FILE {item}", "LIST_DIR . AS files"]), Rule::ForEachKey, "files");
+}
+
+#[test]
+fn for_each_create_dir_rule() {
+    refused_for(&answer(&["LIST_DIR . AS all", "FOR_EACH all CREATE_DIR {item}_copy"]), Rule::ForEachCreateDir, "may not CREATE_DIR");
+}
+
+#[test]
+fn shell_rule_syntax_and_missing_commands() {
+    refused_for(&answer(&["RUN_COMMAND if then fi ("]), Rule::Shell, "not valid POSIX sh");
+    refused_for(&answer(&["RUN_COMMAND Get-ChildItem -Recurse"]), Rule::Shell, "no `Get-ChildItem` command");
+    refused_for(&answer(&["RUN_COMMAND ls && surely-not-a-command-here x"]), Rule::Shell, "surely-not-a-command-here");
+}
+
+#[test]
+fn powershell_needs_pwsh_on_this_machine() {
+    if std::process::Command::new("pwsh").arg("-Version").output().is_ok() {
+        return; // only checkable where PowerShell is absent
+    }
+    let root = tempfile::tempdir().unwrap();
+    let found = rejections_in(root.path(), &answer(&["RUN_COMMAND Get-ChildItem"]), Shell::Powershell);
+    assert!(found.len() == 1 && found[0].rule == Rule::Shell && found[0].reason.contains("pwsh"), "{found:?}");
+}
