@@ -172,6 +172,22 @@ pub enum BenchCommand {
     /// HumanEval's 164 problems: single-shot and/or the test-and-retry loop
     /// (default model unless --model), scored by the package's own tests.
     Humaneval(HumanEvalBench),
+    /// The planner on the shipped goals (files, folders, loops, commands):
+    /// valid plans first try and within 3, goals done, actions from invalid plans.
+    Planner(PlannerBench),
+}
+
+#[derive(Args, Debug)]
+pub struct PlannerBench {
+    /// Only the first N goals.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Plans proposed at most per goal.
+    #[arg(long, default_value_t = 4)]
+    pub max_iterations: u32,
+    /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

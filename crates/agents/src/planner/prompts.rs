@@ -38,16 +38,24 @@ fn action_language(shell: Shell) -> String {
     )
 }
 
-const TEMPLATE: &str = r#"<json>
-{"goal": "...", "thinking_summary": "...", "reflection": "...", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "the folder notes exists"}, {"step": 2, "action": "WRITE_FILE notes/todo.txt Buy milk\nCall Anna", "expects": "notes/todo.txt holds two lines"}]}
-</json>"#;
+/// Two worked examples, given as earlier turns of the conversation: a small
+/// model copies a template's content, but follows an example's shape.
+const EXAMPLES: [(&str, &str); 2] = [
+    (
+        "GOAL: Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
+        r#"{"goal": "reports/summary.md says Q1: sales up, and the files in reports are counted", "thinking_summary": "Create the folder, write the file, count with ls and wc.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR reports", "expects": "the folder reports exists"}, {"step": 2, "action": "WRITE_FILE reports/summary.md Q1: sales up", "expects": "reports/summary.md holds the line"}, {"step": 3, "action": "RUN_COMMAND ls reports | wc -l", "expects": "prints 1"}]}"#,
+    ),
+    (
+        "GOAL: In a folder parts, create part_000.txt to part_002.txt each saying 'part N' with its number, then show the size of each file.",
+        r#"{"goal": "three numbered part files in parts, and their sizes shown", "thinking_summary": "REPEAT writes the numbered files; LIST_DIR stores them; FOR_EACH runs wc on each.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR parts", "expects": "the folder parts exists"}, {"step": 2, "action": "REPEAT 3 WRITE_FILE parts/part_{index:03d}.txt part {index}", "expects": "part_000.txt to part_002.txt exist"}, {"step": 3, "action": "LIST_DIR parts AS part_files", "expects": "the three paths are stored"}, {"step": 4, "action": "FOR_EACH part_files RUN_COMMAND wc -c {item}", "expects": "each size is printed"}]}"#,
+    ),
+];
 
 pub fn plan(s: &PlannerState) -> ChatRequest {
     let mut user = format!("GOAL: {}\n", s.goal);
     if let Some(r) = &s.restatement {
         user.push_str(&format!("\nRESTATEMENT:\n{}\n", r.lines()));
     }
-    user.push_str(&format!("\nROOT: {} (every path must stay inside it)\n\n{}\n", s.root, action_language(s.config.shell)));
     if !s.runs.is_empty() {
         user.push_str("\nSTEPS ALREADY DONE (do not repeat them):\n");
         for run in &s.runs {
@@ -84,13 +92,23 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
             user.push_str(&format!("- {f}\n"));
         }
     }
-    user.push_str(&format!(
-        "\nAnswer with JSON inside <json></json> tags, exactly these keys and nothing else, like this:\n{TEMPLATE}\nWrite real file content, never placeholders such as ... or TODO."
-    ));
-    let mut r = ChatRequest::new(vec![
-        Message::system(format!("You are {}. {}", s.config.name, s.config.backstory)),
-        Message::user(user),
-    ]);
+    let system = format!(
+        "You are {}. {}\n\nThe root folder is {} and every path must stay inside it.\n\n{}\n\n\
+         Answer with one JSON object inside <json></json> tags with exactly the keys goal, thinking_summary, reflection, ready and plan; \
+         each plan item has exactly step, action and expects. Plan only what the GOAL asks for, with the names it gives. \
+         Write the real file content the goal asks for, never placeholders such as ... or TODO.",
+        s.config.name,
+        s.config.backstory,
+        s.root,
+        action_language(s.config.shell)
+    );
+    let mut messages = vec![Message::system(system)];
+    for (goal, answer) in EXAMPLES {
+        messages.push(Message::user(goal));
+        messages.push(Message::assistant(format!("<json>{answer}</json>")));
+    }
+    messages.push(Message::user(user));
+    let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(900);
     r
 }
@@ -125,7 +143,7 @@ pub fn diagnose(s: &PlannerState) -> ChatRequest {
 pub fn precheck(s: &PlannerState, action: &str) -> ChatRequest {
     let mut r = ChatRequest::new(vec![
         Message::system("You summarise what a step is about to do, in one short sentence, and warn if it looks risky."),
-        Message::user(format!("Goal: {}\nNext step: {action}\nRoot folder: {}\nSay in one sentence what this step will do.", s.goal, s.root)),
+        Message::user(format!("Next step: {action}\nIn one short sentence, what will this step do to the files under {}?", s.root)),
     ]);
     r.max_tokens = Some(60);
     r

@@ -64,17 +64,24 @@ impl Default for PlannerConfig {
     }
 }
 
-/// The `fast` model's WHO / WHAT / WHEN / WHERE / WHY of the goal.
+// The `fast` model's WHO / WHAT / WHEN / WHERE / WHY of the goal. (Doc
+// comments here would become the schema's descriptions, which the model
+// reads: those below are written for it.)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Restatement {
+    /// Who the result is for (usually the user).
     #[schemars(length(max = 160))]
     pub who: String,
+    /// Exactly which folders, files or command results must exist afterwards.
     #[schemars(length(max = 240))]
     pub what: String,
+    /// When, or in which order, things must happen.
     #[schemars(length(max = 160))]
     pub when: String,
+    /// Where: the folders and files involved, relative to the root folder.
     #[schemars(length(max = 160))]
     pub r#where: String,
+    /// Why the user wants it.
     #[schemars(length(max = 200))]
     pub why: String,
 }

@@ -48,7 +48,7 @@ pub async fn run(config: &Config, args: HumanEvalBench) -> Result<ExitCode> {
     let model = models.get(DEFAULT_ROLE)?.clone();
     let out_path = args.out.clone().unwrap_or_else(|| config.data_dir.join("benchmarks/humaneval-results.jsonl"));
     let mut out = std::fs::File::create(&out_path).with_context(|| format!("cannot write {}", out_path.display()))?;
-    let scratch = tempfile_dir()?;
+    let scratch = super::scratch_dir("humaneval")?;
 
     let bar = ProgressBar::new(problems.len() as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));
@@ -281,12 +281,6 @@ fn run_python(scratch: &Path, script: &str) -> Result<bool> {
         .spawn()
         .context("cannot start python3 (with coreutils' timeout)")?;
     Ok(child.wait()?.success())
-}
-
-fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("agentloop-humaneval-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
 }
 
 fn round(x: f64) -> f64 {

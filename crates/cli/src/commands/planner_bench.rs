@@ -1,0 +1,185 @@
+//! `agentloop bench planner`: the shipped goals (files, folders, loops,
+//! commands), each planned and run in a fresh root folder on the default
+//! model with every step approved. The last line printed is one JSON object.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState};
+use agentloop_core::{Models, StartOptions, Store};
+use agentloop_llm::build_models;
+use agentloop_store::{Durability, SqliteStore};
+use agentloop_tools::Workspace;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cli::PlannerBench;
+use crate::config::Config;
+
+/// The goals, shipped in the binary.
+const GOALS: &str = include_str!("../../bench/planner-goals.toml");
+
+#[derive(Deserialize)]
+struct Goals {
+    goal: Vec<Goal>,
+}
+
+#[derive(Deserialize)]
+struct Goal {
+    goal: String,
+    #[serde(default)]
+    setup: Vec<Seed>,
+    #[serde(default)]
+    expect: Vec<Expect>,
+}
+
+#[derive(Deserialize)]
+struct Seed {
+    path: String,
+    content: String,
+}
+
+/// What must hold once the plan ran.
+#[derive(Deserialize)]
+struct Expect {
+    path: String,
+    #[serde(default)]
+    dir: bool,
+    contains: Option<String>,
+}
+
+pub async fn run(config: &Config, args: PlannerBench) -> Result<ExitCode> {
+    let mut goals: Goals = toml::from_str(GOALS).context("the shipped planner goals do not parse")?;
+    if let Some(n) = args.limit {
+        goals.goal.truncate(n);
+    }
+    let models = build_models(&config.models, &config.data_dir, config.debug_log.as_deref())?;
+    let out_path = args.out.clone().unwrap_or_else(|| config.data_dir.join("benchmarks/planner-results.jsonl"));
+    if let Some(parent) = out_path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let mut out = std::fs::File::create(&out_path).with_context(|| format!("cannot write {}", out_path.display()))?;
+    let scratch = super::scratch_dir("planner-bench")?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
+    let bar = ProgressBar::new(goals.goal.len() as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let mut totals = Totals::default();
+    for (i, goal) in goals.goal.iter().enumerate() {
+        bar.set_message(goal.goal.chars().take(40).collect::<String>());
+        let root = scratch.join(format!("goal-{i:02}"));
+        let record = run_goal(goal, &root, &models, store.clone(), args.max_iterations).await?;
+        totals.add(&record);
+        writeln!(out, "{record}")?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    // The roots are kept for a look when a goal failed; the path is in the results.
+    println!("{}", totals.report(goals.goal.len(), &out_path));
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<serde_json::Value> {
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    for seed in &goal.setup {
+        let path = root.join(&seed.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, &seed.content).with_context(|| format!("cannot seed {}", path.display()))?;
+    }
+    let workspace = Workspace::new(root)?;
+    let config = PlannerConfig { max_iterations, precheck: false, command_timeout_secs: 30, ..PlannerConfig::default() };
+    let runner = planner::runner(&workspace, models.clone(), store.clone(), Duration::from_secs(30))?;
+    let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
+    let mut options = StartOptions::new(planner::termination(&config));
+    options.exit_when_paused = true;
+    let outcome = runner.start(state, options)?.wait().await?;
+    let s: PlannerState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
+    let valid: Vec<bool> = s.proposals.iter().map(|p| p.valid()).collect();
+    // Every step that ran must come from a plan that passed validation.
+    let invalid_executed = s.runs.iter().filter(|r| !s.proposals.get(r.proposal).is_some_and(|p| p.valid())).count();
+    let failed_checks: Vec<String> = goal.expect.iter().filter_map(|e| check(root, e).err()).collect();
+    let executed_ok = outcome.finish_reason.as_deref() == Some("plan_executed") && failed_checks.is_empty();
+    Ok(json!({
+        "goal": goal.goal,
+        "root": root,
+        "status": outcome.status.as_str(),
+        "finishReason": outcome.finish_reason,
+        "valid": valid,
+        "planMs": s.proposals.iter().map(|p| p.plan_ms).collect::<Vec<_>>(),
+        "rejections": s.proposals.iter().map(|p| p.rejections.iter().map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "plans": s.proposals.iter().map(|p| p.plan.as_ref().map(|p| p.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
+        "stepsRun": s.runs.len(),
+        "stepsFailed": s.runs.iter().filter(|r| !r.ok).count(),
+        "invalidExecuted": invalid_executed,
+        "failedChecks": failed_checks,
+        "executedOk": executed_ok,
+        "tokens": outcome.progress.tokens(),
+    }))
+}
+
+fn check(root: &Path, e: &Expect) -> std::result::Result<(), String> {
+    let path = root.join(&e.path);
+    if e.dir {
+        return if path.is_dir() { Ok(()) } else { Err(format!("{} is not a folder", e.path)) };
+    }
+    let text = std::fs::read(&path).map_err(|_| format!("{} is missing", e.path))?;
+    match &e.contains {
+        Some(want) if !String::from_utf8_lossy(&text).to_lowercase().contains(&want.to_lowercase()) => Err(format!("{} does not contain {want:?}", e.path)),
+        _ => Ok(()),
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    valid_first_try: u32,
+    valid_within_3: u32,
+    executed_ok: u32,
+    invalid_executed: u64,
+    plan_ms: Vec<u64>,
+    tokens: u64,
+}
+
+impl Totals {
+    fn add(&mut self, r: &serde_json::Value) {
+        let valid: Vec<bool> = r["valid"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
+        self.valid_first_try += u32::from(valid.first() == Some(&true));
+        self.valid_within_3 += u32::from(valid.iter().take(3).any(|v| *v));
+        self.executed_ok += u32::from(r["executedOk"] == true);
+        self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
+        self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
+        self.tokens += r["tokens"].as_u64().unwrap_or(0);
+    }
+
+    fn report(&self, goals: usize, out: &Path) -> serde_json::Value {
+        let n = goals.max(1) as f64;
+        let frac = |k: u32| (f64::from(k) / n * 10000.0).round() / 10000.0;
+        let mean_plan_ms = if self.plan_ms.is_empty() { 0 } else { self.plan_ms.iter().sum::<u64>() / self.plan_ms.len() as u64 };
+        json!({
+            "goals": goals,
+            "valid_first_try": frac(self.valid_first_try),
+            "valid_within_3": frac(self.valid_within_3),
+            "executed_ok": frac(self.executed_ok),
+            "invalid_executed": self.invalid_executed,
+            "mean_plan_ms": mean_plan_ms,
+            "tokens": self.tokens,
+            "results": out,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_goals_parse_and_are_at_least_thirty() {
+        let goals: Goals = toml::from_str(GOALS).unwrap();
+        assert!(goals.goal.len() >= 30, "{}", goals.goal.len());
+    }
+}
