@@ -219,7 +219,7 @@ async fn declining_the_plan_with_a_reason_replans_with_that_feedback() {
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("USER FEEDBACK") && second.contains("call the folder docs instead"), "{second}");
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
-    let diff = events.iter().filter(|e| e.name == planner::events::PLAN).last().unwrap().payload["diff"].clone();
+    let diff = events.iter().rev().find(|e| e.name == planner::events::PLAN).unwrap().payload["diff"].clone();
     assert_eq!(diff, json!(["- CREATE_DIR misc", "+ CREATE_DIR docs"]));
 }
 

@@ -255,6 +255,12 @@ fn missing_commands(program: &str, args: &[&str], words: &[String]) -> Result<Ve
     Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
 }
 
+/// Not an assignment (`LANG=C`), a keyword, a redirection or a file descriptor.
+fn names_a_command(word: &str) -> bool {
+    let assignment = word.contains('=') && !word.starts_with('=');
+    !assignment && !SH_KEYWORDS.contains(&word) && !word.starts_with(['>', '<']) && !word.chars().all(|c| c.is_ascii_digit())
+}
+
 /// The first word of each simple command in a command line (after variable
 /// assignments and keywords); words built from `$` expansions are skipped.
 fn command_words(command: &str) -> Vec<String> {
@@ -267,7 +273,7 @@ fn command_words(command: &str) -> Vec<String> {
         }
         let first = part
             .split_whitespace()
-            .find(|w| !(w.contains('=') && !w.starts_with('=')) && !SH_KEYWORDS.contains(w) && !w.starts_with(['>', '<']) && !w.chars().all(|c| c.is_ascii_digit()));
+            .find(|w| names_a_command(w));
         if let Some(w) = first {
             let w = w.trim_matches(|c| c == '"' || c == '\'');
             if !w.is_empty() && !w.contains('$') && !words.iter().any(|x| x == w) {

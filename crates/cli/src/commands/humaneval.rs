@@ -175,7 +175,7 @@ async fn solve_loop(model: &dyn ChatModel, p: &Problem, scratch: &Path, attempts
         if seen.all_pass() {
             return Ok(Looped { code, attempts: attempt, tokens, new_tokens, visible: seen.to_json() });
         }
-        if best.as_ref().map_or(true, |(b, _)| seen.score() > b.score()) {
+        if best.as_ref().is_none_or(|(b, _)| seen.score() > b.score()) {
             best = Some((seen, code));
         }
     }
