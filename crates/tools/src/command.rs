@@ -99,7 +99,7 @@ pub async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> Res
 
 /// Variables whose names suggest credentials stay out of the command's
 /// environment.
-fn looks_secret(name: &str) -> bool {
+pub(crate) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION", "AUTH"].iter().any(|w| upper.contains(w))
 }

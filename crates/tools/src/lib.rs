@@ -1,12 +1,14 @@
 //! agentloop-tools: what agents may do to a workspace. Every path is jailed
 //! to the workspace root (`jail`); commands run in their own process group
-//! with a timeout, capped output and no secrets in their environment.
+//! with a timeout, capped output and no secrets in their environment; a
+//! persistent Python session (`python`) keeps its variables between runs.
 
 mod approval;
 mod command;
 mod edit;
 mod files;
 mod jail;
+mod python;
 
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
 pub use files::{CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::Workspace;
+pub use python::{Execution, PyError, Python, PythonSession};
 
 /// The file tools (`create_dir` included) and `run_command` for one workspace.
 pub fn workspace_tools(workspace: &Workspace, command_timeout: Duration) -> Tools {
