@@ -172,6 +172,10 @@ impl Python {
 struct PythonInput {
     code: String,
     timeout_secs: Option<f64>,
+    /// Code that ran cleanly in an earlier life of the session: replayed,
+    /// silently, when this call has to start a new interpreter.
+    #[serde(default)]
+    restore: Vec<String>,
 }
 
 #[async_trait]
@@ -189,12 +193,16 @@ impl Tool for Python {
         Effect::SideEffect
     }
     async fn call(&self, input: Value) -> Result<Value> {
-        let PythonInput { code, timeout_secs } = serde_json::from_value(input)
+        let PythonInput { code, timeout_secs, restore } = serde_json::from_value(input)
             .map_err(|e| Error::Tool { tool: self.name().into(), message: format!("the input needs a `code` string ({e})") })?;
         let timeout = timeout_secs.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64).unwrap_or(self.timeout);
         let mut guard = self.session.lock().await;
         if guard.is_none() {
-            *guard = Some(PythonSession::start(&self.folder).await?);
+            let mut fresh = PythonSession::start(&self.folder).await?;
+            for earlier in &restore {
+                fresh.execute(earlier, timeout).await?;
+            }
+            *guard = Some(fresh);
         }
         let Some(session) = guard.as_mut() else { return Err(Error::other("the Python session could not be started")) };
         let execution = session.execute(&code, timeout).await?;

@@ -1,0 +1,78 @@
+//! The repl agent:
+//!
+//! ```text
+//! START → generate → extract_code → [has code?] no → END
+//!                                   yes → execute → reflect → [complete?] yes → END
+//!                                                             no and turn < max_turns → generate
+//!                                                             no and turn = max_turns → END
+//! ```
+//!
+//! The model writes Python; the blocks run in a persistent session (the
+//! `python` tool: one long-lived interpreter whose variables survive between
+//! turns); REFLECT judges, in one structured call, whether the code ran and
+//! whether its output answers the original question, and if not, what to do
+//! next — which starts the next turn.
+
+mod extract;
+mod nodes;
+mod prompts;
+mod state;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
+use agentloop_tools::Python;
+
+pub use extract::code_blocks;
+pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict};
+
+pub const AGENT: &str = "repl";
+
+/// The repl's events, for the live view.
+pub mod events {
+    /// The model's text for a turn (also streamed token by token to the sink).
+    pub const RESPONSE: &str = "repl:response";
+    pub const CODE: &str = "repl:code";
+    pub const OUTPUT: &str = "repl:output";
+    pub const VERDICT: &str = "repl:verdict";
+}
+
+/// The repl's graph; the model's text streams to `sink` as it is generated.
+pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {
+    Graph::new(AGENT)
+        .node("generate", move |s: &mut ReplState, step| nodes::generate(s, step, sink.clone()))
+        .node("extract_code", nodes::extract_code)
+        .node("execute", nodes::execute)
+        .node("reflect", nodes::reflect)
+        .entry("generate")
+        .edge("generate", "extract_code")
+        .route("extract_code", &["execute", END], |s: &ReplState| if s.code_blocks.is_empty() { END.into() } else { "execute".into() })
+        .route("execute", &["reflect", END], |s: &ReplState| if s.config.reflect { "reflect".into() } else { END.into() })
+        .route("reflect", &["generate", END], |s: &ReplState| match s.last_verdict() {
+            Some(v) if !v.is_complete && s.turn_count < s.config.max_turns => "generate".into(),
+            _ => END.into(),
+        })
+        .compile()
+}
+
+/// The Python tool for a session folder (share one across sessions to keep
+/// the namespace, as the interactive repl does).
+pub fn python(folder: &Path, config: &ReplConfig) -> Arc<Python> {
+    Arc::new(Python::new(folder, Duration::from_secs(config.timeout_secs)))
+}
+
+/// A runner for the repl with `models`, `store` and a Python session.
+pub fn runner(python: Arc<Python>, models: Models, store: Arc<dyn Store>, sink: Option<TokenSink>) -> Result<Runner<ReplState>> {
+    let mut tools = Tools::new();
+    tools.add(python);
+    Ok(Runner::new(graph(sink)?, store).models(models).tools(tools))
+}
+
+/// At most `max_turns` turns; the graph itself ends there, this is the
+/// engine's backstop. A failed block is the loop's input, not a reason to
+/// pause, so `stuck` is left out.
+pub fn termination(config: &ReplConfig) -> Termination {
+    Termination::max_iterations(config.max_turns)
+}

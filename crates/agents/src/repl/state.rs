@@ -1,0 +1,99 @@
+//! What the repl remembers, as its users specified it: the messages, the
+//! system prompt (built once), the original prompt, the current response,
+//! the code blocks, the execution results as (output, is_error) pairs and
+//! the turn count. The Python session itself is the `python` tool; the
+//! state keeps its folder.
+
+use agentloop_core::{Fields, JsonSchema, Message, State};
+use serde::{Deserialize, Serialize};
+
+/// The repl's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReplConfig {
+    pub max_turns: u32,
+    /// Seconds one code block may run before it is interrupted.
+    pub timeout_secs: u64,
+    /// Judge each turn's result; off, the repl answers in one turn.
+    pub reflect: bool,
+}
+
+impl Default for ReplConfig {
+    fn default() -> Self {
+        Self { max_turns: 5, timeout_secs: 30, reflect: true }
+    }
+}
+
+/// REFLECT's verdict on a turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// True when the code ran without errors and its output answers the
+    /// original question completely.
+    pub is_complete: bool,
+    /// Why: did it run, and does the output answer what was asked?
+    #[schemars(length(max = 400))]
+    pub reasoning: String,
+    /// If not complete: the one thing to do next (fix an error, finish a
+    /// missing part, print the result). Empty when complete.
+    #[schemars(length(max = 300))]
+    pub next_action: String,
+}
+
+/// One block's run: what it printed (and its value or error) and whether it failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionResult(pub String, pub bool);
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplState {
+    pub messages: Vec<Message>,
+    pub system_prompt: String,
+    pub original_prompt: String,
+    pub current_response: String,
+    /// The current turn's blocks.
+    pub code_blocks: Vec<String>,
+    /// Every block's result, all turns, in order.
+    pub execution_results: Vec<ExecutionResult>,
+    pub turn_count: u32,
+    pub config: ReplConfig,
+    /// The Python session's folder.
+    pub folder: String,
+    pub verdicts: Vec<Verdict>,
+    /// Blocks that ran without error, oldest first: replayed into a fresh
+    /// interpreter after a restart so the namespace is what it was.
+    pub history: Vec<String>,
+}
+
+impl State for ReplState {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.log("messages", &self.messages);
+        f.value("systemPrompt", &self.system_prompt);
+        f.value("originalPrompt", &self.original_prompt);
+        f.value("currentResponse", &self.current_response);
+        f.value("codeBlocks", &self.code_blocks);
+        f.log("executionResults", &self.execution_results);
+        f.value("turnCount", &self.turn_count);
+        f.value("config", &self.config);
+        f.value("folder", &self.folder);
+        f.log("verdicts", &self.verdicts);
+        f.log("history", &self.history);
+    }
+}
+
+impl ReplState {
+    pub fn new(prompt: impl Into<String>, folder: impl Into<String>, config: ReplConfig) -> Self {
+        Self { original_prompt: prompt.into(), folder: folder.into(), config, ..Self::default() }
+    }
+
+    pub fn last_verdict(&self) -> Option<&Verdict> {
+        self.verdicts.last()
+    }
+
+    /// The answer to show the user: the last output if code ran, else the text.
+    pub fn answer(&self) -> String {
+        match self.execution_results.last() {
+            Some(ExecutionResult(output, _)) if !self.code_blocks.is_empty() => output.trim().to_string(),
+            _ => self.current_response.trim().to_string(),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The repl's graph through each of its paths, with a scripted model and a
+//! real persistent Python session.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use agentloop_agents::repl::{self, ReplConfig, ReplState};
+use agentloop_core::{ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store, TokenSink};
+use agentloop_llm::ScriptedModel;
+use agentloop_store::SqliteStore;
+use serde_json::json;
+
+struct Run {
+    out: Outcome,
+    store: Arc<dyn Store>,
+    requests: Vec<ChatRequest>,
+    streamed: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn state(&self) -> ReplState {
+        serde_json::from_value(self.store.load(&self.out.session_id).unwrap().state).unwrap()
+    }
+}
+
+fn verdict(complete: bool, next: &str) -> String {
+    json!({"is_complete": complete, "reasoning": if complete { "the output answers it" } else { "not yet" }, "next_action": next}).to_string()
+}
+
+/// Answers in order; REFLECT's requests (JSON schema attached) take from `verdicts`.
+async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplConfig) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let (answers, verdicts) = (Arc::new(Mutex::new(VecDeque::from(answers))), Arc::new(Mutex::new(VecDeque::from(verdicts))));
+    let model = Arc::new(ScriptedModel::with(move |req| {
+        let queue = if req.json_schema.is_some() { &verdicts } else { &answers };
+        let text = queue.lock().unwrap().pop_front().expect("a scripted answer");
+        if let Some(sink) = &req.on_token {
+            sink.send(&text);
+        }
+        Ok(ChatResponse::text(text))
+    }));
+    let streamed = Arc::new(Mutex::new(String::new()));
+    let s2 = streamed.clone();
+    let sink = TokenSink::new(move |t: &str| s2.lock().unwrap().push_str(t));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let python = repl::python(&dir.path().join("py"), &config);
+    let runner = repl::runner(python, Models::new(model.clone()), store.clone(), Some(sink)).unwrap();
+    let state = ReplState::new("What is the sum of the squares of 1 to 10?", dir.path().join("py").display().to_string(), config.clone());
+    let out = runner.start(state, StartOptions::new(repl::termination(&config))).unwrap().wait().await.unwrap();
+    let streamed = streamed.lock().unwrap().clone();
+    Run { out, store, requests: model.requests(), streamed, _dir: dir }
+}
+
+const SUM: &str = "I'll compute it.\n```python\ntotal = sum(i * i for i in range(1, 11))\nprint(total)\n```";
+
+#[tokio::test]
+async fn a_plain_text_answer_ends_without_running_code() {
+    let r = run(vec!["It is 385.".into()], vec![], ReplConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
+    let s = r.state();
+    assert!(s.execution_results.is_empty() && s.code_blocks.is_empty());
+    assert_eq!(s.answer(), "It is 385.");
+    // GENERATE's request: the system prompt, then the question.
+    let first = &r.requests[0];
+    assert_eq!(first.messages.len(), 2);
+    assert!(first.messages[0].content.contains("persistent session"));
+    assert_eq!(first.messages[1].content, "What is the sum of the squares of 1 to 10?");
+    assert_eq!(r.streamed, "It is 385.", "the model's text streamed to the sink");
+}
+
+#[tokio::test]
+async fn code_then_done_in_one_turn() {
+    let r = run(vec![SUM.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = r.state();
+    assert_eq!(s.turn_count, 1);
+    assert_eq!(s.execution_results[0].0, "385\n");
+    assert!(!s.execution_results[0].1);
+    assert_eq!(s.answer(), "385");
+    // REFLECT saw the question, the code and its output.
+    let reflect = &r.requests[1].messages[1].content;
+    assert!(reflect.contains("sum of the squares") && reflect.contains("range(1, 11)") && reflect.contains("385"), "{reflect}");
+}
+
+#[tokio::test]
+async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
+    let r = run(
+        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into()],
+        vec![verdict(false, "print the sum of squares"), verdict(true, "")],
+        ReplConfig::default(),
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = r.state();
+    assert_eq!(s.turn_count, 2);
+    assert_eq!(s.answer(), "385", "the second turn used the first turn's variable");
+    let second_generate = &r.requests[2];
+    let last = &second_generate.messages.last().unwrap().content;
+    assert!(last.contains("Next: print the sum of squares"), "{last}");
+}
+
+#[tokio::test]
+async fn max_turns_ends_the_loop() {
+    let config = ReplConfig { max_turns: 2, ..ReplConfig::default() };
+    let r = run(vec!["```python\nx = 1\n```".into(), "```python\nx += 1\n```".into()], vec![verdict(false, "more"), verdict(false, "more")], config).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("max_turns"));
+    assert_eq!(r.state().turn_count, 2);
+}
+
+#[tokio::test]
+async fn an_error_is_shown_to_the_model_and_recovered_from() {
+    let r = run(
+        vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into()],
+        vec![verdict(false, "define total before printing it"), verdict(true, "")],
+        ReplConfig::default(),
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = r.state();
+    assert!(s.execution_results[0].1 && s.execution_results[0].0.contains("NameError"), "{:?}", s.execution_results);
+    assert!(!s.execution_results[1].1);
+    // The traceback went back to the model in the conversation.
+    let second_generate = &r.requests[2];
+    assert!(second_generate.messages.iter().any(|m| m.content.contains("FAILED") && m.content.contains("NameError")));
+    assert_eq!(s.history, vec!["total = 385\nprint(total)\n".to_string()], "only clean blocks are kept for a restore");
+}
+
+#[tokio::test]
+async fn reflection_off_answers_in_one_turn() {
+    let config = ReplConfig { reflect: false, ..ReplConfig::default() };
+    let r = run(vec![SUM.into()], vec![], config).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("single_turn"));
+    assert_eq!(r.requests.len(), 1, "no REFLECT call");
+    assert_eq!(r.state().answer(), "385");
+}
+
+#[tokio::test]
+async fn a_new_interpreter_replays_the_clean_history_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = agentloop_tools::Python::new(dir.path(), std::time::Duration::from_secs(10));
+    use agentloop_core::Tool;
+    let out = tool.call(json!({"code": "a + b", "restore": ["a = 2", "b = 40"]})).await.unwrap();
+    assert_eq!(out["value"], "42");
+}
