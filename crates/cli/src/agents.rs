@@ -6,7 +6,7 @@ use agentloop_core::journal::SessionMeta;
 use agentloop_core::{SessionHandle, Store};
 use anyhow::{bail, Context, Result};
 
-use crate::commands::{planner, run};
+use crate::commands::{planner, repl, run};
 use crate::config::Config;
 use crate::reference_loop;
 
@@ -15,6 +15,7 @@ pub fn resume(config: &Config, store: Arc<dyn Store>, meta: &SessionMeta, exit_w
     match meta.agent.as_str() {
         agentloop_agents::coder::AGENT => run::resume(config, store, meta, exit_when_paused),
         agentloop_agents::planner::AGENT => planner::resume(config, store, meta, exit_when_paused),
+        agentloop_agents::repl::AGENT => repl::resume(config, store, meta, exit_when_paused),
         reference_loop::AGENT => {
             let input: reference_loop::Input = serde_json::from_value(meta.input.clone())
                 .with_context(|| format!("session `{}` has unreadable start parameters", meta.id))?;

@@ -39,6 +39,9 @@ pub enum Command {
     /// Run an agent on a task.
     #[command(subcommand)]
     Run(RunCommand),
+    /// Ask questions at a prompt; the repl answers each by writing and running
+    /// Python in one session that keeps its variables.
+    Repl(ReplArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -48,6 +51,37 @@ pub enum RunCommand {
     /// Restate a goal, write a validated plan of file and shell actions, run
     /// it with your approval, and replan from failures and feedback.
     Planner(PlannerArgs),
+    /// Answer one question by writing Python and running it in a persistent
+    /// session, until a reflection judges the answer complete.
+    Repl(RunReplArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunReplArgs {
+    /// The question, in plain words.
+    #[arg(long)]
+    pub prompt: String,
+    #[command(flatten)]
+    pub session: ReplArgs,
+    /// Print the outcome and the answer as JSON instead of the live view.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplArgs {
+    /// Turns (generate → run → reflect) at most per question.
+    #[arg(long, default_value_t = 5)]
+    pub max_turns: u32,
+    /// Answer in one turn without judging the result.
+    #[arg(long)]
+    pub no_reflect: bool,
+    /// Seconds one code block may run before it is interrupted.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+    /// The Python session's folder (default: a new one under <data dir>/repl).
+    #[arg(long)]
+    pub folder: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -45,6 +45,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
         Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
         Command::Run(RunCommand::Planner(args)) => commands::planner::run(&config, open()?, args).await,
+        Command::Run(RunCommand::Repl(args)) => commands::repl::run_once(&config, open()?, args).await,
+        Command::Repl(args) => commands::repl::interactive(&config, open()?, args).await,
         Command::Stats(f) => stats::run(&*open()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*open()?, f.json),

@@ -124,6 +124,9 @@ pub fn event_line(e: &Event) -> Option<String> {
     if let Some(line) = crate::planner_view::event_line(&e.name, p) {
         return Some(line);
     }
+    if let Some(line) = repl_line(&e.name, p) {
+        return Some(line);
+    }
     let text = match e.name.as_str() {
         "agent:iteration:start" => format!("iteration {} started", p["iteration"]),
         "agent:iteration:complete" => format!("iteration {} done in {}", p["iteration"], millis(p["duration"].as_u64().unwrap_or(0))),
@@ -144,6 +147,31 @@ pub fn event_line(e: &Event) -> Option<String> {
         _ => format!("{} {}", e.name, p),
     };
     Some(text)
+}
+
+/// The repl's events. The model's text was streamed as it came, so its
+/// event only ends the line.
+fn repl_line(name: &str, p: &Value) -> Option<String> {
+    use agentloop_agents::repl::events;
+    let indent = |t: &str| t.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+    Some(match name {
+        events::RESPONSE => String::new(),
+        events::CODE => {
+            let blocks: Vec<&str> = p["blocks"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            if blocks.is_empty() {
+                return Some("  (no code: the answer is the text)".into());
+            }
+            blocks.iter().enumerate().map(|(i, b)| format!("  code block {}:\n{}", i + 1, indent(b))).collect::<Vec<_>>().join("\n")
+        }
+        events::OUTPUT => format!("  {} block {}:\n{}", if p["isError"] == true { "✗" } else { "✓" }, p["block"], indent(p["output"].as_str().unwrap_or(""))),
+        events::VERDICT => format!(
+            "  verdict: {} — {}{}",
+            if p["isComplete"] == true { "complete" } else { "not complete" },
+            p["reasoning"].as_str().unwrap_or(""),
+            p["nextAction"].as_str().filter(|a| !a.is_empty()).map(|a| format!(" → next: {a}")).unwrap_or_default()
+        ),
+        _ => return None,
+    })
 }
 
 /// `#seq time name payload` for `sessions events`.

@@ -16,7 +16,8 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
         if s.system_prompt.is_empty() {
             s.system_prompt = prompts::system();
         }
-        if s.messages.is_empty() {
+        // Earlier questions of an interactive session may come first.
+        if s.turn_count == 0 {
             s.messages.push(Message::user(s.original_prompt.clone()));
         }
         s.turn_count += 1;

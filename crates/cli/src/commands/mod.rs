@@ -5,6 +5,7 @@ pub mod model_bench;
 pub mod models;
 pub mod planner;
 pub mod planner_bench;
+pub mod repl;
 pub mod run;
 pub mod sessions;
 pub mod stats;

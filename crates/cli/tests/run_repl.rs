@@ -1,0 +1,42 @@
+//! `agentloop run repl --prompt` end to end against a fake endpoint: the
+//! code runs in a real Python session and the answer comes back as JSON.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_answered_by_running_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let content = if body.get("response_format").is_some() {
+                json!({"is_complete": true, "reasoning": "it printed the sum", "next_action": ""}).to_string()
+            } else {
+                "```python\nprint(sum(i * i for i in range(1, 11)))\n```".to_string()
+            };
+            ResponseTemplate::new(200).set_body_json(json!({
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+            }))
+        })
+        .mount(&server)
+        .await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri())).unwrap();
+    let folder = dir.path().join("py");
+    let args: Vec<String> = vec![
+        "--data-dir".into(), dir.path().display().to_string(), "--config".into(), config.display().to_string(),
+        "run".into(), "repl".into(), "--prompt".into(), "sum of squares 1..10?".into(), "--folder".into(), folder.display().to_string(), "--json".into(),
+    ];
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(report["answer"], "385");
+    assert_eq!(report["turns"], 1);
+    assert_eq!(report["outcome"]["finishReason"], "answered");
+}
