@@ -209,6 +209,21 @@ pub enum BenchCommand {
     /// The planner on the shipped goals (files, folders, loops, commands):
     /// valid plans first try and within 3, goals done, actions from invalid plans.
     Planner(PlannerBench),
+    /// The repl on the shipped questions, with reflection and in one turn.
+    Repl(ReplBench),
+}
+
+#[derive(Args, Debug)]
+pub struct ReplBench {
+    /// Only the first N questions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Turns at most with reflection.
+    #[arg(long, default_value_t = 5)]
+    pub max_turns: u32,
+    /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -42,6 +42,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Model(args)) => model_bench(&config, args).await,
         Command::Bench(BenchCommand::Humaneval(args)) => commands::humaneval::run(&config, args).await,
         Command::Bench(BenchCommand::Planner(args)) => commands::planner_bench::run(&config, args).await,
+        Command::Bench(BenchCommand::Repl(args)) => commands::repl_bench::run(&config, args).await,
         Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
         Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
         Command::Run(RunCommand::Planner(args)) => commands::planner::run(&config, open()?, args).await,

@@ -6,6 +6,7 @@ pub mod models;
 pub mod planner;
 pub mod planner_bench;
 pub mod repl;
+pub mod repl_bench;
 pub mod run;
 pub mod sessions;
 pub mod stats;
