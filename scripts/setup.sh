@@ -39,5 +39,10 @@ fi
 
 echo "==> building agentloop (release)"
 cargo build --release -q -p agentloop-cli
-echo "==> main job: agentloop bench engine"
-exec "$here/target/release/agentloop" bench engine --iterations 500
+# The main job: the coder on a copy of a bundled example (the original stays
+# red for the next run), on the embedded model, with no questions asked.
+demo="$(mktemp -d)/py-intervals"
+cp -r "$here/examples/py-intervals" "$demo"
+echo "==> main job: agentloop run coder on a copy of examples/py-intervals ($demo)"
+exec "$here/target/release/agentloop" run coder --workspace "$demo" \
+  --task "Fix merge() in intervals.py so that all tests pass" --approval never
