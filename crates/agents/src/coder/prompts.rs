@@ -58,7 +58,7 @@ pub fn code(s: &CoderState, files: &str) -> ChatRequest {
 
 pub fn reflect(s: &CoderState) -> ChatRequest {
     request(format!(
-        "Task: {}\nPlan:\n{}\n{}\nThe last attempt failed. Diagnose why: is the root cause the plan, the code, the test, or the environment? Recommend `fix` (repair the code), `replan` (the approach is wrong) or `abort` (it cannot be done), with feedback for the next attempt and your confidence from 0 to 1 that the recommendation will work.",
+        "Task: {}\nPlan:\n{}\n{}\nThe last attempt failed. Diagnose why from the test output. The root cause is usually the code: a bug to repair, so recommend `fix` and say in the feedback exactly which line to change and how. Recommend `replan` only when the approach itself cannot work, and `abort` only when the task cannot be done. Give your confidence from 0 to 1 that the recommendation will work.",
         s.task,
         numbered(&s.plan),
         memory(s)
