@@ -1,0 +1,102 @@
+//! The interactive paths, in a real pseudo-terminal: a session's question is
+//! answered at the prompt, and Ctrl-C pauses with a choice to resume or
+//! terminate.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use rexpect::process::wait::WaitStatus;
+use serde_json::{json, Value};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn reply(content: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}
+
+/// A fake endpoint that restates, pre-checks, and plans `actions`.
+async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            if last.contains("Restate the goal") {
+                return reply(json!({"who": "me", "what": "files", "when": "now", "where": "root", "why": "test"}).to_string());
+            }
+            if last.contains("Next step:") {
+                return reply("Runs the step.".into());
+            }
+            let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
+            reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn command(dir: &std::path::Path, server: &MockServer, root: &std::path::Path, extra: &[&str]) -> Command {
+    let config = dir.join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri())).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    cmd.arg("--data-dir").arg(dir).arg("--config").arg(&config);
+    cmd.args(["run", "planner", "--root"]).arg(root).args(["--goal", "make files"]).args(extra);
+    cmd
+}
+
+fn exit_code(p: &rexpect::session::PtySession) -> i32 {
+    match p.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("agentloop did not exit normally: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_question_is_answered_at_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let server = planner_endpoint(&["CREATE_DIR made_here"]).await;
+    let cmd = command(dir.path(), &server, &root, &[]);
+    let done = tokio::task::spawn_blocking(move || {
+        let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).unwrap();
+        p.exp_string("CREATE_DIR made_here").unwrap();
+        p.exp_string("[all] run every step").unwrap();
+        p.send_line("all").unwrap();
+        p.exp_string("plan_executed").unwrap();
+        p.exp_eof().unwrap();
+        exit_code(&p)
+    })
+    .await
+    .unwrap();
+    assert_eq!(done, 0);
+    assert!(root.join("made_here").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_pauses_and_terminate_ends_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    // A slow first step gives Ctrl-C a step boundary to land on.
+    let server = planner_endpoint(&["RUN_COMMAND sleep 2", "CREATE_DIR never"]).await;
+    let cmd = command(dir.path(), &server, &root, &["--approve", "all"]);
+    let code = tokio::task::spawn_blocking(move || {
+        let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).unwrap();
+        p.exp_string("RUN_COMMAND sleep 2").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string("[r]esume or [t]erminate").unwrap();
+        p.send_line("t").unwrap();
+        p.exp_string("terminated").unwrap();
+        p.exp_eof().unwrap();
+        exit_code(&p)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 3, "terminated sessions exit 3");
+    assert!(!root.join("never").exists(), "nothing ran after the pause");
+}
