@@ -128,7 +128,10 @@ pub fn event_line(e: &Event) -> Option<String> {
         return Some(line);
     }
     let text = match e.name.as_str() {
-        "agent:iteration:start" => format!("iteration {} started", p["iteration"]),
+        "agent:iteration:start" => match (p["iteration"].as_u64(), p["maxIterations"].as_u64()) {
+            (Some(i), Some(max)) if max > 0 => format!("iteration {i}/{max} {}", bar(i, max)),
+            _ => format!("iteration {} started", p["iteration"]),
+        },
         "agent:iteration:complete" => format!("iteration {} done in {}", p["iteration"], millis(p["duration"].as_u64().unwrap_or(0))),
         "agent:tool:called" => format!("  → {}", p["toolName"].as_str().unwrap_or("?")),
         "agent:tool:complete" => {
@@ -174,6 +177,13 @@ fn repl_line(name: &str, p: &Value) -> Option<String> {
     })
 }
 
+/// `[███░░░░░]`: how far into its iteration budget a session is.
+fn bar(done: u64, of: u64) -> String {
+    const WIDTH: u64 = 20;
+    let filled = (done.min(of) * WIDTH / of) as usize;
+    format!("[{}{}]", "█".repeat(filled), "░".repeat(WIDTH as usize - filled))
+}
+
 /// `#seq time name payload` for `sessions events`.
 pub fn event_row(e: &Event) -> String {
     format!("#{:<6} {}  {:<26} {}", e.seq, e.timestamp.format("%H:%M:%S%.3f"), e.name, e.payload)
@@ -212,5 +222,22 @@ fn clip(s: &str, n: usize) -> String {
         one_line
     } else {
         format!("{}…", one_line.chars().take(n).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(name: &str, payload: Value) -> Event {
+        Event { session_id: "s".into(), seq: 1, name: name.into(), payload, timestamp: chrono::Utc::now(), step: 1 }
+    }
+
+    #[test]
+    fn an_iteration_shows_its_count_and_a_bar_when_the_limit_is_known() {
+        let line = event_line(&event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": 5}))).unwrap();
+        assert_eq!(line, format!("iteration 2/5 [{}{}]", "█".repeat(8), "░".repeat(12)));
+        let unknown = event_line(&event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": null}))).unwrap();
+        assert_eq!(unknown, "iteration 2 started");
     }
 }

@@ -50,8 +50,9 @@ impl EventDraft {
     pub fn session_start(session_id: &str, max_iterations: Option<u32>) -> Self {
         Self::new(SESSION_START, json!({"sessionId": session_id, "maxIterations": max_iterations}))
     }
-    pub fn iteration_start(iteration: u32, at: DateTime<Utc>) -> Self {
-        Self::new(ITERATION_START, json!({"iteration": iteration, "timestamp": at}))
+    /// `max_iterations`, when the session has one, lets a view draw a progress bar.
+    pub fn iteration_start(iteration: u32, max_iterations: Option<u32>, at: DateTime<Utc>) -> Self {
+        Self::new(ITERATION_START, json!({"iteration": iteration, "maxIterations": max_iterations, "timestamp": at}))
     }
     /// Also carries the iteration's status, error and end time: the
     /// session's iteration records are built from these events.

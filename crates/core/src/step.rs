@@ -175,7 +175,8 @@ impl Step {
         self.progress.iteration_failed = false;
         self.progress.iteration_error = None;
         self.progress.signals.agent_admits_failure = false;
-        self.emit(EventDraft::iteration_start(n, now));
+        let limit = self.env.termination.max_iterations_limit();
+        self.emit(EventDraft::iteration_start(n, limit, now));
         Ok(n)
     }
 
