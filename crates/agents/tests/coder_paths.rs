@@ -46,8 +46,9 @@ fn phase_of(prompt: &str) -> &'static str {
     }
 }
 
+/// A change as the model gives it: the path, then the file in a fence.
 fn change(content: &str) -> Value {
-    json!({"files": [{"path": "calc.py", "content": content}]})
+    Value::String(format!("calc.py\n```python\n{content}```\n"))
 }
 
 fn plan() -> Value {
@@ -70,9 +71,13 @@ struct Run {
 }
 
 async fn run(script: Script, config: LoopConfig) -> Run {
+    run_with_tests(script, config, TESTS).await
+}
+
+async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
-    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
     let workspace = Workspace::new(ws.path()).unwrap();
     let script = Arc::new(Mutex::new(script));
     let asked = Arc::new(Mutex::new(Vec::new()));
@@ -82,7 +87,11 @@ async fn run(script: Script, config: LoopConfig) -> Run {
         let phase = phase_of(prompt);
         a2.lock().unwrap().push(phase);
         let answer = s2.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
-        Ok(ChatResponse::text(answer.to_string()))
+        let text = match answer {
+            Value::String(text) => text,
+            json => json.to_string(),
+        };
+        Ok(ChatResponse::text(text))
     });
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
@@ -209,7 +218,7 @@ async fn a_review_objection_goes_back_to_fix_once() {
 async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
     let script = Script::default()
         .with("plan", plan())
-        .with("code", json!({"files": [{"path": "../escaped.py", "content": "x"}]}))
+        .with("code", Value::String("../escaped.py\n```python\nx = 1\n```".into()))
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
@@ -217,4 +226,74 @@ async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert!(!r.ws.path().parent().unwrap().join("escaped.py").exists());
     assert!(state(&r).attempts[0].test_output.contains("refused"), "{}", state(&r).attempts[0].test_output);
+}
+
+#[tokio::test]
+async fn answers_that_change_nothing_go_to_fix_without_testing_or_asking_reflect() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", Value::String("I would change the minus to a plus.".into()))
+        .with("fix", Value::String(format!("calc.py\n```python\n{BROKEN}```\ntest_calc.py\n```python\nprint('rewritten')\n```")))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "fix", "fix", "review"], "no model call diagnoses an answer that was not applied");
+    let s = state(&r);
+    assert!(s.attempts[0].unapplied.as_deref().unwrap_or_default().contains("no fenced code block"), "{:?}", s.attempts[0]);
+    assert!(s.attempts[1].unapplied.as_deref().unwrap_or_default().contains("only rewrote the tests (test_calc.py)"), "{:?}", s.attempts[1]);
+    assert_eq!(s.attempts[0].reflection.as_ref().map(|r| r.recommendation), Some(coder::Recommendation::Fix));
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("test_calc.py")).unwrap(), TESTS, "the tests were left alone");
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
+}
+
+#[tokio::test]
+async fn retries_are_sampled_while_the_first_change_is_greedy() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    let temperatures = Arc::new(Mutex::new(Vec::new()));
+    let seen = temperatures.clone();
+    let mut answers = VecDeque::from([plan(), change(WRONG_TOO), reflection("fix", 0.8), change(FIXED), accept()]);
+    let model = ScriptedModel::with(move |req| {
+        let prompt = &req.messages.last().unwrap().content;
+        if matches!(phase_of(prompt), "code" | "fix") {
+            seen.lock().unwrap().push(req.temperature);
+        }
+        let text = match answers.pop_front().unwrap() {
+            Value::String(text) => text,
+            json => json.to_string(),
+        };
+        Ok(ChatResponse::text(text))
+    });
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store, Duration::from_secs(60)).unwrap();
+    let config = LoopConfig::default();
+    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let out = runner.start(state, StartOptions::new(coder::termination(&config))).unwrap().wait().await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let temperatures = temperatures.lock().unwrap().clone();
+    assert_eq!(temperatures.len(), 2);
+    assert_eq!(temperatures[0], None, "the first change is greedy");
+    assert!(temperatures[1].is_some_and(|t| t > 0.5), "a retry is sampled: {temperatures:?}");
+}
+
+#[tokio::test]
+async fn a_replan_after_progress_becomes_a_fix() {
+    let two_tests = TESTS.replace("        self.assertEqual(add(2, 3), 5)\n", "        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n");
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change("def add(a, b):\n    return a - b + 1\n"))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(WRONG_TOO))
+        .with("reflect", reflection("replan", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run_with_tests(script, LoopConfig::default(), &two_tests).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "reflect", "fix", "review"], "2 failures then 1: the approach is kept");
+    assert_eq!(state(&r).replans, 0);
+    let events = r.store.events(&r.out.session_id, 0, 10_000).unwrap();
+    assert!(events.iter().any(|e| e.name == coder::KEEP_APPROACH_EVENT && e.payload["failingBefore"] == 2 && e.payload["failingNow"] == 1));
 }

@@ -130,6 +130,10 @@ pub struct CoderArgs {
     /// Abort when a reflection is less confident than this (0 to 1).
     #[arg(long, default_value_t = 0.3)]
     pub confidence_threshold: f64,
+    /// Let the agent rewrite existing test files (by default it may only
+    /// change the code the tests check).
+    #[arg(long)]
+    pub edit_tests: bool,
     /// Ask before tools that write or execute: never, on-write, always.
     #[arg(long, default_value = "on-write")]
     pub approval: String,

@@ -147,6 +147,10 @@ pub fn event_line(e: &Event) -> Option<String> {
             p["confidence"].as_f64().unwrap_or(0.0)
         ),
         "replan" => "    replanning".to_string(),
+        "fix" => format!("    fix {}", p["fix"]),
+        agentloop_agents::coder::KEEP_APPROACH_EVENT => {
+            format!("    failing tests {} → {}: keeping the approach (a fix, not a replan)", p["failingBefore"], p["failingNow"])
+        }
         _ => format!("{} {}", e.name, p),
     };
     Some(text)

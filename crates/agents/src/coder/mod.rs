@@ -7,12 +7,15 @@
 //!                                 └abort → stop
 //! ```
 //!
-//! Every phase's model output is structured (`chat_json`), every file write
+//! PLAN, REFLECT and REVIEW answer in JSON (`chat_json`); CODE and FIX give
+//! files as fenced blocks (`change.rs`). Every file write
 //! and command goes through the workspace jail and the approval policy, and
 //! what each attempt tried and how it failed is carried into the next plan
 //! and fix prompts. A change identical to one already tested goes straight
 //! back to REFLECT instead of running the tests again.
 
+mod change;
+mod failures;
 mod nodes;
 mod prompts;
 mod state;
@@ -23,7 +26,7 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
 use agentloop_tools::{workspace_tools, Workspace};
 
-pub use nodes::PHASE_EVENT;
+pub use nodes::{KEEP_APPROACH_EVENT, PHASE_EVENT};
 pub use state::{Attempt, CoderState, LoopConfig, Reflection, Recommendation, RootCause};
 
 pub const AGENT: &str = "coder";

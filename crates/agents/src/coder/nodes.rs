@@ -4,13 +4,15 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use agentloop_core::{event, EventDraft, JsonSchema, Result, SessionStatus, Step, Stop, Error};
+use agentloop_core::{event, ChatRequest, EventDraft, JsonSchema, Result, SessionStatus, Step, Stop, Error};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::change;
+use super::failures;
 use super::prompts;
-use super::state::{Attempt, CoderState, Recommendation, Reflection};
+use super::state::{Attempt, CoderState, Recommendation, Reflection, RootCause};
 use crate::approved;
 use agentloop_tools::Workspace;
 
@@ -24,18 +26,6 @@ struct PlanOut {
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
 struct PlanStep(#[schemars(length(max = 200))] String);
-
-#[derive(Deserialize, JsonSchema)]
-struct FileOut {
-    path: String,
-    content: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct ChangeOut {
-    #[schemars(length(min = 1, max = 6))]
-    files: Vec<FileOut>,
-}
 
 #[derive(Deserialize, JsonSchema)]
 struct ReviewOut {
@@ -52,7 +42,7 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         step.begin_iteration()?;
         phase(step, "plan");
-        let files = workspace_files(s)?;
+        let files = render(&workspace_files(s)?);
         let out: PlanOut = step.chat_json(prompts::plan(s, &files)).await?;
         s.plan = out.steps.into_iter().map(|step| step.0).collect();
         Ok(())
@@ -63,8 +53,8 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         phase(step, "code");
         let files = workspace_files(s)?;
-        let change: ChangeOut = step.chat_json(prompts::code(s, &files)).await?;
-        apply_change(s, step, change, "plan").await
+        let request = prompts::code(s, &render(&files));
+        write_change(s, step, request, &files, "plan").await
     })
 }
 
@@ -79,8 +69,8 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
         };
         let files = workspace_files(s)?;
-        let change: ChangeOut = step.chat_json(prompts::fix(s, &files, &why)).await?;
-        apply_change(s, step, change, "fix").await
+        let request = prompts::fix(s, &render(&files), &why);
+        write_change(s, step, request, &files, "fix").await
     })
 }
 
@@ -117,7 +107,20 @@ pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
 pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         phase(step, "reflect");
-        let r: Reflection = step.chat_json(prompts::reflect(s)).await?;
+        let r = match s.attempts.last().and_then(|a| a.unapplied.clone()) {
+            // Nothing was tried, so there is nothing to diagnose: ask again.
+            Some(why) => Reflection {
+                diagnosis: format!("The answer was not applied: {why}"),
+                root_cause: RootCause::Code,
+                recommendation: Recommendation::Fix,
+                feedback: why,
+                confidence: 1.0,
+            },
+            None => {
+                let r: Reflection = step.chat_json(prompts::reflect(s)).await?;
+                keep_an_improving_approach(s, step, r)
+            }
+        };
         step.emit(EventDraft::new("reflection_iteration", json!({"diagnosis": r.diagnosis, "rootCause": r.root_cause, "recommendation": r.recommendation, "confidence": r.confidence})));
         let stop = |reason: &str, message: String| Error::Stopped(Stop { status: SessionStatus::Error, finish_reason: reason.into(), message, ask: false });
         if r.confidence < s.config.confidence_threshold {
@@ -161,6 +164,27 @@ pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Re
     })
 }
 
+/// A replan throws the approach away; when the last attempt failed fewer
+/// tests than the one before, the approach is working and is kept (a small
+/// model recommends replanning far too readily).
+fn keep_an_improving_approach(s: &CoderState, step: &mut Step, mut r: Reflection) -> Reflection {
+    if r.recommendation != Recommendation::Replan {
+        return r;
+    }
+    let mut tested = s.attempts.iter().rev().filter(|a| a.unapplied.is_none() && !a.repeated).map(|a| failures::count(&a.test_output));
+    if let (Some(Some(now)), Some(Some(before))) = (tested.next(), tested.next()) {
+        if now < before {
+            step.emit(EventDraft::new(KEEP_APPROACH_EVENT, json!({"failingBefore": before, "failingNow": now})));
+            r.recommendation = Recommendation::Fix;
+            r.root_cause = RootCause::Code;
+        }
+    }
+    r
+}
+
+/// The event saying a replan was turned into a fix because the tests improved.
+pub const KEEP_APPROACH_EVENT: &str = "coder:keep_approach";
+
 /// Tells watchers which phase the coder is in.
 fn phase(step: &mut Step, name: &str) {
     step.emit(EventDraft::new(PHASE_EVENT, json!({"phase": name})));
@@ -169,16 +193,72 @@ fn phase(step: &mut Step, name: &str) {
 /// The event naming the phase the coder enters.
 pub const PHASE_EVENT: &str = "coder:phase";
 
+/// Temperature for every change after the first: a small model asked again
+/// greedily repeats itself, while a fresh sample often lands a fix (on
+/// HumanEval, fresh samples fixed failures that greedy repair never did).
+const RETRY_TEMPERATURE: f32 = 0.8;
+
+/// Asks for a change, reads its files out of the answer and writes them; an
+/// answer that cannot be applied becomes a failed attempt for REFLECT.
+async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequest, files: &[(String, String)], kind: &str) -> Result<()> {
+    if !s.attempts.is_empty() {
+        request.temperature = Some(RETRY_TEMPERATURE);
+    }
+    let answer = step.chat(request).await?;
+    let read = change::read(&answer.content, files);
+    // A change identical to one already tried is recorded as a repeat, even
+    // though the files already hold it.
+    if let Ok(change) = &read {
+        let mut sorted = change.clone();
+        sorted.sort();
+        if s.attempts.iter().any(|a| a.change_hash == fingerprint(&sorted)) {
+            return apply_change(s, step, sorted, kind).await;
+        }
+    }
+    match read.and_then(|c| applicable(c, files, s.config.edit_tests)) {
+        Ok(change) => apply_change(s, step, change, kind).await,
+        Err(why) => {
+            let iteration = step.progress().iterations;
+            let test_output = format!("the answer was not applied: {why}");
+            let attempt = Attempt { iteration, kind: kind.into(), change_hash: 0, files: Vec::new(), test_output, passed: false, repeated: false, unapplied: Some(why), reflection: None };
+            s.attempts.push(attempt);
+            Ok(())
+        }
+    }
+}
+
+/// The part of a change worth writing: files it leaves as they are are
+/// dropped, and so are rewrites of existing test files unless allowed.
+fn applicable(change: change::Files, files: &[(String, String)], edit_tests: bool) -> std::result::Result<change::Files, String> {
+    let current = |path: &str| files.iter().find(|(p, _)| p == path).map(|(_, c)| c.trim_end());
+    let mut tests = Vec::new();
+    let mut kept = Vec::new();
+    for (path, content) in change {
+        match current(&path) {
+            Some(old) if old == content.trim_end() => {}
+            Some(_) if !edit_tests && change::is_test_file(&path) => tests.push(path),
+            _ => kept.push((path, content)),
+        }
+    }
+    if kept.is_empty() {
+        return Err(if tests.is_empty() {
+            "it left every file as it was: change the code so that the failing tests pass".into()
+        } else {
+            format!("it only rewrote the tests ({}), which are the specification: change the code they test instead", tests.join(", "))
+        });
+    }
+    Ok(kept)
+}
+
 /// Writes a change through the jail and the approval policy and records it
 /// as an attempt; a change identical to an earlier one is not written again.
-async fn apply_change(s: &mut CoderState, step: &mut Step, change: ChangeOut, kind: &str) -> Result<()> {
+async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Files, kind: &str) -> Result<()> {
     let iteration = step.progress().iterations;
-    let mut files: Vec<(String, String)> = change.files.into_iter().map(|f| (f.path, f.content)).collect();
     files.sort();
     let change_hash = fingerprint(&files);
     let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
     let repeated = s.attempts.iter().any(|a| a.change_hash == change_hash);
-    let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, reflection: None };
+    let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, unapplied: None, reflection: None };
     if !repeated {
         for (path, content) in &files {
             if !s.originals.contains_key(path) {
@@ -207,11 +287,11 @@ fn fingerprint(files: &[(String, String)]) -> u64 {
     h.finish()
 }
 
-/// The workspace's text files as the model sees them, within a budget.
+/// The workspace's text files (path, content), sorted by path.
 /// Read from disk through the jail rather than as tool calls: gathering
 /// context is not an action, and re-reading the same files every phase
 /// would look like a loop to the repetition detector.
-fn workspace_files(s: &CoderState) -> Result<String> {
+fn workspace_files(s: &CoderState) -> Result<Vec<(String, String)>> {
     let ws = Workspace::new(&s.workspace)?;
     let mut paths = Vec::new();
     let mut queue = vec![ws.root().to_path_buf()];
@@ -231,17 +311,37 @@ fn workspace_files(s: &CoderState) -> Result<String> {
         }
     }
     paths.sort();
+    Ok(paths.into_iter().filter_map(|path| read(&ws, &path).map(|content| (path, content))).collect())
+}
+
+/// The files as the model sees them: each path, then its content in a fence
+/// (the shape its answer should take), within a budget.
+fn render(files: &[(String, String)]) -> String {
     let mut out = String::new();
-    for path in paths {
+    for (path, content) in files {
         if out.len() >= FILES_BUDGET {
-            out.push_str(&format!("--- {path} (not shown: over budget)\n"));
+            out.push_str(&format!("{path} (not shown: over budget)\n\n"));
             continue;
         }
-        if let Some(content) = read(&ws, &path) {
-            out.push_str(&format!("--- {path}\n{content}\n"));
-        }
+        let fence = fence_for(path);
+        out.push_str(&format!("{path}\n```{fence}\n{}\n```\n\n", content.trim_end()));
     }
-    Ok(out)
+    out
+}
+
+/// The fence tag for a file, by extension.
+fn fence_for(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("py") => "python",
+        Some("rs") => "rust",
+        Some("js") => "javascript",
+        Some("ts") => "typescript",
+        Some("go") => "go",
+        Some("toml") => "toml",
+        Some("json") => "json",
+        Some("md") => "markdown",
+        _ => "",
+    }
 }
 
 /// A text file of the workspace, if it exists and the jail allows it.

@@ -5,7 +5,11 @@ use agentloop_core::{ChatRequest, Message};
 
 use super::state::CoderState;
 
-const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer only with the JSON asked for.";
+const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer in the shape asked for.";
+
+/// How CODE and FIX give their change: plain fenced blocks, not JSON (see
+/// `change.rs` for why).
+const CHANGE_SHAPE: &str = "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above. Change the code, not the tests.";
 
 fn request(user: String) -> ChatRequest {
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
@@ -49,7 +53,7 @@ pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
     request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan: give the full new content of every file you change (paths relative to the repository root).",
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan. {CHANGE_SHAPE}",
         s.task,
         numbered(&s.plan),
         memory(s)
@@ -67,7 +71,7 @@ pub fn reflect(s: &CoderState) -> ChatRequest {
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
     request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\nGive the full new content of every file you change.",
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}",
         s.task,
         numbered(&s.plan),
         memory(s)

@@ -15,11 +15,16 @@ pub struct LoopConfig {
     pub max_replans: u32,
     /// Abort when a reflection's confidence falls below this.
     pub confidence_threshold: f64,
+    /// Let changes rewrite existing test files. Off by default: the tests
+    /// are the task's specification, and a model that cannot fix the code
+    /// will otherwise "fix" the tests.
+    #[serde(default)]
+    pub edit_tests: bool,
 }
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3 }
+        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false }
     }
 }
 
@@ -71,6 +76,10 @@ pub struct Attempt {
     pub passed: bool,
     /// This change was identical to an earlier one and was not tested again.
     pub repeated: bool,
+    /// The answer could not be applied (no file block, nothing changed,
+    /// only test files changed): why, for REFLECT and the next prompt.
+    #[serde(default)]
+    pub unapplied: Option<String>,
     pub reflection: Option<Reflection>,
 }
 

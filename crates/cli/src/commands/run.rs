@@ -41,6 +41,7 @@ pub async fn coder(config: &Config, store: Arc<dyn Store>, args: CoderArgs) -> R
         max_iterations: args.max_iterations,
         max_replans: args.max_replans,
         confidence_threshold: args.confidence_threshold,
+        edit_tests: args.edit_tests,
     };
     if !args.json {
         eprintln!("workspace: {}\ntask: {}\ntest command: {test_cmd}", workspace.root().display(), args.task);

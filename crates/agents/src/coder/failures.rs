@@ -1,0 +1,42 @@
+//! How many tests failed, read from a test runner's summary line, so the
+//! loop can tell an attempt that made progress from one that did not.
+
+/// The number of failing tests the output reports, when it says.
+/// Understands unittest (`FAILED (failures=2, errors=1)`), pytest
+/// (`2 failed, 3 passed`), cargo (`test result: FAILED. 3 passed; 2 failed`),
+/// go (`--- FAIL:` lines) and jest (`Tests: 2 failed`).
+pub fn count(output: &str) -> Option<u32> {
+    if let Some(rest) = output.rsplit("FAILED (").next().filter(|_| output.contains("FAILED (")) {
+        let inside = rest.split(')').next().unwrap_or_default();
+        let total: u32 = inside.split(", ").filter_map(|kv| kv.split_once('=')).filter(|(k, _)| matches!(*k, "failures" | "errors")).filter_map(|(_, v)| v.trim().parse::<u32>().ok()).sum();
+        return Some(total);
+    }
+    let go = output.lines().filter(|l| l.trim_start().starts_with("--- FAIL:")).count();
+    if go > 0 {
+        return Some(go as u32);
+    }
+    // pytest, cargo and jest all say "<n> failed" in their summary.
+    let words: Vec<&str> = output.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
+    let failed = words.windows(2).filter(|w| w[1].starts_with("failed")).filter_map(|w| w[0].parse::<u32>().ok()).last();
+    let errors = words.windows(2).filter(|w| w[1].starts_with("error")).filter_map(|w| w[0].parse::<u32>().ok()).last();
+    match (failed, errors) {
+        (None, None) => None,
+        (f, e) => Some(f.unwrap_or(0) + e.unwrap_or(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn each_runner_s_summary() {
+        assert_eq!(count("Ran 4 tests in 0.001s\n\nFAILED (failures=3)"), Some(3));
+        assert_eq!(count("FAILED (failures=1, errors=2)"), Some(3));
+        assert_eq!(count("===== 2 failed, 5 passed in 0.1s ====="), Some(2));
+        assert_eq!(count("test result: FAILED. 3 passed; 1 failed; 0 ignored"), Some(1));
+        assert_eq!(count("--- FAIL: TestA (0.00s)\n--- FAIL: TestB (0.00s)\nFAIL"), Some(2));
+        assert_eq!(count("Tests:       2 failed, 8 passed, 10 total"), Some(2));
+        assert_eq!(count("SyntaxError: invalid syntax"), None);
+    }
+}
