@@ -120,3 +120,19 @@ fn powershell_needs_pwsh_on_this_machine() {
     let found = rejections_in(root.path(), &answer(&["RUN_COMMAND Get-ChildItem"]), Shell::Powershell);
     assert!(found.len() == 1 && found[0].rule == Rule::Shell && found[0].reason.contains("pwsh"), "{found:?}");
 }
+
+#[test]
+fn path_kind_rule_in_the_plan_and_on_disk() {
+    refused_for(&answer(&["CREATE_DIR hello.txt", "WRITE_FILE hello.txt Hello"]), Rule::PathKind, "hello.txt is (step 1 makes it so) a folder");
+    refused_for(&answer(&["WRITE_FILE notes.txt hi", "LIST_DIR notes.txt AS notes"]), Rule::PathKind, "cannot be used as a folder");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("site")).unwrap();
+    std::fs::write(root.path().join("report.txt"), "numbers").unwrap();
+    let found = rejections_in(root.path(), &answer(&["WRITE_FILE site hello"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].rule == Rule::PathKind && found[0].reason.contains("already a folder"), "{found:?}");
+    let found = rejections_in(root.path(), &answer(&["CREATE_DIR report.txt"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].rule == Rule::PathKind, "{found:?}");
+    // Using each as what it is passes.
+    let found = rejections_in(root.path(), &answer(&["CREATE_DIR site", "WRITE_FILE site/index.html <p>hi</p>", "READ_FILE report.txt", "LIST_DIR site AS pages"]), Shell::Sh);
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -28,6 +28,9 @@ struct Diagnosis {
 #[serde(transparent)]
 struct Hint(#[schemars(length(max = 200))] String);
 
+/// Temperature for every plan after the first.
+const RETRY_TEMPERATURE: f32 = 0.7;
+
 pub fn restate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         phase(step, "restate");
@@ -49,6 +52,11 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
         request.json_schema = Some(json_schema_of::<Plan>());
+        // A small model asked again greedily gives the same plan again; after
+        // a rejection or a failure the next plan is sampled.
+        if !s.proposals.is_empty() {
+            request.temperature = Some(RETRY_TEMPERATURE);
+        }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
         let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new() };
         match plan::read(&proposal.raw) {

@@ -1,7 +1,7 @@
 //! Every rule a plan must pass before any of it runs, each its own check
 //! with its own rejection reason. A plan with one rejection runs nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::process::{Command, Stdio};
 
@@ -31,6 +31,9 @@ pub enum Rule {
     ForEachKey,
     /// FOR_EACH that creates folders.
     ForEachCreateDir,
+    /// A path used as a file and as a folder (WRITE_FILE into a folder an
+    /// earlier step creates, LIST_DIR of a file, …).
+    PathKind,
     /// RUN_COMMAND that is not valid for the configured shell or calls a
     /// command this machine does not have.
     Shell,
@@ -90,6 +93,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         out.push(Rejection::new(Rule::NotReady, None, "a plan needs `ready: true` and at least one step"));
     }
     let mut keys = cx.known_keys.clone();
+    let mut kinds = BTreeMap::new();
     for item in &plan.plan {
         let n = Some(item.step);
         let action = match Action::parse(&item.action) {
@@ -102,6 +106,9 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         let mut reject = |rule, reason: String| out.push(Rejection::new(rule, n, reason));
         for (rule, reason) in check_action(&action, cx, &keys) {
             reject(rule, reason);
+        }
+        if let Some(reason) = path_kind(&action, item.step, cx.root, &mut kinds) {
+            reject(Rule::PathKind, reason);
         }
         stored_keys(&action, &mut keys);
     }
@@ -147,6 +154,51 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         _ => {}
     }
     out
+}
+
+/// What a path is: a folder or a file, and which step made it so (0: it
+/// already was).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Folder(u32),
+    File(u32),
+}
+
+/// Checks that `action` uses its path as what it is — on disk or as an
+/// earlier step of the plan left it — and records what it makes. Small
+/// models write `CREATE_DIR hello.txt` then `WRITE_FILE hello.txt …`; that
+/// plan would fail halfway, so it is refused before anything runs.
+fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<String, Kind>) -> Option<String> {
+    let (path, wants) = match action {
+        Action::CreateDir { path } => (path, Kind::Folder(step)),
+        Action::WriteFile { path, .. } | Action::ReadFile { path } => (path, Kind::File(step)),
+        Action::ListDir { path, .. } => (path, Kind::Folder(step)),
+        _ => return None,
+    };
+    if path.contains('{') {
+        return None;
+    }
+    let key = path.trim_start_matches("./").trim_end_matches('/').to_string();
+    let is = kinds.get(&key).copied().or_else(|| {
+        let on_disk = root.resolve(&key).ok()?;
+        if on_disk.is_dir() {
+            Some(Kind::Folder(0))
+        } else if on_disk.is_file() {
+            Some(Kind::File(0))
+        } else {
+            None
+        }
+    });
+    let by = |n: u32| if n == 0 { "already".to_string() } else { format!("(step {n} makes it so)") };
+    let conflict = match (is, wants) {
+        (Some(Kind::Folder(n)), Kind::File(_)) => Some(format!("{key} is {} a folder, so it cannot be used as a file: write files inside it, or create only the folders the goal names", by(n))),
+        (Some(Kind::File(n)), Kind::Folder(_)) => Some(format!("{key} is {} a file, so it cannot be used as a folder: name a folder, not a file", by(n))),
+        _ => None,
+    };
+    if conflict.is_none() && !matches!(action, Action::ReadFile { .. } | Action::ListDir { .. }) {
+        kinds.insert(key, wants);
+    }
+    conflict
 }
 
 /// The paths an action names directly (not those inside a loop's body, which
