@@ -96,7 +96,10 @@ fn scripted(script: Arc<Mutex<Script>>, asked: Arc<Mutex<Vec<&'static str>>>, pr
         let phase = phase_of(req);
         asked.lock().unwrap().push(phase);
         if phase == "plan" {
-            prompts.lock().unwrap().push(req.messages.last().unwrap().content.clone());
+            // The last three turns: a retry shows the rejected plan as the
+            // model's turn before the rejection reasons.
+            let tail: Vec<&str> = req.messages.iter().rev().take(3).rev().map(|m| m.content.as_str()).collect();
+            prompts.lock().unwrap().push(tail.join("\n---\n"));
         }
         let answer = script.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front());
         Ok(ChatResponse::text(answer.unwrap_or_else(|| match phase {
@@ -173,7 +176,7 @@ async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_p
     let second = &r.prompts.lock().unwrap()[1];
     assert!(second.contains("RECENT REJECTIONS") && second.contains("outside the workspace"), "{second}");
     assert!(second.contains("RETRY_HINTS") && second.contains("keep paths inside the root"), "{second}");
-    assert!(second.contains("LAST REJECTED OUTPUT") && second.contains("../escape.txt"), "{second}");
+    assert!(second.contains("That plan was REJECTED") && second.contains("../escape.txt"), "{second}");
     assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan"]);
 }
 

@@ -15,9 +15,13 @@ fn answer(actions: &[&str]) -> String {
 }
 
 fn rejections_in(root: &std::path::Path, text: &str, shell: Shell) -> Vec<Rejection> {
+    rejections_for_goal(root, "", text, shell)
+}
+
+fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Shell) -> Vec<Rejection> {
     let ws = Workspace::new(root).unwrap();
     match read_plan(text) {
-        Ok((plan, _)) => validate(&plan, &Context { root: &ws, shell, known_keys: &BTreeSet::new() }),
+        Ok((plan, _)) => validate(&plan, &Context { root: &ws, shell, known_keys: &BTreeSet::new(), goal, done: &[] }),
         Err(r) => vec![r],
     }
 }
@@ -131,8 +135,29 @@ fn path_kind_rule_in_the_plan_and_on_disk() {
     let found = rejections_in(root.path(), &answer(&["WRITE_FILE site hello"]), Shell::Sh);
     assert!(found.len() == 1 && found[0].rule == Rule::PathKind && found[0].reason.contains("already a folder"), "{found:?}");
     let found = rejections_in(root.path(), &answer(&["CREATE_DIR report.txt"]), Shell::Sh);
-    assert!(found.len() == 1 && found[0].rule == Rule::PathKind, "{found:?}");
+    assert!(!found.is_empty() && found.iter().all(|r| r.rule == Rule::PathKind), "{found:?}");
+    // A file name given to CREATE_DIR is refused even when nothing else uses it…
+    refused_for(&answer(&["CREATE_DIR hello.txt", "RUN_COMMAND echo Hello"]), Rule::PathKind, "with WRITE_FILE");
+    // …unless the goal itself calls it a folder.
+    let found = rejections_for_goal(root.path(), "Create a folder backup.zip", &answer(&["CREATE_DIR backup.zip"]), Shell::Sh);
+    assert!(found.is_empty(), "{found:?}");
     // Using each as what it is passes.
     let found = rejections_in(root.path(), &answer(&["CREATE_DIR site", "WRITE_FILE site/index.html <p>hi</p>", "READ_FILE report.txt", "LIST_DIR site AS pages"]), Shell::Sh);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn goal_path_rule() {
+    let root = tempfile::tempdir().unwrap();
+    let goal = "Write a README.md with the title '# Inventory', then list the folder assets/images.";
+    // A plan for some other goal: valid in shape, wrong in substance.
+    let found = rejections_for_goal(root.path(), goal, &answer(&["CREATE_DIR inventory", "WRITE_FILE inventory/stock.txt stock"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].rule == Rule::GoalPath, "{found:?}");
+    assert!(found[0].reason.contains("README.md, assets/images"), "{found:?}");
+    // A loop that makes the wrong names does not cover them.
+    let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
+    let found = rejections_for_goal(root.path(), days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].reason.contains("day_003.txt"), "{found:?}");
+    let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory", "CREATE_DIR assets/images", "RUN_COMMAND ls assets/images"]), Shell::Sh);
     assert!(found.is_empty(), "{found:?}");
 }

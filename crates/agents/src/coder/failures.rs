@@ -17,8 +17,8 @@ pub fn count(output: &str) -> Option<u32> {
     }
     // pytest, cargo and jest all say "<n> failed" in their summary.
     let words: Vec<&str> = output.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
-    let failed = words.windows(2).filter(|w| w[1].starts_with("failed")).filter_map(|w| w[0].parse::<u32>().ok()).last();
-    let errors = words.windows(2).filter(|w| w[1].starts_with("error")).filter_map(|w| w[0].parse::<u32>().ok()).last();
+    let failed = words.windows(2).filter(|w| w[1].starts_with("failed")).rev().find_map(|w| w[0].parse::<u32>().ok());
+    let errors = words.windows(2).filter(|w| w[1].starts_with("error")).rev().find_map(|w| w[0].parse::<u32>().ok());
     match (failed, errors) {
         (None, None) => None,
         (f, e) => Some(f.unwrap_or(0) + e.unwrap_or(0)),

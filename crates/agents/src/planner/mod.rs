@@ -16,6 +16,7 @@
 
 mod action;
 mod execute;
+mod goal_paths;
 mod nodes;
 mod plan;
 mod prompts;

@@ -29,7 +29,7 @@ struct Diagnosis {
 struct Hint(#[schemars(length(max = 200))] String);
 
 /// Temperature for every plan after the first.
-const RETRY_TEMPERATURE: f32 = 0.7;
+const RETRY_TEMPERATURE: f32 = 0.9;
 
 pub fn restate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
@@ -95,8 +95,9 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
+        let done: Vec<String> = s.runs.iter().filter(|r| r.ok).map(|r| r.action.clone()).collect();
         if let Some(plan) = &proposal.plan {
-            proposal.rejections.extend(validate::validate(plan, &Context { root: &root, shell, known_keys: &keys }));
+            proposal.rejections.extend(validate::validate(plan, &Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done }));
         }
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
         let steps: Vec<&str> = proposal.plan.iter().flat_map(|p| p.plan.iter().map(|i| i.action.as_str())).collect();

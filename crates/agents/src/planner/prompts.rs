@@ -84,23 +84,6 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     if let Some(failure) = &s.failure {
         user.push_str(&format!("\nTHE LAST STEP FAILED: {failure}\n"));
     }
-    let rejections = s.recent_rejections(3);
-    if !rejections.is_empty() {
-        user.push_str("\nRECENT REJECTIONS (fix these):\n");
-        for r in rejections {
-            user.push_str(&format!("- {r}\n"));
-        }
-    }
-    if let Some(last) = s.last_proposal().filter(|p| !p.valid()) {
-        let shown: String = last.raw.chars().take(REJECTED_SHOWN).collect();
-        user.push_str(&format!("\nLAST REJECTED OUTPUT (truncated):\n{shown}\n"));
-        if !last.retry_hints.is_empty() {
-            user.push_str("\nRETRY_HINTS:\n");
-            for h in &last.retry_hints {
-                user.push_str(&format!("- {h}\n"));
-            }
-        }
-    }
     if !s.feedback.is_empty() {
         user.push_str("\nUSER FEEDBACK (follow it):\n");
         for f in &s.feedback {
@@ -123,9 +106,33 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         messages.push(Message::assistant(format!("<json>{answer}</json>")));
     }
     messages.push(Message::user(user));
+    // A rejected plan is shown as the model's own last turn, answered by the
+    // reasons: quoted inside the request, a small model copied it verbatim.
+    if let Some(last) = s.last_proposal().filter(|p| !p.valid()) {
+        let shown: String = last.raw.chars().take(REJECTED_SHOWN).collect();
+        messages.push(Message::assistant(shown));
+        messages.push(Message::user(rejection_turn(s, &last.retry_hints)));
+    }
     let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(900);
     r
+}
+
+/// What the model is told after its plan was rejected (the rejected output
+/// itself is the turn before, truncated).
+fn rejection_turn(s: &PlannerState, hints: &[String]) -> String {
+    let mut text = String::from("That plan was REJECTED and nothing of it ran.\n\nRECENT REJECTIONS (fix these):\n");
+    for r in s.recent_rejections(3) {
+        text.push_str(&format!("- {r}\n"));
+    }
+    if !hints.is_empty() {
+        text.push_str("\nRETRY_HINTS:\n");
+        for h in hints {
+            text.push_str(&format!("- {h}\n"));
+        }
+    }
+    text.push_str(&format!("\nWrite a different, corrected plan for the GOAL: {}", s.goal));
+    text
 }
 
 /// Asks the model to mend an answer whose JSON did not parse.

@@ -9,6 +9,7 @@ use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
 use super::action::Action;
+use super::goal_paths;
 use super::plan::Plan;
 
 /// Which rule a plan broke.
@@ -37,6 +38,9 @@ pub enum Rule {
     /// RUN_COMMAND that is not valid for the configured shell or calls a
     /// command this machine does not have.
     Shell,
+    /// A file or folder the goal names that no step mentions: the plan does
+    /// something else than was asked.
+    GoalPath,
 }
 
 impl fmt::Display for Rule {
@@ -84,6 +88,10 @@ pub struct Context<'a> {
     pub shell: Shell,
     /// Keys stored by steps that already ran (a replan may loop over them).
     pub known_keys: &'a BTreeSet<String>,
+    /// The user's goal; the plan must mention every path it names.
+    pub goal: &'a str,
+    /// Actions already run, which count as mentioning their paths.
+    pub done: &'a [String],
 }
 
 /// All the rejections of a plan; empty when it may run.
@@ -94,12 +102,15 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     let mut keys = cx.known_keys.clone();
     let mut kinds = BTreeMap::new();
+    let mut parsed = Vec::new();
+    let mut all_parse = true;
     for item in &plan.plan {
         let n = Some(item.step);
         let action = match Action::parse(&item.action) {
             Ok(a) => a,
             Err(why) => {
                 out.push(Rejection::new(Rule::AllowedAction, n, why));
+                all_parse = false;
                 continue;
             }
         };
@@ -111,6 +122,16 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
             reject(Rule::PathKind, reason);
         }
         stored_keys(&action, &mut keys);
+        parsed.push(action);
+    }
+    // Only a plan whose every step parses can be judged on what it covers.
+    let missing = if all_parse && !parsed.is_empty() { goal_paths::uncovered(cx.goal, &parsed, cx.done) } else { Vec::new() };
+    if !missing.is_empty() {
+        out.push(Rejection::new(
+            Rule::GoalPath,
+            None,
+            format!("the goal names {} but no step creates or uses it: plan for exactly the names the goal gives", missing.join(", ")),
+        ));
     }
     out
 }
@@ -124,6 +145,9 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         }
     }
     match action {
+        Action::CreateDir { path } if goal_paths::looks_like_file(path) && !names_a_folder(cx.goal, path) => {
+            out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
+        }
         Action::WriteFile { path, content } => {
             if let Some(what) = placeholder(content) {
                 out.push((Rule::Placeholder, format!("the content for {path} is {what}, not real text: write the actual content")));
@@ -199,6 +223,13 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
         kinds.insert(key, wants);
     }
     conflict
+}
+
+/// The goal itself calls `path` a folder ("a folder site.v1", "directory x.d").
+fn names_a_folder(goal: &str, path: &str) -> bool {
+    let goal = goal.to_lowercase();
+    let path = path.to_lowercase();
+    ["folder ", "directory ", "folders ", "directories "].iter().any(|w| goal.contains(&format!("{w}{path}")))
 }
 
 /// The paths an action names directly (not those inside a loop's body, which

@@ -1,0 +1,120 @@
+//! The files and folders a goal names, and whether a plan touches them.
+//!
+//! A small model often writes a valid plan for a different goal — it copies
+//! an example, or creates `notes` when asked for `README.md`. Such a plan
+//! passes every rule about its own shape and then "succeeds" without doing
+//! what was asked, so a plan that never mentions a path the goal names is
+//! refused like any other broken plan.
+
+use super::action::{Action, Vars};
+
+/// Extensions that mark a name as a file. A bare `.txt` in a goal ("count
+/// the .txt files") is a kind of file, not a file's name; `.gitignore` is a
+/// name.
+const FILE_EXTENSIONS: [&str; 24] = [
+    "txt", "md", "py", "json", "log", "csv", "sh", "rs", "toml", "yaml", "yml", "html", "css", "js", "ts", "xml", "ini", "cfg", "conf", "gz",
+    "tar", "zip", "c", "h",
+];
+
+/// Paths the goal names: words with a file extension (`README.md`,
+/// `.gitignore`, `backup.tar.gz`) or a slash (`assets/images`), in order.
+pub fn named_paths(goal: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in goal.split(|c: char| c.is_whitespace() || c == ',' || c == ';') {
+        let word = word.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | '(' | ')' | ':' | '!' | '?')).trim_end_matches('.');
+        if !word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) || word.contains("..") {
+            continue;
+        }
+        if (has_extension(word) || is_relative_path(word)) && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// `name.ext` with a letter-led extension of two or more characters, or a
+/// dot-file such as `.gitignore` that is not a bare extension.
+fn has_extension(word: &str) -> bool {
+    let Some((stem, ext)) = word.rsplit_once('.') else { return false };
+    let ext_ok = ext.len() >= 2 && ext.starts_with(|c: char| c.is_ascii_alphabetic()) && ext.chars().all(|c| c.is_ascii_alphanumeric());
+    if stem.is_empty() {
+        return ext_ok && !FILE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str());
+    }
+    ext_ok && !stem.ends_with('/')
+}
+
+/// `a/b` made of names (not `/etc`, not `and/or`-style prose would pass, but
+/// goals rarely write those).
+fn is_relative_path(word: &str) -> bool {
+    word.contains('/') && !word.starts_with('/') && word.split('/').all(|part| !part.is_empty())
+}
+
+/// True when the last part of `path` ends in a common file extension, so
+/// `CREATE_DIR path` almost surely meant a file.
+pub fn looks_like_file(path: &str) -> bool {
+    let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or(path);
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => FILE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()),
+        _ => false,
+    }
+}
+
+/// The goal's paths that neither the plan nor the steps already done
+/// mention. A REPEAT is expanded (`day_{index:03d}.txt` covers `day_000.txt`
+/// to `day_002.txt`, not `day_003.txt`), so a loop that makes the wrong
+/// names does not count.
+pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
+    let mut text: Vec<String> = done.to_vec();
+    for action in plan {
+        expand(action, &mut text);
+    }
+    let text = text.join("\n");
+    named_paths(goal).into_iter().filter(|p| !text.contains(p.trim_start_matches("./"))).collect()
+}
+
+/// The action as text, with each REPEAT written out (up to 1,000 times).
+fn expand(action: &Action, out: &mut Vec<String>) {
+    match action {
+        Action::Repeat { times, body } => {
+            for i in 0..(*times).min(1000) {
+                expand(&body.fill(&Vars::index(i)), out);
+            }
+        }
+        other => out.push(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_extensions_and_slashes_are_paths_prose_is_not() {
+        assert_eq!(named_paths("Write a README.md with a title line '# Inventory'."), ["README.md"]);
+        assert_eq!(named_paths("Create a file .gitignore that ignores the folder target."), [".gitignore"]);
+        assert_eq!(named_paths("Count how many .txt files are in the folder docs."), Vec::<String>::new());
+        assert_eq!(named_paths("Create folders 2024/q1, 2024/q2 and assets/fonts."), ["2024/q1", "2024/q2", "assets/fonts"]);
+        assert_eq!(named_paths("Make a tar archive backup.tar.gz, e.g. with tar. Version 3.5 is fine"), ["backup.tar.gz"]);
+        assert_eq!(named_paths("Create a Python file add.py defining add(a, b) that returns a + b"), ["add.py"]);
+    }
+
+    #[test]
+    fn a_plan_covers_the_goal_only_with_the_right_names() {
+        let goal = "In a folder days, create day_001.txt and day_003.txt.";
+        let off_by_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
+        assert_eq!(uncovered(goal, &off_by_one, &[]), ["day_003.txt"]);
+        let explicit = [Action::parse("WRITE_FILE days/day_001.txt log").unwrap(), Action::parse("WRITE_FILE days/day_003.txt log").unwrap()];
+        assert!(uncovered(goal, &explicit, &[]).is_empty());
+        let done = vec!["WRITE_FILE days/day_001.txt log".to_string()];
+        assert_eq!(uncovered(goal, &explicit[1..], &done), Vec::<String>::new());
+    }
+
+    #[test]
+    fn file_like_folder_names_are_spotted() {
+        assert!(looks_like_file("hello.txt"));
+        assert!(looks_like_file("notes/todo.md"));
+        assert!(!looks_like_file("docs"));
+        assert!(!looks_like_file("site.v2"));
+        assert!(!looks_like_file(".config"));
+    }
+}
