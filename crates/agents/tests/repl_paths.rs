@@ -64,11 +64,11 @@ async fn a_plain_text_answer_ends_without_running_code() {
     let s = r.state();
     assert!(s.execution_results.is_empty() && s.code_blocks.is_empty());
     assert_eq!(s.answer(), "It is 385.");
-    // GENERATE's request: the system prompt, then the question.
+    // GENERATE's request: the system prompt, worked examples, then the question.
     let first = &r.requests[0];
-    assert_eq!(first.messages.len(), 2);
     assert!(first.messages[0].content.contains("persistent session"));
-    assert_eq!(first.messages[1].content, "What is the sum of the squares of 1 to 10?");
+    assert!(first.messages[1..first.messages.len() - 1].iter().any(|m| m.content.contains("```python")), "the examples show a code turn");
+    assert_eq!(first.messages.last().unwrap().content, "What is the sum of the squares of 1 to 10?");
     assert_eq!(r.streamed, "It is 385.", "the model's text streamed to the sink");
 }
 
@@ -89,7 +89,7 @@ async fn code_then_done_in_one_turn() {
 #[tokio::test]
 async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
     let r = run(
-        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into()],
+        vec!["```python\nsquares = [i * i for i in range(1, 11)]\nprint(len(squares))\n```".into(), "```python\nprint(sum(squares))\n```".into()],
         vec![verdict(false, "print the sum of squares"), verdict(true, "")],
         ReplConfig::default(),
     )
@@ -106,7 +106,7 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
 #[tokio::test]
 async fn max_turns_ends_the_loop() {
     let config = ReplConfig { max_turns: 2, ..ReplConfig::default() };
-    let r = run(vec!["```python\nx = 1\n```".into(), "```python\nx += 1\n```".into()], vec![verdict(false, "more"), verdict(false, "more")], config).await;
+    let r = run(vec!["```python\nx = 1\nprint(x)\n```".into(), "```python\nx += 1\nprint(x)\n```".into()], vec![verdict(false, "more"), verdict(false, "more")], config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_turns"));
     assert_eq!(r.state().turn_count, 2);
@@ -116,7 +116,8 @@ async fn max_turns_ends_the_loop() {
 async fn an_error_is_shown_to_the_model_and_recovered_from() {
     let r = run(
         vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into()],
-        vec![verdict(false, "define total before printing it"), verdict(true, "")],
+        // The failed turn is judged without the model: only the second asks it.
+        vec![verdict(true, "")],
         ReplConfig::default(),
     )
     .await;
@@ -125,9 +126,27 @@ async fn an_error_is_shown_to_the_model_and_recovered_from() {
     assert!(s.execution_results[0].1 && s.execution_results[0].0.contains("NameError"), "{:?}", s.execution_results);
     assert!(!s.execution_results[1].1);
     // The traceback went back to the model in the conversation.
-    let second_generate = &r.requests[2];
+    let second_generate = &r.requests[1];
     assert!(second_generate.messages.iter().any(|m| m.content.contains("FAILED") && m.content.contains("NameError")));
     assert_eq!(s.history, vec!["total = 385\nprint(total)\n".to_string()], "only clean blocks are kept for a restore");
+    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("NameError"), "{:?}", s.verdicts);
+    assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "one REFLECT call, for the second turn");
+}
+
+#[tokio::test]
+async fn a_turn_that_prints_nothing_is_not_complete_without_asking_the_model() {
+    let r = run(
+        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into()],
+        vec![verdict(true, "")],
+        ReplConfig::default(),
+    )
+    .await;
+    let s = r.state();
+    assert_eq!(s.turn_count, 2);
+    assert_eq!(s.answer(), "385");
+    assert_eq!(s.verdicts[0].next_action, "print the answer");
+    let last = &r.requests[1].messages.last().unwrap().content;
+    assert!(last.contains("printed nothing") && last.contains("Next: print the answer"), "{last}");
 }
 
 #[tokio::test]

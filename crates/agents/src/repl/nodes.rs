@@ -73,7 +73,11 @@ pub fn execute<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
 
 pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        let v: Verdict = step.chat_json(prompts::reflect(s)).await?;
+        // An error or silence needs no judge: the turn is not complete.
+        let v = match plain_failure(s) {
+            Some(v) => v,
+            None => step.chat_json(prompts::reflect(s)).await?,
+        };
         step.emit(EventDraft::new(events::VERDICT, json!({"turn": s.turn_count, "isComplete": v.is_complete, "reasoning": v.reasoning, "nextAction": v.next_action})));
         if v.is_complete {
             step.signal(|sig| sig.agent_signalled_completion = true);
@@ -86,6 +90,24 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
         s.verdicts.push(v);
         Ok(())
     })
+}
+
+/// The verdict on a turn that failed or printed nothing, if it did: both are
+/// plain facts, and a small judge model tends to call them complete anyway.
+fn plain_failure(s: &ReplState) -> Option<Verdict> {
+    let turn = &s.execution_results[s.execution_results.len().saturating_sub(s.code_blocks.len())..];
+    if let Some((i, r)) = turn.iter().enumerate().find(|(_, r)| r.1) {
+        let last_line = r.0.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("an error").trim();
+        return Some(Verdict {
+            is_complete: false,
+            reasoning: format!("block {} failed with {last_line}", i + 1),
+            next_action: "fix that error and run the corrected code".into(),
+        });
+    }
+    if turn.iter().all(|r| r.0.trim().is_empty()) {
+        return Some(Verdict { is_complete: false, reasoning: "the code ran but printed nothing".into(), next_action: "print the answer".into() });
+    }
+    None
 }
 
 /// A block's output as the model and the user see it, and whether it failed.

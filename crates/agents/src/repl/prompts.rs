@@ -9,16 +9,30 @@ const OUTPUT_SHOWN: usize = 2000;
 
 /// The system prompt, built once per session.
 pub fn system() -> String {
-    "You answer questions by writing Python 3 and running it. The code runs in a persistent session: variables, functions and imports stay \
-     defined between your messages. Put code in ```python blocks; print what the answer needs, or end a block with an expression to see its value. \
-     Only the standard library is available, and files may only be written in the current folder. \
-     When the results already answer the question, or no code is needed, answer in plain words without a code block."
+    "You answer questions by writing Python 3 and running it. Never work a number out in your head: every count, sum or result comes from code. \
+     The code runs in a persistent session: variables, functions and imports stay defined between your messages. \
+     Put code in one ```python block that prints the answer. Only the standard library is available, and files may only be written in the current folder. \
+     Answer in plain words, without a code block, only after your code's output has given the answer, or when the question asks for no computation at all."
         .to_string()
 }
+
+/// Worked exchanges shown before the conversation, as (user, assistant)
+/// turns: told to compute with code, the 0.5B model still answered from
+/// memory (and wrongly) until it saw the shape of a turn.
+const EXAMPLES: [(&str, &str); 4] = [
+    ("How many words in 'to be or not to be' have two letters?", "```python\nwords = 'to be or not to be'.split()\nprint(sum(1 for w in words if len(w) == 2))\n```"),
+    ("Execution results:\n[block 1]\n6", "All 6 words have two letters: the answer is 6."),
+    ("What is the product of the odd numbers from 1 to 9?", "```python\nimport math\nprint(math.prod(range(1, 10, 2)))\n```"),
+    ("Execution results:\n[block 1]\n945", "The product is 945."),
+];
 
 /// The conversation so far, for GENERATE.
 pub fn generate(s: &ReplState) -> ChatRequest {
     let mut messages = vec![Message::system(s.system_prompt.clone())];
+    for (user, assistant) in EXAMPLES {
+        messages.push(Message::user(user));
+        messages.push(Message::assistant(assistant));
+    }
     messages.extend(s.messages.iter().cloned());
     let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(700);
