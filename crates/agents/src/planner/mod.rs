@@ -15,6 +15,7 @@
 //! tools, and a failed or declined step feeds the next plan.
 
 mod action;
+mod examples;
 mod execute;
 mod goal_paths;
 mod nodes;

@@ -2,6 +2,7 @@
 
 use agentloop_core::{ChatRequest, Message};
 
+use super::examples;
 use super::state::PlannerState;
 use super::validate::Shell;
 
@@ -38,33 +39,9 @@ fn action_language(shell: Shell) -> String {
     )
 }
 
-/// Worked examples, given as earlier turns of the conversation: a small
-/// model copies a template's content but follows an example's shape. With
-/// a single example it copied that example into every plan, so there are
-/// several short ones of different shapes, the loop example not last, and
-/// none of them is one of the benchmark's goals.
-const EXAMPLES: [(&str, &str); 5] = [
-    (
-        "GOAL: Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
-        r#"{"goal": "reports/summary.md says Q1: sales up, and the files in reports are counted", "thinking_summary": "Create the folder, write the file, count with ls and wc.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR reports", "expects": "the folder reports exists"}, {"step": 2, "action": "WRITE_FILE reports/summary.md Q1: sales up", "expects": "reports/summary.md holds the line"}, {"step": 3, "action": "RUN_COMMAND ls reports | wc -l", "expects": "prints 1"}]}"#,
-    ),
-    (
-        "GOAL: In a folder parts, create part_000.txt to part_002.txt each saying 'part N' with its number, then show the size of each file.",
-        r#"{"goal": "three numbered part files in parts, and their sizes shown", "thinking_summary": "REPEAT writes the numbered files; LIST_DIR stores them; FOR_EACH runs wc on each.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR parts", "expects": "the folder parts exists"}, {"step": 2, "action": "REPEAT 3 WRITE_FILE parts/part_{index:03d}.txt part {index}", "expects": "part_000.txt to part_002.txt exist"}, {"step": 3, "action": "LIST_DIR parts AS part_files", "expects": "the three paths are stored"}, {"step": 4, "action": "FOR_EACH part_files RUN_COMMAND wc -c {item}", "expects": "each size is printed"}]}"#,
-    ),
-    (
-        "GOAL: Append the line 'done' to log.txt and print the file.",
-        r#"{"goal": "log.txt ends with the line done and is printed", "thinking_summary": "A shell redirect appends the line; READ_FILE prints it.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "RUN_COMMAND echo done >> log.txt", "expects": "log.txt ends with done"}, {"step": 2, "action": "READ_FILE log.txt", "expects": "the file is shown"}]}"#,
-    ),
-    (
-        "GOAL: Write a Python script greet.py that prints 'Good morning' and a file NOTES.md with a heading '# Notes' and the line 'first entry'.",
-        r#"{"goal": "greet.py prints Good morning; NOTES.md has a heading and one line", "thinking_summary": "Two WRITE_FILE steps; \n separates the lines of a file.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "WRITE_FILE greet.py print('Good morning')", "expects": "greet.py exists"}, {"step": 2, "action": "WRITE_FILE NOTES.md # Notes\nfirst entry", "expects": "NOTES.md has two lines"}]}"#,
-    ),
-    (
-        "GOAL: Show how much disk space the folder build uses.",
-        r#"{"goal": "the size of build is shown", "thinking_summary": "One command does it.", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "RUN_COMMAND du -sh build", "expects": "prints the size of build"}]}"#,
-    ),
-];
+/// How many worked examples each plan prompt carries (as earlier turns of
+/// the conversation; see `examples`).
+const EXAMPLES_SHOWN: usize = 4;
 
 pub fn plan(s: &PlannerState) -> ChatRequest {
     let mut user = format!("GOAL: {}\n", s.goal);
@@ -101,9 +78,9 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         action_language(s.config.shell)
     );
     let mut messages = vec![Message::system(system)];
-    for (goal, answer) in EXAMPLES {
-        messages.push(Message::user(goal));
-        messages.push(Message::assistant(format!("<json>{answer}</json>")));
+    for example in examples::chosen(&s.goal, EXAMPLES_SHOWN) {
+        messages.push(Message::user(format!("GOAL: {}", example.goal)));
+        messages.push(Message::assistant(format!("<json>{}</json>", example.answer())));
     }
     messages.push(Message::user(user));
     // A rejected plan is shown as the model's own last turn, answered by the

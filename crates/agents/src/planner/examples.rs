@@ -1,0 +1,188 @@
+//! Worked examples for the planner prompt, chosen per goal.
+//!
+//! A small model follows an example's shape far better than a rule, and
+//! copies whatever example it is shown: with one fixed loop example it put a
+//! loop into every plan. So there is a pool of short examples of different
+//! shapes, and each prompt gets the few whose goals share the most words
+//! with the user's goal, the closest last. None of them is a benchmark goal.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+/// One worked example: a goal and the plan that answers it.
+pub struct Example {
+    pub goal: &'static str,
+    summary: &'static str,
+    /// (action, expects) per step.
+    steps: &'static [(&'static str, &'static str)],
+}
+
+impl Example {
+    /// The answer as the model should write it, without the `<json>` tags.
+    pub fn answer(&self) -> Value {
+        let plan: Vec<Value> = self.steps.iter().enumerate().map(|(i, (action, expects))| json!({"step": i + 1, "action": action, "expects": expects})).collect();
+        json!({"goal": self.goal, "thinking_summary": self.summary, "reflection": "", "ready": true, "plan": plan})
+    }
+}
+
+const POOL: [Example; 19] = [
+    Example {
+        goal: "Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
+        summary: "Create the folder, write the file, count with ls and wc.",
+        steps: &[("CREATE_DIR reports", "the folder reports exists"), ("WRITE_FILE reports/summary.md Q1: sales up", "reports/summary.md holds the line"), ("RUN_COMMAND ls reports | wc -l", "prints 1")],
+    },
+    Example {
+        goal: "In a folder parts, create part_000.txt to part_002.txt each saying 'part N' with its number, then show the size of each file.",
+        summary: "REPEAT writes the numbered files from 0; LIST_DIR stores them; FOR_EACH runs wc on each.",
+        steps: &[
+            ("CREATE_DIR parts", "the folder parts exists"),
+            ("REPEAT 3 WRITE_FILE parts/part_{index:03d}.txt part {index}", "part_000.txt to part_002.txt exist"),
+            ("LIST_DIR parts AS part_files", "the three paths are stored"),
+            ("FOR_EACH part_files RUN_COMMAND wc -c {item}", "each size is printed"),
+        ],
+    },
+    Example {
+        goal: "Append the line 'done' to log.txt and print the file.",
+        summary: "A shell redirect appends the line; READ_FILE prints it.",
+        steps: &[("RUN_COMMAND echo done >> log.txt", "log.txt ends with done"), ("READ_FILE log.txt", "the file is shown")],
+    },
+    Example {
+        goal: "Write a Python script greet.py that prints 'Good morning' and a file NOTES.md with a heading '# Notes' and the line 'first entry'.",
+        summary: "Two WRITE_FILE steps; \\n separates the lines of a file.",
+        steps: &[("WRITE_FILE greet.py print('Good morning')", "greet.py exists"), ("WRITE_FILE NOTES.md # Notes\\nfirst entry", "NOTES.md has two lines")],
+    },
+    Example {
+        goal: "Show how much disk space the folder build uses.",
+        summary: "One command does it.",
+        steps: &[("RUN_COMMAND du -sh build", "prints the size of build")],
+    },
+    Example {
+        goal: "Duplicate settings.ini as settings.ini.bak.",
+        summary: "cp copies the file under the new name.",
+        steps: &[("RUN_COMMAND cp settings.ini settings.ini.bak", "settings.ini.bak has the same text")],
+    },
+    Example {
+        goal: "Save the lines of app.log that mention WARN into warnings.txt.",
+        summary: "grep selects the lines and the redirect saves them.",
+        steps: &[("RUN_COMMAND grep WARN app.log > warnings.txt", "warnings.txt holds the WARN lines")],
+    },
+    Example {
+        goal: "How many lines does todo.md have?",
+        summary: "wc -l counts the lines.",
+        steps: &[("RUN_COMMAND wc -l todo.md", "prints the line count")],
+    },
+    Example {
+        goal: "Create page_1.html to page_3.html, each with a heading naming its page.",
+        summary: "The numbers start at 1, so each file gets its own WRITE_FILE with its real name.",
+        steps: &[("WRITE_FILE page_1.html <h1>Page 1</h1>", "page_1.html exists"), ("WRITE_FILE page_2.html <h1>Page 2</h1>", "page_2.html exists"), ("WRITE_FILE page_3.html <h1>Page 3</h1>", "page_3.html exists")],
+    },
+    Example {
+        goal: "Create the folders build/debug and build/release.",
+        summary: "One CREATE_DIR per folder; parents are made as needed.",
+        steps: &[("CREATE_DIR build/debug", "build/debug exists"), ("CREATE_DIR build/release", "build/release exists")],
+    },
+    Example {
+        goal: "Write a script count.sh that prints how many entries the current folder has, and run it.",
+        summary: "WRITE_FILE writes the script, RUN_COMMAND runs it with sh.",
+        steps: &[("WRITE_FILE count.sh ls | wc -l", "count.sh exists"), ("RUN_COMMAND sh count.sh", "prints the number of entries")],
+    },
+    Example {
+        goal: "Create settings.json holding a JSON object with the key theme set to dark.",
+        summary: "The JSON text is the file content.",
+        steps: &[("WRITE_FILE settings.json {\"theme\": \"dark\"}", "settings.json holds the object")],
+    },
+    Example {
+        goal: "Show the first line of every file in the folder mail.",
+        summary: "LIST_DIR stores the files, FOR_EACH runs head on each.",
+        steps: &[("LIST_DIR mail AS mail_files", "the paths are stored"), ("FOR_EACH mail_files RUN_COMMAND head -n 1 {item}", "each first line is printed")],
+    },
+    Example {
+        goal: "Archive the folder logs as logs.tar.",
+        summary: "tar -cf makes the archive.",
+        steps: &[("RUN_COMMAND tar -cf logs.tar logs", "logs.tar exists")],
+    },
+    Example {
+        goal: "Write the distinct lines of words.txt, sorted, into unique.txt.",
+        summary: "sort -u sorts and removes repeats; the redirect saves them.",
+        steps: &[("RUN_COMMAND sort -u words.txt > unique.txt", "unique.txt holds the sorted distinct lines")],
+    },
+    Example {
+        goal: "Create folders week_0 to week_3.",
+        summary: "The numbers start at 0, so REPEAT with {index} names them.",
+        steps: &[("REPEAT 4 CREATE_DIR week_{index}", "week_0 to week_3 exist")],
+    },
+    Example {
+        goal: "Save the output of 'df -h' into disk.txt.",
+        summary: "The redirect saves the command's output.",
+        steps: &[("RUN_COMMAND df -h > disk.txt", "disk.txt holds the output")],
+    },
+    Example {
+        goal: "Create util.py with a function double(x) that returns 2 * x, and check that it compiles.",
+        summary: "WRITE_FILE with \\n for new lines, then py_compile checks it.",
+        steps: &[("WRITE_FILE util.py def double(x):\\n    return 2 * x", "util.py defines double"), ("RUN_COMMAND python3 -m py_compile util.py", "no error")],
+    },
+    Example {
+        goal: "Print the name of the current user.",
+        summary: "One command does it.",
+        steps: &[("RUN_COMMAND whoami", "prints the user name")],
+    },
+];
+
+/// Words too common in goals to say anything about their shape.
+const STOPWORDS: [&str; 24] = [
+    "a", "an", "the", "of", "in", "into", "to", "and", "or", "with", "each", "it", "its", "is", "are", "that", "then", "as", "on", "for", "from",
+    "named", "called", "by",
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(w))
+        .map(String::from)
+        .collect()
+}
+
+/// The `n` examples whose goals share the most words with `goal`, least
+/// alike first (the closest sits next to the user's goal).
+pub fn chosen(goal: &str, n: usize) -> Vec<&'static Example> {
+    let wanted = words(goal);
+    let mut scored: Vec<(usize, usize, &Example)> = POOL
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let theirs: BTreeSet<String> = words(e.goal).into_iter().collect();
+            (theirs.iter().filter(|w| wanted.contains(w)).count(), i, e)
+        })
+        .collect();
+    // Best first, ties in pool order; then the chosen few closest-last.
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(n).rev().map(|(_, _, e)| e).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_passes_validation_against_its_own_goal() {
+        use crate::planner::validate::{validate, Context, Shell};
+        let root = tempfile::tempdir().unwrap();
+        let ws = agentloop_tools::Workspace::new(root.path()).unwrap();
+        for e in &POOL {
+            let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
+            let cx = Context { root: &ws, shell: Shell::Sh, known_keys: &Default::default(), goal: e.goal, done: &[] };
+            let found = validate(&plan, &cx);
+            assert!(found.is_empty(), "{}: {found:?}", e.goal);
+        }
+    }
+
+    #[test]
+    fn the_closest_example_comes_last() {
+        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3);
+        assert_eq!(picked.len(), 3);
+        assert_eq!(picked[2].goal, "Duplicate settings.ini as settings.ini.bak.");
+        let picked = chosen("Create the folders src/app and src/lib.", 2);
+        assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
+    }
+}
