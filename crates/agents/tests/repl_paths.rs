@@ -55,6 +55,9 @@ async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplConfig) ->
 }
 
 const SUM: &str = "I'll compute it.\n```python\ntotal = sum(i * i for i in range(1, 11))\nprint(total)\n```";
+/// REFLECT's independent program, written another way; `total` is a name
+/// the turns use too, so it shows the check's namespace is its own.
+const CHECK_385: &str = "```python\ntotal = 0\nfor i in range(11):\n    total += i ** 2\nprint(total)\n```";
 
 #[tokio::test]
 async fn a_plain_text_answer_ends_without_running_code() {
@@ -74,7 +77,8 @@ async fn a_plain_text_answer_ends_without_running_code() {
 
 #[tokio::test]
 async fn code_then_done_in_one_turn() {
-    let r = run(vec![SUM.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    // The turn, then REFLECT's independent cross-check (which agrees).
+    let r = run(vec![SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     let s = r.state();
     assert_eq!(s.turn_count, 1);
@@ -82,14 +86,19 @@ async fn code_then_done_in_one_turn() {
     assert!(!s.execution_results[0].1);
     assert_eq!(s.answer(), "385");
     // REFLECT saw the question, the code and its output.
-    let reflect = &r.requests[1].messages[1].content;
+    let reflect = &r.requests[2].messages[1].content;
     assert!(reflect.contains("sum of the squares") && reflect.contains("range(1, 11)") && reflect.contains("385"), "{reflect}");
 }
 
 #[tokio::test]
 async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
     let r = run(
-        vec!["```python\nsquares = [i * i for i in range(1, 11)]\nprint(len(squares))\n```".into(), "```python\nprint(sum(squares))\n```".into()],
+        vec![
+            "```python\nsquares = [i * i for i in range(1, 11)]\nprint(len(squares))\n```".into(),
+            "```python\nprint(10)\n```".into(),
+            "```python\nprint(sum(squares))\n```".into(),
+            CHECK_385.into(),
+        ],
         vec![verdict(false, "print the sum of squares"), verdict(true, "")],
         ReplConfig::default(),
     )
@@ -98,15 +107,18 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert_eq!(s.answer(), "385", "the second turn used the first turn's variable");
-    let second_generate = &r.requests[2];
+    let second_generate = &r.requests[3];
     let last = &second_generate.messages.last().unwrap().content;
     assert!(last.contains("Next: print the sum of squares"), "{last}");
+    assert_eq!(r.requests[0].temperature, None, "the first turn is greedy");
+    assert!(second_generate.temperature.is_some(), "later turns are sampled");
 }
 
 #[tokio::test]
 async fn max_turns_ends_the_loop() {
     let config = ReplConfig { max_turns: 2, ..ReplConfig::default() };
-    let r = run(vec!["```python\nx = 1\nprint(x)\n```".into(), "```python\nx += 1\nprint(x)\n```".into()], vec![verdict(false, "more"), verdict(false, "more")], config).await;
+    let answers = ["```python\nx = 1\nprint(x)\n```", "```python\nprint(1)\n```", "```python\nx += 1\nprint(x)\n```", "```python\nprint(2)\n```"];
+    let r = run(answers.map(String::from).to_vec(), vec![verdict(false, "more"), verdict(false, "more")], config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_turns"));
     assert_eq!(r.state().turn_count, 2);
@@ -115,7 +127,7 @@ async fn max_turns_ends_the_loop() {
 #[tokio::test]
 async fn an_error_is_shown_to_the_model_and_recovered_from() {
     let r = run(
-        vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into()],
+        vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into(), CHECK_385.into()],
         // The failed turn is judged without the model: only the second asks it.
         vec![verdict(true, "")],
         ReplConfig::default(),
@@ -136,7 +148,7 @@ async fn an_error_is_shown_to_the_model_and_recovered_from() {
 #[tokio::test]
 async fn a_turn_that_prints_nothing_is_not_complete_without_asking_the_model() {
     let r = run(
-        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into()],
+        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into(), CHECK_385.into()],
         vec![verdict(true, "")],
         ReplConfig::default(),
     )
@@ -165,4 +177,35 @@ async fn a_new_interpreter_replays_the_clean_history_first() {
     use agentloop_core::Tool;
     let out = tool.call(json!({"code": "a + b", "restore": ["a = 2", "b = 40"]})).await.unwrap();
     assert_eq!(out["value"], "42");
+}
+
+#[tokio::test]
+async fn an_answer_an_independent_program_contradicts_is_not_complete_without_asking_the_judge() {
+    let r = run(
+        vec!["```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(), CHECK_385.into(), SUM.into(), CHECK_385.into()],
+        vec![verdict(true, "")],
+        ReplConfig::default(),
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = r.state();
+    assert_eq!(s.turn_count, 2);
+    assert_eq!(s.answer(), "385");
+    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("printed 385, but this turn printed 285"), "{:?}", s.verdicts);
+    assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
+    // The check ran in a namespace of its own: the turn's `total` survived it.
+    assert_eq!(r.requests[1].messages.last().unwrap().content, "What is the sum of the squares of 1 to 10?", "the check sees only the question");
+    assert!(r.requests[1].temperature.is_some(), "the check is sampled");
+}
+
+#[tokio::test]
+async fn the_cross_check_cannot_touch_the_session_namespace() {
+    let r = run(
+        vec!["```python\nkeep = 7\nprint(keep * 55)\n```".into(), "```python\nkeep = 0\nprint(385)\n```".into(), "```python\nprint(keep)\n```".into(), "```python\nprint(7)\n```".into()],
+        vec![verdict(false, "print keep"), verdict(true, "")],
+        ReplConfig { max_turns: 2, ..ReplConfig::default() },
+    )
+    .await;
+    // Turn 2 prints 7: the check's `keep = 0` went to its own namespace.
+    assert_eq!(r.state().execution_results[1].0, "7\n");
 }

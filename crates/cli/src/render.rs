@@ -171,6 +171,11 @@ fn repl_line(name: &str, p: &Value) -> Option<String> {
             blocks.iter().enumerate().map(|(i, b)| format!("  code block {}:\n{}", i + 1, indent(b))).collect::<Vec<_>>().join("\n")
         }
         events::OUTPUT => format!("  {} block {}:\n{}", if p["isError"] == true { "✗" } else { "✓" }, p["block"], indent(p["output"].as_str().unwrap_or(""))),
+        events::CHECK => format!(
+            "  cross-check: {} ({})",
+            if p["agrees"] == true { "agrees" } else if p["failed"] == true { "its program failed" } else { "DISAGREES" },
+            p["check"].as_str().unwrap_or("")
+        ),
         events::VERDICT => format!(
             "  verdict: {} — {}{}",
             if p["isComplete"] == true { "complete" } else { "not complete" },

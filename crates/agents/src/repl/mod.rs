@@ -37,6 +37,8 @@ pub mod events {
     pub const CODE: &str = "repl:code";
     pub const OUTPUT: &str = "repl:output";
     pub const VERDICT: &str = "repl:verdict";
+    /// REFLECT's cross-check: an independent program's answer against the turn's.
+    pub const CHECK: &str = "repl:check";
 }
 
 /// The repl's graph; the model's text streams to `sink` as it is generated.

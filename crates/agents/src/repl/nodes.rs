@@ -9,6 +9,9 @@ use super::prompts;
 use super::state::{ExecutionResult, ReplState, Verdict};
 use super::events;
 
+/// The temperature of every answer after the first greedy one.
+const SAMPLED_TEMPERATURE: f32 = 0.7;
+
 /// Calls the model with the conversation; its text streams to `sink`.
 pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<TokenSink>) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
@@ -23,6 +26,10 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
         s.turn_count += 1;
         let mut request = prompts::generate(s);
         request.on_token = sink;
+        // Asked again greedily, a small model repeats the code that failed.
+        if s.turn_count > 1 {
+            request.temperature = Some(SAMPLED_TEMPERATURE);
+        }
         let answer = step.chat(request).await?;
         step.emit(EventDraft::new(events::RESPONSE, json!({"turn": s.turn_count, "text": answer.content})));
         s.messages.push(Message::assistant(answer.content.clone()));
@@ -73,10 +80,14 @@ pub fn execute<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
 
 pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        // An error or silence needs no judge: the turn is not complete.
+        // An error or silence needs no judge: the turn is not complete. An
+        // answer an independent program contradicts is not complete either.
         let v = match plain_failure(s) {
             Some(v) => v,
-            None => step.chat_json(prompts::reflect(s)).await?,
+            None => match cross_check(s, step).await? {
+                Some(v) => v,
+                None => step.chat_json(prompts::reflect(s)).await?,
+            },
         };
         step.emit(EventDraft::new(events::VERDICT, json!({"turn": s.turn_count, "isComplete": v.is_complete, "reasoning": v.reasoning, "nextAction": v.next_action})));
         if v.is_complete {
@@ -90,6 +101,53 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
         s.verdicts.push(v);
         Ok(())
     })
+}
+
+/// Writes and runs a second, independent program for the question and
+/// compares what it prints with the turn's answer. A small model judging
+/// its own output calls nearly every answer complete; two programs that
+/// disagree are evidence it can act on. Returns a verdict only on a
+/// disagreement: agreement, or a check that failed, leaves it to the judge.
+async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
+    let Some(answer) = s.execution_results.last().map(|r| last_line(&r.0).to_string()) else { return Ok(None) };
+    let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
+    let blocks = code_blocks(&reply.content);
+    if blocks.is_empty() {
+        return Ok(None);
+    }
+    let out = step.tool("python", json!({"code": prompts::isolated(&blocks.join("\n")), "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
+    let (text, failed) = render(&out);
+    let check = last_line(&text).to_string();
+    let agrees = !failed && !check.is_empty() && same_answer(&answer, &check);
+    step.emit(EventDraft::new(events::CHECK, json!({"turn": s.turn_count, "answer": answer, "check": check, "failed": failed, "agrees": agrees})));
+    if failed || check.is_empty() || agrees {
+        return Ok(None);
+    }
+    Ok(Some(Verdict {
+        is_complete: false,
+        reasoning: format!("an independent program printed {check}, but this turn printed {answer}"),
+        next_action: "re-read the question, work out which is right and compute it again carefully".into(),
+    }))
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// Two answers agree when they print the same numbers (within 1e-6,
+/// relative) or, without numbers, the same text ignoring case.
+fn same_answer(a: &str, b: &str) -> bool {
+    let (x, y) = (numbers(a), numbers(b));
+    if !x.is_empty() || !y.is_empty() {
+        return x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= 1e-6 * p.abs().max(q.abs()).max(1.0));
+    }
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse().ok())
+        .collect()
 }
 
 /// The verdict on a turn that failed or printed nothing, if it did: both are

@@ -26,17 +26,43 @@ const EXAMPLES: [(&str, &str); 4] = [
     ("Execution results:\n[block 1]\n945", "The product is 945."),
 ];
 
-/// The conversation so far, for GENERATE.
-pub fn generate(s: &ReplState) -> ChatRequest {
+/// The system prompt and the worked exchanges every conversation starts with.
+fn opening(s: &ReplState) -> Vec<Message> {
     let mut messages = vec![Message::system(s.system_prompt.clone())];
     for (user, assistant) in EXAMPLES {
         messages.push(Message::user(user));
         messages.push(Message::assistant(assistant));
     }
+    messages
+}
+
+/// The conversation so far, for GENERATE.
+pub fn generate(s: &ReplState) -> ChatRequest {
+    let mut messages = opening(s);
     messages.extend(s.messages.iter().cloned());
     let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(700);
     r
+}
+
+/// REFLECT's cross-check: the question alone, in a fresh conversation,
+/// sampled, so the program it gets is written independently of the turn
+/// being judged.
+pub fn recheck(s: &ReplState, temperature: f32) -> ChatRequest {
+    let mut messages = opening(s);
+    messages.push(Message::user(s.original_prompt.clone()));
+    let mut r = ChatRequest::new(messages);
+    r.max_tokens = Some(700);
+    r.temperature = Some(temperature);
+    r
+}
+
+/// Runs `code` in a namespace of its own, so a cross-check cannot change
+/// the variables the conversation relies on.
+pub fn isolated(code: &str) -> String {
+    // A JSON string literal is also a valid Python one.
+    let literal = serde_json::to_string(code).unwrap_or_else(|_| "''".into());
+    format!("exec(compile({literal}, '<check>', 'exec'), {{'__name__': '__check__'}})")
 }
 
 /// The message that carries a turn's execution results back to the model.
