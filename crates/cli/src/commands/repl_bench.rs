@@ -102,16 +102,23 @@ async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, mod
 }
 
 /// A number is right when the last line of the answer has it (within 1e-6,
-/// relative); text when the answer contains it, ignoring case.
+/// relative) among at most three numbers — a dumped list that happens to
+/// hold it is not an answer; text when the answer contains it, ignoring case.
 fn is_correct(answer: &str, expected: &str) -> bool {
     let last = answer.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
     // A binary numeral is text, not the decimal number its digits spell.
     let binary = expected.len() >= 4 && expected.chars().all(|c| c == '0' || c == '1');
     match expected.parse::<f64>() {
-        Ok(want) if !binary => numbers(last).iter().any(|n| (n - want).abs() <= 1e-6 * want.abs().max(1.0)),
+        Ok(want) if !binary => {
+            let found = numbers(last);
+            found.len() <= MAX_NUMBERS_IN_ANSWER && found.iter().any(|n| (n - want).abs() <= 1e-6 * want.abs().max(1.0))
+        }
         _ => answer.to_lowercase().contains(&expected.to_lowercase()),
     }
 }
+
+/// "There are 1229 primes below 10000" has two; a list has many.
+const MAX_NUMBERS_IN_ANSWER: usize = 3;
 
 fn numbers(text: &str) -> Vec<f64> {
     let cleaned: String = text.chars().map(|c| if c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' { c } else if c == ',' || c == '_' { '\0' } else { ' ' }).filter(|c| *c != '\0').collect();
@@ -137,5 +144,6 @@ mod tests {
         assert!(is_correct("reflect-and-act-plan-agents\n", "reflect-and-act-plan-agents"));
         assert!(is_correct("0b11111101000 → 11111101000", "11111101000"));
         assert!(!is_correct("", "21"));
+        assert!(!is_correct("[9, 8, 7, 5, 3, 2, 1]", "5"), "a list holding the number is not the answer");
     }
 }
