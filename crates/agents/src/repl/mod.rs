@@ -14,6 +14,7 @@
 //! next — which starts the next turn.
 
 mod extract;
+mod judge;
 mod nodes;
 mod prompts;
 mod state;

@@ -5,6 +5,7 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::extract::code_blocks;
+use super::judge;
 use super::prompts;
 use super::state::{ExecutionResult, ReplState, Verdict};
 use super::events;
@@ -82,7 +83,7 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
     Box::pin(async move {
         // An error or silence needs no judge: the turn is not complete. An
         // answer an independent program contradicts is not complete either.
-        let v = match plain_failure(s) {
+        let v = match judge::plain_failure(s) {
             Some(v) => v,
             None => match cross_check(s, step).await? {
                 Some(v) => v,
@@ -109,7 +110,7 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
 /// disagree are evidence it can act on. Returns a verdict only on a
 /// disagreement: agreement, or a check that failed, leaves it to the judge.
 async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
-    let Some(answer) = s.execution_results.last().map(|r| last_line(&r.0).to_string()) else { return Ok(None) };
+    let Some(answer) = s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()) else { return Ok(None) };
     let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
     let blocks = code_blocks(&reply.content);
     if blocks.is_empty() {
@@ -117,8 +118,8 @@ async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> 
     }
     let out = step.tool("python", json!({"code": prompts::isolated(&blocks.join("\n")), "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
     let (text, failed) = render(&out);
-    let check = last_line(&text).to_string();
-    let agrees = !failed && !check.is_empty() && same_answer(&answer, &check);
+    let check = judge::last_line(&text).to_string();
+    let agrees = !failed && !check.is_empty() && judge::same_answer(&answer, &check);
     step.emit(EventDraft::new(events::CHECK, json!({"turn": s.turn_count, "answer": answer, "check": check, "failed": failed, "agrees": agrees})));
     if failed || check.is_empty() || agrees {
         return Ok(None);
@@ -128,44 +129,6 @@ async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> 
         reasoning: format!("an independent program printed {check}, but this turn printed {answer}"),
         next_action: "re-read the question, work out which is right and compute it again carefully".into(),
     }))
-}
-
-fn last_line(text: &str) -> &str {
-    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
-}
-
-/// Two answers agree when they print the same numbers (within 1e-6,
-/// relative) or, without numbers, the same text ignoring case.
-fn same_answer(a: &str, b: &str) -> bool {
-    let (x, y) = (numbers(a), numbers(b));
-    if !x.is_empty() || !y.is_empty() {
-        return x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= 1e-6 * p.abs().max(q.abs()).max(1.0));
-    }
-    a.trim().eq_ignore_ascii_case(b.trim())
-}
-
-fn numbers(text: &str) -> Vec<f64> {
-    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
-        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse().ok())
-        .collect()
-}
-
-/// The verdict on a turn that failed or printed nothing, if it did: both are
-/// plain facts, and a small judge model tends to call them complete anyway.
-fn plain_failure(s: &ReplState) -> Option<Verdict> {
-    let turn = &s.execution_results[s.execution_results.len().saturating_sub(s.code_blocks.len())..];
-    if let Some((i, r)) = turn.iter().enumerate().find(|(_, r)| r.1) {
-        let last_line = r.0.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("an error").trim();
-        return Some(Verdict {
-            is_complete: false,
-            reasoning: format!("block {} failed with {last_line}", i + 1),
-            next_action: "fix that error and run the corrected code".into(),
-        });
-    }
-    if turn.iter().all(|r| r.0.trim().is_empty()) {
-        return Some(Verdict { is_complete: false, reasoning: "the code ran but printed nothing".into(), next_action: "print the answer".into() });
-    }
-    None
 }
 
 /// A block's output as the model and the user see it, and whether it failed.

@@ -4,7 +4,9 @@
 //! the turn count. The Python session itself is the `python` tool; the
 //! state keeps its folder.
 
-use agentloop_core::{Fields, JsonSchema, Message, State};
+use agentloop_core::{Fields, JsonSchema, Message, Role, State};
+
+use super::extract::code_blocks;
 use serde::{Deserialize, Serialize};
 
 /// The repl's settings.
@@ -87,6 +89,13 @@ impl ReplState {
 
     pub fn last_verdict(&self) -> Option<&Verdict> {
         self.verdicts.last()
+    }
+
+    /// An earlier turn than the current one wrote exactly `code`.
+    pub fn written_before(&self, code: &str) -> bool {
+        let assistant: Vec<&Message> = self.messages.iter().filter(|m| m.role == Role::Assistant).collect();
+        let earlier = &assistant[..assistant.len().saturating_sub(1)];
+        earlier.iter().any(|m| code_blocks(&m.content).iter().any(|c| c == code))
     }
 
     /// The answer to show the user: the last output if code ran, else the text.

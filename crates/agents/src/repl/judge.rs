@@ -1,0 +1,95 @@
+//! The judgements REFLECT makes without a model: a failed or silent turn,
+//! what a common error means, and whether two answers agree.
+
+use super::state::{ReplState, Verdict};
+
+/// The verdict on a turn that failed or printed nothing, if it did: both are
+/// plain facts, and a small judge model tends to call them complete anyway.
+pub fn plain_failure(s: &ReplState) -> Option<Verdict> {
+    let turn = &s.execution_results[s.execution_results.len().saturating_sub(s.code_blocks.len())..];
+    if let Some((i, r)) = turn.iter().enumerate().find(|(_, r)| r.1) {
+        let error = last_line(&r.0);
+        let code = s.code_blocks.get(i).map(String::as_str).unwrap_or_default();
+        let again = if s.written_before(code) { " (the same code as before: write it differently)" } else { "" };
+        return Some(Verdict { is_complete: false, reasoning: format!("block {} failed with {error}{again}", i + 1), next_action: advice(error) });
+    }
+    if turn.iter().all(|r| r.0.trim().is_empty()) {
+        return Some(Verdict { is_complete: false, reasoning: "the code ran but printed nothing".into(), next_action: "print the answer".into() });
+    }
+    None
+}
+
+/// What to do about an error, for the next turn. The 0.5B model reaches
+/// for library functions that do not exist (`math.isprime`) and, told only
+/// to "fix the error", writes the same call again.
+fn advice(error: &str) -> String {
+    let missing_attribute = error.strip_prefix("AttributeError: module ").and_then(|rest| rest.split_once(" has no attribute "));
+    if let Some((module, name)) = missing_attribute {
+        return format!("{module} has no {name}: write that function yourself in plain Python instead of calling it");
+    }
+    if error.starts_with("ModuleNotFoundError") || error.starts_with("ImportError") {
+        return "only the standard library is available: do it without that module".into();
+    }
+    if error.starts_with("NameError") {
+        return "define that name (or import it) before using it".into();
+    }
+    "fix that error and run the corrected code".into()
+}
+
+/// The last non-empty line, trimmed: where a program prints its answer.
+pub fn last_line(text: &str) -> &str {
+    text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// Two answers agree when they print the same numbers (within 1e-6,
+/// relative) or, without numbers, the same text ignoring case.
+pub fn same_answer(a: &str, b: &str) -> bool {
+    let (x, y) = (numbers(a), numbers(b));
+    if !x.is_empty() || !y.is_empty() {
+        return x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= 1e-6 * p.abs().max(q.abs()).max(1.0));
+    }
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_get_concrete_advice() {
+        assert_eq!(advice("AttributeError: module 'math' has no attribute 'isprime'"), "'math' has no 'isprime': write that function yourself in plain Python instead of calling it");
+        assert!(advice("ModuleNotFoundError: No module named 'numpy'").contains("standard library"));
+        assert!(advice("ZeroDivisionError: division by zero").starts_with("fix that error"));
+    }
+
+    #[test]
+    fn the_same_failing_code_again_is_called_out() {
+        use crate::repl::{ExecutionResult, ReplConfig};
+        use agentloop_core::Message;
+        let code = "import math\nprint(math.isprime(7))\n";
+        let answer = format!("```python\n{code}```");
+        let error = "AttributeError: module 'math' has no attribute 'isprime'".to_string();
+        let mut s = ReplState::new("Is 7 prime?", "/tmp", ReplConfig::default());
+        s.messages = vec![Message::user("Is 7 prime?"), Message::assistant(answer.clone()), Message::user("Execution results: …"), Message::assistant(answer)];
+        s.code_blocks = vec![code.to_string()];
+        s.execution_results = vec![ExecutionResult(error.clone(), true), ExecutionResult(error, true)];
+        let v = plain_failure(&s).unwrap();
+        assert!(!v.is_complete && v.reasoning.contains("the same code as before"), "{v:?}");
+        assert!(v.next_action.contains("write that function yourself"), "{v:?}");
+    }
+
+    #[test]
+    fn answers_agree_by_their_numbers_or_their_text() {
+        assert!(same_answer("The total is 385", "385"));
+        assert!(same_answer("0.1", "0.10000000000000001"));
+        assert!(!same_answer("285", "385"));
+        assert!(!same_answer("[1, 2]", "2"));
+        assert!(same_answer("Reflect-Act", "reflect-act"));
+    }
+}
