@@ -182,7 +182,8 @@ async fn a_new_interpreter_replays_the_clean_history_first() {
 #[tokio::test]
 async fn an_answer_an_independent_program_contradicts_is_not_complete_without_asking_the_judge() {
     let r = run(
-        vec!["```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(), CHECK_385.into(), SUM.into(), CHECK_385.into()],
+        // The turn (285), two checks that outvote it (385), the next turn, its check.
+        vec!["```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(), CHECK_385.into(), CHECK_385.into(), SUM.into(), CHECK_385.into()],
         vec![verdict(true, "")],
         ReplConfig::default(),
     )
@@ -191,7 +192,9 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert_eq!(s.answer(), "385");
-    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("printed 385, but this turn printed 285"), "{:?}", s.verdicts);
+    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("two independent programs printed 385, but this turn printed 285"), "{:?}", s.verdicts);
+    let second_turn = &r.requests[3].messages.last().unwrap().content;
+    assert!(second_turn.contains("total += i ** 2"), "the outvoting program is shown to the next turn: {second_turn}");
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
     // The check ran in a namespace of its own: the turn's `total` survived it.
     assert_eq!(r.requests[1].messages.last().unwrap().content, "What is the sum of the squares of 1 to 10?", "the check sees only the question");
@@ -208,4 +211,13 @@ async fn the_cross_check_cannot_touch_the_session_namespace() {
     .await;
     // Turn 2 prints 7: the check's `keep = 0` went to its own namespace.
     assert_eq!(r.state().execution_results[1].0, "7\n");
+}
+
+#[tokio::test]
+async fn a_second_check_that_sides_with_the_turn_confirms_it() {
+    let wrong_check = "```python\nprint(sum(range(11)))\n```";
+    let r = run(vec![SUM.into(), wrong_check.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let s = r.state();
+    assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
+    assert!(s.verdicts[0].is_complete, "two of three programs agree, so the judge decides: {:?}", s.verdicts);
 }

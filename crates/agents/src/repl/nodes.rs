@@ -104,31 +104,58 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
     })
 }
 
-/// Writes and runs a second, independent program for the question and
-/// compares what it prints with the turn's answer. A small model judging
-/// its own output calls nearly every answer complete; two programs that
-/// disagree are evidence it can act on. Returns a verdict only on a
-/// disagreement: agreement, or a check that failed, leaves it to the judge.
+/// How many independent programs REFLECT may write to check one turn.
+const CHECKS: usize = 2;
+
+/// Checks the turn's answer against independent programs for the same
+/// question, written in a fresh conversation and run in a namespace of their
+/// own. A small model judging its own output calls nearly every answer
+/// complete; programs that disagree are evidence it can act on. The first
+/// check agreeing confirms the turn; on a disagreement a second one breaks
+/// the tie. Returns a verdict only when the turn is outvoted or contradicted;
+/// agreement, or checks that could not run, leave it to the judge.
 async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
     let Some(answer) = s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()) else { return Ok(None) };
-    let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
-    let blocks = code_blocks(&reply.content);
-    if blocks.is_empty() {
+    let mut contradicting: Vec<(String, String)> = Vec::new();
+    for _ in 0..CHECKS {
+        let Some((check, code)) = run_check(s, step, &answer).await? else { continue };
+        if judge::same_answer(&answer, &check) {
+            return Ok(None);
+        }
+        if let Some((_, code)) = contradicting.iter().find(|(other, _)| judge::same_answer(other, &check)) {
+            return Ok(Some(Verdict {
+                is_complete: false,
+                reasoning: format!("two independent programs printed {check}, but this turn printed {answer}"),
+                next_action: format!("find the mistake in your code; this program printed {check}:\n```python\n{}\n```", code.trim_end()),
+            }));
+        }
+        contradicting.push((check, code));
+    }
+    if contradicting.is_empty() {
         return Ok(None);
     }
-    let out = step.tool("python", json!({"code": prompts::isolated(&blocks.join("\n")), "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
-    let (text, failed) = render(&out);
-    let check = judge::last_line(&text).to_string();
-    let agrees = !failed && !check.is_empty() && judge::same_answer(&answer, &check);
-    step.emit(EventDraft::new(events::CHECK, json!({"turn": s.turn_count, "answer": answer, "check": check, "failed": failed, "agrees": agrees})));
-    if failed || check.is_empty() || agrees {
-        return Ok(None);
-    }
+    let others: Vec<&str> = contradicting.iter().map(|(a, _)| a.as_str()).collect();
     Ok(Some(Verdict {
         is_complete: false,
-        reasoning: format!("an independent program printed {check}, but this turn printed {answer}"),
+        reasoning: format!("independent programs printed {}, but this turn printed {answer}", others.join(" and ")),
         next_action: "re-read the question, work out which is right and compute it again carefully".into(),
     }))
+}
+
+/// One independent program's answer and code, if it ran cleanly and
+/// printed something.
+async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> Result<Option<(String, String)>> {
+    let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
+    let code = code_blocks(&reply.content).join("\n");
+    if code.trim().is_empty() {
+        return Ok(None);
+    }
+    let out = step.tool("python", json!({"code": prompts::isolated(&code), "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
+    let (text, failed) = render(&out);
+    let check = judge::last_line(&text).to_string();
+    let agrees = !failed && !check.is_empty() && judge::same_answer(answer, &check);
+    step.emit(EventDraft::new(events::CHECK, json!({"turn": s.turn_count, "answer": answer, "check": check, "failed": failed, "agrees": agrees})));
+    Ok((!failed && !check.is_empty()).then_some((check, code)))
 }
 
 /// A block's output as the model and the user see it, and whether it failed.
