@@ -160,4 +160,16 @@ fn goal_path_rule() {
     assert!(found.len() == 1 && found[0].reason.contains("day_003.txt"), "{found:?}");
     let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory", "CREATE_DIR assets/images", "RUN_COMMAND ls assets/images"]), Shell::Sh);
     assert!(found.is_empty(), "{found:?}");
+    // Names copied from the worked examples instead of the goal's.
+    let folders = "Create folders 2024/q1 and 2024/q2.";
+    let copied = answer(&["CREATE_DIR build/debug", "CREATE_DIR 2024/q1", "CREATE_DIR 2024/q2"]);
+    let found = rejections_for_goal(root.path(), folders, &copied, Shell::Sh);
+    assert!(found.len() == 1 && found[0].rule == Rule::GoalPath && found[0].reason.contains("build, build/debug come from the worked examples"), "{found:?}");
+}
+
+#[test]
+fn a_name_the_goal_calls_a_file_is_not_a_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let found = rejections_for_goal(root.path(), "Create a file .gitignore that ignores target.", &answer(&["CREATE_DIR .gitignore", "WRITE_FILE .gitignore/x target"]), Shell::Sh);
+    assert!(found.iter().any(|r| r.rule == Rule::PathKind && r.reason.contains("CREATE_DIR makes a folder")), "{found:?}");
 }

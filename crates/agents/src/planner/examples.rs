@@ -10,6 +10,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
+use super::action::Action;
+use super::goal_paths;
+
 /// One worked example: a goal and the plan that answers it.
 pub struct Example {
     pub goal: &'static str,
@@ -128,6 +131,30 @@ const POOL: [Example; 19] = [
         steps: &[("RUN_COMMAND whoami", "prints the user name")],
     },
 ];
+
+/// The names the examples use: the files and folders their goals name, and
+/// the folders their steps make or list (with each parent).
+pub fn names() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for e in &POOL {
+        out.extend(goal_paths::named_paths(e.goal));
+        for (action, _) in e.steps {
+            // Folders only: a file's name is in its goal, or implied by a
+            // range there (`page_2.html`), which a goal of the same shape repeats.
+            let folder = match Action::parse(action) {
+                Ok(Action::CreateDir { path } | Action::ListDir { path, .. }) => path,
+                Ok(Action::WriteFile { path, .. }) => path.rsplit_once('/').map(|(dir, _)| dir.to_string()).unwrap_or_default(),
+                _ => continue,
+            };
+            if folder.is_empty() || folder.contains('{') {
+                continue;
+            }
+            let parts: Vec<&str> = folder.split('/').collect();
+            out.extend((1..=parts.len()).map(|end| parts[..end].join("/")));
+        }
+    }
+    out
+}
 
 /// Words too common in goals to say anything about their shape.
 const STOPWORDS: [&str; 24] = [

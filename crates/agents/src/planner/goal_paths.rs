@@ -6,6 +6,8 @@
 //! what was asked, so a plan that never mentions a path the goal names is
 //! refused like any other broken plan.
 
+use std::collections::BTreeSet;
+
 use super::action::{Action, Vars};
 
 /// Extensions that mark a name as a file. A bare `.txt` in a goal ("count
@@ -72,6 +74,35 @@ pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
     named_paths(goal).into_iter().filter(|p| !text.contains(p.trim_start_matches("./"))).collect()
 }
 
+/// Names in the plan's paths that come from the worked examples and not
+/// from the goal: the 0.5B model, shown `build/debug`, creates `build/debug`
+/// whatever it was asked. `example_names` are the examples' own names.
+pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> Vec<String> {
+    let goal = goal.to_lowercase();
+    let mut found: Vec<String> = Vec::new();
+    for path in plan.iter().flat_map(action_paths) {
+        let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
+        for end in 1..=parts.len() {
+            let prefix = parts[..end].join("/");
+            // `reports/summary.md` is the goal's own when it names `summary.md`.
+            let own = goal.contains(&parts[end - 1].to_lowercase());
+            if example_names.contains(&prefix) && !own && !found.contains(&prefix) {
+                found.push(prefix);
+            }
+        }
+    }
+    found
+}
+
+/// The paths an action names, loops' bodies included.
+fn action_paths(action: &Action) -> Vec<String> {
+    match action {
+        Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => vec![path.clone()],
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => action_paths(body),
+        Action::RunCommand { .. } => Vec::new(),
+    }
+}
+
 /// The action as text, with each REPEAT written out (up to 1,000 times).
 fn expand(action: &Action, out: &mut Vec<String>) {
     match action {
@@ -107,6 +138,14 @@ mod tests {
         assert!(uncovered(goal, &explicit, &[]).is_empty());
         let done = vec!["WRITE_FILE days/day_001.txt log".to_string()];
         assert_eq!(uncovered(goal, &explicit[1..], &done), Vec::<String>::new());
+    }
+
+    #[test]
+    fn names_copied_from_the_examples_are_found() {
+        let names: BTreeSet<String> = ["build/debug", "build", "parts"].map(String::from).into();
+        let plan = [Action::parse("CREATE_DIR build/debug").unwrap(), Action::parse("REPEAT 2 WRITE_FILE parts/p_{index}.txt x").unwrap(), Action::parse("CREATE_DIR 2024/q1").unwrap()];
+        assert_eq!(copied("Create folders 2024/q1 and 2024/q2.", &plan, &names), ["build", "build/debug", "parts"]);
+        assert!(copied("Clean the build folder, then the parts folder.", &plan[1..], &names).is_empty(), "names the goal uses are its own");
     }
 
     #[test]

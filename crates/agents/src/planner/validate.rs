@@ -9,6 +9,7 @@ use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
 use super::action::Action;
+use super::examples;
 use super::goal_paths;
 use super::plan::Plan;
 
@@ -126,6 +127,14 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     // Only a plan whose every step parses can be judged on what it covers.
     let missing = if all_parse && !parsed.is_empty() { goal_paths::uncovered(cx.goal, &parsed, cx.done) } else { Vec::new() };
+    let borrowed = if all_parse { goal_paths::copied(cx.goal, &parsed, &examples::names()) } else { Vec::new() };
+    if !borrowed.is_empty() {
+        out.push(Rejection::new(
+            Rule::GoalPath,
+            None,
+            format!("{} come from the worked examples, not from this goal: use only the names the goal gives", borrowed.join(", ")),
+        ));
+    }
     if !missing.is_empty() {
         out.push(Rejection::new(
             Rule::GoalPath,
@@ -145,7 +154,7 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         }
     }
     match action {
-        Action::CreateDir { path } if goal_paths::looks_like_file(path) && !names_a_folder(cx.goal, path) => {
+        Action::CreateDir { path } if (goal_paths::looks_like_file(path) || calls_a_file(cx.goal, path)) && !names_a_folder(cx.goal, path) => {
             out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
         }
         Action::WriteFile { path, content } => {
@@ -223,6 +232,13 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
         kinds.insert(key, wants);
     }
     conflict
+}
+
+/// The goal itself calls `path` a file ("a file .gitignore").
+fn calls_a_file(goal: &str, path: &str) -> bool {
+    let goal = goal.to_lowercase();
+    let path = path.to_lowercase();
+    ["file ", "files ", "script "].iter().any(|w| goal.contains(&format!("{w}{path}")))
 }
 
 /// The goal itself calls `path` a folder ("a folder site.v1", "directory x.d").
