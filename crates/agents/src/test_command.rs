@@ -21,6 +21,20 @@ pub fn detect(root: &Path) -> Option<String> {
     None
 }
 
+/// The program `command` starts, when this machine has no such command
+/// (`sh`'s `command -v` decides, so builtins and `PATH` count as the test
+/// run will see them). A test command that cannot start would fail every
+/// iteration for a reason no code change can fix.
+pub fn missing_program(command: &str) -> Option<String> {
+    let program = command.split_whitespace().find(|w| !w.contains('='))?.to_string();
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", &program])
+        .stdin(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (!found).then_some(program)
+}
+
 fn pytest_installed() -> bool {
     std::process::Command::new("python3")
         .args(["-c", "import pytest"])
@@ -50,5 +64,12 @@ mod tests {
         assert!(detect(dir.path()).is_some_and(|c| c.starts_with("python3 -m ")));
         std::fs::write(dir.path().join("Cargo.toml"), "").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(detect(dir.path()).as_deref(), Some("cargo test"));
+    }
+
+    #[test]
+    fn a_test_command_that_does_not_exist_is_named() {
+        assert_eq!(missing_program("no-such-test-runner --all").as_deref(), Some("no-such-test-runner"));
+        assert_eq!(missing_program("CI=1 python3 -m unittest"), None);
+        assert_eq!(missing_program("true"), None);
     }
 }

@@ -297,3 +297,26 @@ async fn a_replan_after_progress_becomes_a_fix() {
     let events = r.store.events(&r.out.session_id, 0, 10_000).unwrap();
     assert!(events.iter().any(|e| e.name == coder::KEEP_APPROACH_EVENT && e.payload["failingBefore"] == 2 && e.payload["failingNow"] == 1));
 }
+
+#[tokio::test]
+async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_touches_nothing() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    let model = ScriptedModel::with(|_| Ok(ChatResponse::text("%%% <<garbage>> {not json")));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let config = LoopConfig::default();
+    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let mut options = StartOptions::new(coder::termination(&config));
+    options.exit_when_paused = true;
+    let out = runner.start(state, options).unwrap().wait().await.unwrap();
+    // Three failed iterations in a row: the session pauses and asks, saying why.
+    assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
+    store.load(&out.session_id).expect("the session is saved");
+    let message = out.message.clone().unwrap_or_default();
+    assert!(message.contains("not the JSON asked for") && message.contains("Continue or terminate?"), "{message}");
+    assert_eq!(out.pending.as_ref().map(|p| p.request["kind"].clone()), Some(json!("continue_or_terminate")));
+    assert_eq!(std::fs::read_to_string(ws.path().join("calc.py")).unwrap(), BROKEN, "nothing was written");
+}

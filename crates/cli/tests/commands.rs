@@ -153,6 +153,11 @@ fn run_coder_refuses_a_missing_workspace_or_an_unknown_test_command_in_one_sente
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no test command was found") && err.contains("--test-cmd"), "{err}");
 
+    let out = run(dir.path(), &["run", "coder", "--workspace", empty.to_str().unwrap(), "--task", "x", "--test-cmd", "no-such-test-runner -q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no `no-such-test-runner` command") && err.contains("--test-cmd"), "{err}");
+
     let out = run(dir.path(), &["run", "coder", "--workspace", empty.to_str().unwrap(), "--task", "x", "--test-cmd", "true", "--approval", "sometimes"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("never, on-write or always"));
 }

@@ -36,6 +36,9 @@ pub async fn coder(config: &Config, store: Arc<dyn Store>, args: CoderArgs) -> R
             workspace.root().display()
         ),
     };
+    if let Some(program) = test_command::missing_program(&test_cmd) {
+        bail!("the test command `{test_cmd}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd");
+    }
     let policy: ApprovalPolicy = args.approval.parse().map_err(anyhow::Error::msg)?;
     let loop_config = LoopConfig {
         max_iterations: args.max_iterations,
