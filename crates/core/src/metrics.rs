@@ -30,10 +30,18 @@ pub struct Metrics {
     pub fix_rate: Option<f64>,
 }
 
-/// A success is a session that completed for a reason other than running
-/// out of iterations.
+/// Finish reasons of a session that ran out of room rather than reached
+/// its goal: it completed, but did not succeed.
+pub const LIMIT_REASONS: [&str; 2] = ["max_iterations", "max_turns"];
+
+/// The session completed for a reason other than hitting a limit.
+pub fn reached_goal(status: SessionStatus, finish_reason: Option<&str>) -> bool {
+    status == SessionStatus::Completed && !finish_reason.is_some_and(|r| LIMIT_REASONS.contains(&r))
+}
+
+/// A success is a session that reached its goal.
 pub fn is_success(m: &SessionMeta) -> bool {
-    m.status == SessionStatus::Completed && m.finish_reason.as_deref() != Some("max_iterations")
+    reached_goal(m.status, m.finish_reason.as_deref())
 }
 
 pub fn summarize(metas: &[SessionMeta]) -> Metrics {
