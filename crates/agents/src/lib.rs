@@ -9,4 +9,5 @@ pub mod coder;
 pub mod planner;
 pub mod repl;
 mod approved;
+mod fence;
 pub mod test_command;

@@ -25,6 +25,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::fence::fences;
+
 /// The files a change writes: (path, new content), in answer order, one
 /// entry per path (a later block for the same path wins).
 pub type Files = Vec<(String, String)>;
@@ -95,34 +97,16 @@ impl Block {
 /// The fenced blocks of `answer`, in order; an unterminated last block runs
 /// to the end (the answer hit its token limit; the tests will say so).
 fn blocks(answer: &str) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut above = String::new();
-    let mut lines = answer.lines();
-    while let Some(line) = lines.next() {
-        let Some(info) = line.trim_start().strip_prefix("```") else {
-            if !line.trim().is_empty() {
-                above = line.trim().to_string();
-            }
-            continue;
-        };
-        let mut words = info.split_whitespace().map(str::to_string);
-        let tag = words.next().unwrap_or_default().to_ascii_lowercase();
-        let info_words = words.map(|w| clean_word(&w)).collect();
-        let mut body = String::new();
-        let mut closed = false;
-        for inner in lines.by_ref() {
-            if inner.trim_start().starts_with("```") {
-                closed = true;
-                break;
-            }
-            body.push_str(inner);
-            body.push('\n');
-        }
-        if !body.trim().is_empty() {
-            out.push(Block { tag, info_words, above: std::mem::take(&mut above), body, closed });
-        }
-    }
-    out
+    fences(answer)
+        .into_iter()
+        .filter(|f| f.lines.iter().any(|l| !l.trim().is_empty()))
+        .map(|f| {
+            let mut words = f.info.split_whitespace().map(str::to_string);
+            let tag = words.next().unwrap_or_default().to_ascii_lowercase();
+            let info_words = words.map(|w| clean_word(&w)).collect();
+            Block { tag, info_words, above: f.above.to_string(), body: f.body(), closed: f.closed }
+        })
+        .collect()
 }
 
 /// Whether `path` is a test file by the usual conventions: `test_*.py`,

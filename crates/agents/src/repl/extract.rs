@@ -9,33 +9,22 @@
 //!   it was cut; the execution's error says so.
 //! - Inline `code` is prose, not a block. No fence at all means no code.
 
+use crate::fence::fences;
+
 /// The Python blocks of `answer`, trimmed, empty ones dropped.
 pub fn code_blocks(answer: &str) -> Vec<String> {
     let mut blocks = Vec::new();
-    let mut lines = answer.lines();
-    while let Some(line) = lines.next() {
-        let trimmed = line.trim_start();
-        let Some(tag) = trimmed.strip_prefix("```") else { continue };
-        let tag = tag.trim().to_ascii_lowercase();
-        let python = matches!(tag.as_str(), "" | "python" | "py" | "python3" | "pycon");
-        let mut body = Vec::new();
-        let mut closed = false;
-        for inner in lines.by_ref() {
-            if inner.trim_start().starts_with("```") {
-                closed = true;
-                break;
-            }
-            body.push(inner);
-        }
-        if !python {
+    for fence in fences(answer) {
+        let tag = fence.info.to_ascii_lowercase();
+        if !matches!(tag.as_str(), "" | "python" | "py" | "python3" | "pycon") {
             continue;
         }
-        let code = dedent(&body);
+        let code = dedent(&fence.lines);
         if code.trim().is_empty() {
             continue;
         }
         // A bare fence around program output is not code.
-        if tag.is_empty() && closed && !looks_like_python(&code) {
+        if tag.is_empty() && fence.closed && !looks_like_python(&code) {
             continue;
         }
         blocks.push(code);
