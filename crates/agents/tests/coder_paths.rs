@@ -75,10 +75,6 @@ async fn run(script: Script, config: LoopConfig) -> Run {
 }
 
 async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
-    std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
-    let workspace = Workspace::new(ws.path()).unwrap();
     let script = Arc::new(Mutex::new(script));
     let asked = Arc::new(Mutex::new(Vec::new()));
     let (s2, a2) = (script.clone(), asked.clone());
@@ -87,20 +83,34 @@ async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run 
         let phase = phase_of(prompt);
         a2.lock().unwrap().push(phase);
         let answer = s2.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
-        let text = match answer {
-            Value::String(text) => text,
-            json => json.to_string(),
-        };
-        Ok(ChatResponse::text(text))
+        Ok(ChatResponse::text(text_of(answer)))
     });
+    let (out, store, ws) = run_model(model, config, tests).await;
+    let asked = asked.lock().unwrap().clone();
+    Run { out, store, ws, asked }
+}
+
+/// A scripted answer as the model's text: strings as they are, JSON printed.
+fn text_of(answer: Value) -> String {
+    match answer {
+        Value::String(text) => text,
+        json => json.to_string(),
+    }
+}
+
+/// The coder on a fresh workspace (the broken `calc.py` and `tests`) with `model`.
+async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
     let out = runner.start(state, options).unwrap().wait().await.unwrap();
-    let asked = asked.lock().unwrap().clone();
-    Run { out, store, ws, asked }
+    (out, store, ws)
 }
 
 fn state(r: &Run) -> CoderState {
@@ -249,10 +259,6 @@ async fn answers_that_change_nothing_go_to_fix_without_testing_or_asking_reflect
 
 #[tokio::test]
 async fn retries_are_sampled_while_the_first_change_is_greedy() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
-    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
-    let workspace = Workspace::new(ws.path()).unwrap();
     let temperatures = Arc::new(Mutex::new(Vec::new()));
     let seen = temperatures.clone();
     let mut answers = VecDeque::from([plan(), change(WRONG_TOO), reflection("fix", 0.8), change(FIXED), accept()]);
@@ -261,17 +267,9 @@ async fn retries_are_sampled_while_the_first_change_is_greedy() {
         if matches!(phase_of(prompt), "code" | "fix") {
             seen.lock().unwrap().push(req.temperature);
         }
-        let text = match answers.pop_front().unwrap() {
-            Value::String(text) => text,
-            json => json.to_string(),
-        };
-        Ok(ChatResponse::text(text))
+        Ok(ChatResponse::text(text_of(answers.pop_front().unwrap())))
     });
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store, Duration::from_secs(60)).unwrap();
-    let config = LoopConfig::default();
-    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
-    let out = runner.start(state, StartOptions::new(coder::termination(&config))).unwrap().wait().await.unwrap();
+    let (out, _store, _ws) = run_model(model, LoopConfig::default(), TESTS).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let temperatures = temperatures.lock().unwrap().clone();
     assert_eq!(temperatures.len(), 2);
@@ -300,18 +298,8 @@ async fn a_replan_after_progress_becomes_a_fix() {
 
 #[tokio::test]
 async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_touches_nothing() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
-    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
-    let workspace = Workspace::new(ws.path()).unwrap();
     let model = ScriptedModel::with(|_| Ok(ChatResponse::text("%%% <<garbage>> {not json")));
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
-    let config = LoopConfig::default();
-    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
-    let mut options = StartOptions::new(coder::termination(&config));
-    options.exit_when_paused = true;
-    let out = runner.start(state, options).unwrap().wait().await.unwrap();
+    let (out, store, ws) = run_model(model, LoopConfig::default(), TESTS).await;
     // Three failed iterations in a row: the session pauses and asks, saying why.
     assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
     store.load(&out.session_id).expect("the session is saved");
