@@ -7,6 +7,7 @@
 //! with the user's goal, the closest last. None of them is a benchmark goal.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 
@@ -133,8 +134,13 @@ const POOL: [Example; 19] = [
 ];
 
 /// The names the examples use: the files and folders their goals name, and
-/// the folders their steps make or list (with each parent).
-pub fn names() -> BTreeSet<String> {
+/// the folders their steps make or list (with each parent). Computed once.
+pub fn names() -> &'static BTreeSet<String> {
+    static NAMES: LazyLock<BTreeSet<String>> = LazyLock::new(collect_names);
+    &NAMES
+}
+
+fn collect_names() -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for e in &POOL {
         out.extend(goal_paths::named_paths(e.goal));

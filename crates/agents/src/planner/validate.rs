@@ -127,7 +127,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     // Only a plan whose every step parses can be judged on what it covers.
     let missing = if all_parse && !parsed.is_empty() { goal_paths::uncovered(cx.goal, &parsed, cx.done) } else { Vec::new() };
-    let borrowed = if all_parse { goal_paths::copied(cx.goal, &parsed, &examples::names()) } else { Vec::new() };
+    let borrowed = if all_parse { goal_paths::copied(cx.goal, &parsed, examples::names()) } else { Vec::new() };
     if !borrowed.is_empty() {
         out.push(Rejection::new(
             Rule::GoalPath,
@@ -154,7 +154,7 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         }
     }
     match action {
-        Action::CreateDir { path } if (goal_paths::looks_like_file(path) || calls_a_file(cx.goal, path)) && !names_a_folder(cx.goal, path) => {
+        Action::CreateDir { path } if (goal_paths::looks_like_file(path) || goal_calls(cx.goal, path, &FILE_WORDS)) && !goal_calls(cx.goal, path, &FOLDER_WORDS) => {
             out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
         }
         Action::WriteFile { path, content } => {
@@ -234,18 +234,16 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
     conflict
 }
 
-/// The goal itself calls `path` a file ("a file .gitignore").
-fn calls_a_file(goal: &str, path: &str) -> bool {
-    let goal = goal.to_lowercase();
-    let path = path.to_lowercase();
-    ["file ", "files ", "script "].iter().any(|w| goal.contains(&format!("{w}{path}")))
-}
+/// Words a goal puts before a file's name ("a file .gitignore").
+const FILE_WORDS: [&str; 3] = ["file", "files", "script"];
+/// Words a goal puts before a folder's name ("a folder site.v1").
+const FOLDER_WORDS: [&str; 4] = ["folder", "folders", "directory", "directories"];
 
-/// The goal itself calls `path` a folder ("a folder site.v1", "directory x.d").
-fn names_a_folder(goal: &str, path: &str) -> bool {
+/// The goal calls `path` by one of `words` ("folder site.v1").
+fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
     let goal = goal.to_lowercase();
     let path = path.to_lowercase();
-    ["folder ", "directory ", "folders ", "directories "].iter().any(|w| goal.contains(&format!("{w}{path}")))
+    words.iter().any(|w| goal.contains(&format!("{w} {path}")))
 }
 
 /// The paths an action names directly (not those inside a loop's body, which
