@@ -19,6 +19,45 @@ use std::fmt;
 /// The verbs, in the order the prompt lists them.
 pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR", "FOR_EACH", "REPEAT", "RUN_COMMAND"];
 
+// The action language as one regular expression, assembled from its parts.
+macro_rules! path_re {
+    () => {
+        r#"("[^"\n]+"|[^ "\n]+)"#
+    };
+}
+macro_rules! key_re {
+    () => {
+        "[A-Za-z_][A-Za-z0-9_]*"
+    };
+}
+/// Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
+macro_rules! plain_re {
+    () => {
+        concat!("(READ_FILE ", path_re!(), "|WRITE_FILE ", path_re!(), r" [^\n]+|LIST_DIR ", path_re!(), " AS ", key_re!(), r"|RUN_COMMAND [^\n]+)")
+    };
+}
+
+/// The grammar of one action line as a regular expression, for constrained
+/// decoding: a model whose tokens are masked by it cannot write an action
+/// that does not parse (LIST_DIR without `AS key`, REPEAT without a count,
+/// a verb of its own). What it means — paths, keys, content — is still
+/// judged by validation.
+pub const PATTERN: &str = concat!(
+    "^(CREATE_DIR ",
+    path_re!(),
+    "|",
+    plain_re!(),
+    "|FOR_EACH ",
+    key_re!(),
+    " ",
+    plain_re!(),
+    "|REPEAT [1-9][0-9]{0,2} (CREATE_DIR ",
+    path_re!(),
+    "|",
+    plain_re!(),
+    "))$"
+);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     CreateDir { path: String },
@@ -298,6 +337,30 @@ mod tests {
         for line in ["CREATE_DIR \"a b\"", "WRITE_FILE x.txt a\\nb", "LIST_DIR . AS all", "FOR_EACH all READ_FILE {item}", "REPEAT 2 RUN_COMMAND echo {index}"] {
             let action = Action::parse(line).unwrap();
             assert_eq!(Action::parse(&action.to_string()).unwrap(), action, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_pattern_takes_every_parsable_form_and_nothing_that_fails_to_parse() {
+        let pattern = regex::Regex::new(PATTERN).unwrap();
+        let good = [
+            "CREATE_DIR notes",
+            "CREATE_DIR \"my notes\"",
+            "WRITE_FILE a.txt hello\\nworld",
+            "READ_FILE {item}",
+            "LIST_DIR . AS all_files",
+            "FOR_EACH files RUN_COMMAND wc -l {item}",
+            "REPEAT 10 WRITE_FILE note_{index:02d}.txt note",
+            "REPEAT 3 CREATE_DIR run_{index}",
+            "RUN_COMMAND ls | sort > listing.txt",
+        ];
+        for line in good {
+            assert!(pattern.is_match(line), "the pattern refuses {line:?}");
+            assert!(Action::parse(line).is_ok(), "{line:?} matches but does not parse");
+        }
+        let bad = ["LIST_DIR logs", "REPEAT CREATE_DIR x", "REPEAT 3", "DELETE_FILE a", "CREATE_DIR a b", "FOR_EACH files CREATE_DIR {name}", "WRITE_FILE a.txt", "RUN_COMMAND "];
+        for line in bad {
+            assert!(!pattern.is_match(line), "the pattern lets through {line:?}");
         }
     }
 }

@@ -176,9 +176,11 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `n` examples whose goals share the most words with `goal`, least
-/// alike first (the closest sits next to the user's goal).
-pub fn chosen(goal: &str, n: usize) -> Vec<&'static Example> {
+/// The `n` examples whose goals share the most words with `goal`, after
+/// skipping the `skip` closest; least alike first (the closest sits next to
+/// the user's goal). Skipping gives a model stuck on one example's shape
+/// other shapes to follow.
+pub fn chosen(goal: &str, n: usize, skip: usize) -> Vec<&'static Example> {
     let wanted = words(goal);
     let mut scored: Vec<(usize, usize, &Example)> = POOL
         .iter()
@@ -190,7 +192,7 @@ pub fn chosen(goal: &str, n: usize) -> Vec<&'static Example> {
         .collect();
     // Best first, ties in pool order; then the chosen few closest-last.
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().take(n).rev().map(|(_, _, e)| e).collect()
+    scored.into_iter().skip(skip).take(n).rev().map(|(_, _, e)| e).collect()
 }
 
 #[cfg(test)]
@@ -211,11 +213,23 @@ mod tests {
     }
 
     #[test]
+    fn every_example_fits_the_grammar_the_model_is_held_to() {
+        let pattern = regex::Regex::new(crate::planner::action::PATTERN).unwrap();
+        for e in &POOL {
+            for (line, _) in e.steps {
+                assert!(pattern.is_match(line), "{:?} has {line:?}, which the action pattern refuses", e.goal);
+            }
+        }
+    }
+
+    #[test]
     fn the_closest_example_comes_last() {
-        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3);
+        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3, 0);
         assert_eq!(picked.len(), 3);
         assert_eq!(picked[2].goal, "Duplicate settings.ini as settings.ini.bak.");
-        let picked = chosen("Create the folders src/app and src/lib.", 2);
+        let picked = chosen("Create the folders src/app and src/lib.", 2, 0);
         assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
+        let skipped = chosen("Create the folders src/app and src/lib.", 2, 1);
+        assert_eq!(skipped[1].goal, picked[0].goal, "skipping the closest moves the next one up");
     }
 }

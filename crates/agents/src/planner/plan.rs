@@ -32,7 +32,7 @@ pub struct Plan {
 pub struct PlanStep {
     pub step: u32,
     /// One action line of the action language.
-    #[schemars(length(max = 600), regex(pattern = r"^(CREATE_DIR|WRITE_FILE|READ_FILE|LIST_DIR|FOR_EACH|REPEAT|RUN_COMMAND) [^\n]+$"))]
+    #[schemars(length(max = 600), regex(pattern = super::action::PATTERN))]
     pub action: String,
     /// What should be true once the step has run.
     #[schemars(length(max = 200))]

@@ -3,6 +3,7 @@
 use agentloop_core::{ChatRequest, Message};
 
 use super::examples;
+use super::goal_paths;
 use super::state::PlannerState;
 use super::validate::Shell;
 
@@ -48,6 +49,10 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     if let Some(r) = &s.restatement {
         user.push_str(&format!("\nRESTATEMENT:\n{}\n", r.lines()));
     }
+    let names = goal_paths::named_paths(&s.goal);
+    if !names.is_empty() {
+        user.push_str(&format!("\nNAMES THE GOAL GIVES (the plan must use each, spelled exactly): {}\n", names.join(", ")));
+    }
     if !s.runs.is_empty() {
         user.push_str("\nSTEPS ALREADY DONE (do not repeat them):\n");
         for run in &s.runs {
@@ -77,15 +82,27 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         s.root,
         action_language(s.config.shell)
     );
+    // A model that wrote the same refused plan twice starts afresh: other
+    // examples, the refusals listed, its own plan not shown again.
+    let stuck = s.repeating_a_refused_plan();
+    if stuck {
+        user.push_str("\nEARLIER PLANS WERE REJECTED FOR THESE REASONS (write a plan that avoids them):\n");
+        for r in s.recent_rejections(2) {
+            user.push_str(&format!("- {r}\n"));
+        }
+        for h in s.last_proposal().map(|p| p.retry_hints.as_slice()).unwrap_or_default() {
+            user.push_str(&format!("- hint: {h}\n"));
+        }
+    }
     let mut messages = vec![Message::system(system)];
-    for example in examples::chosen(&s.goal, EXAMPLES_SHOWN) {
+    for example in examples::chosen(&s.goal, EXAMPLES_SHOWN, usize::from(stuck)) {
         messages.push(Message::user(format!("GOAL: {}", example.goal)));
         messages.push(Message::assistant(format!("<json>{}</json>", example.answer())));
     }
     messages.push(Message::user(user));
     // A rejected plan is shown as the model's own last turn, answered by the
     // reasons: quoted inside the request, a small model copied it verbatim.
-    if let Some(last) = s.last_proposal().filter(|p| !p.valid()) {
+    if let Some(last) = s.last_proposal().filter(|p| !p.valid() && !stuck) {
         let shown: String = last.raw.chars().take(REJECTED_SHOWN).collect();
         messages.push(Message::assistant(shown));
         messages.push(Message::user(rejection_turn(s, &last.retry_hints)));
@@ -146,4 +163,49 @@ pub fn precheck(s: &PlannerState, action: &str) -> ChatRequest {
     ]);
     r.max_tokens = Some(60);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::plan::read;
+    use crate::planner::state::{ApproveMode, PlannerConfig, Proposal};
+    use crate::planner::validate::{Rejection, Rule};
+
+    fn refused(actions: &str) -> Proposal {
+        let raw = format!(
+            r#"<json>{{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{{"step": 1, "action": "{actions}", "expects": "e"}}]}}</json>"#
+        );
+        let plan = read(&raw).ok().map(|(p, _)| p);
+        Proposal { iteration: 1, raw, plan, rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")], repaired: false, plan_ms: 0, retry_hints: vec!["write day_003.txt".into()] }
+    }
+
+    fn state(proposals: Vec<Proposal>) -> PlannerState {
+        let mut s = PlannerState::new("/r", "In a folder days, create day_001.txt and day_003.txt.", ApproveMode::All, PlannerConfig::default());
+        s.proposals = proposals;
+        s
+    }
+
+    #[test]
+    fn the_goal_names_are_listed_for_the_model() {
+        let request = plan(&state(Vec::new()));
+        let last = request.messages.last().unwrap().content.clone();
+        assert!(last.contains("NAMES THE GOAL GIVES (the plan must use each, spelled exactly): day_001.txt, day_003.txt"), "{last}");
+    }
+
+    #[test]
+    fn a_refused_plan_is_answered_but_one_repeated_starts_afresh() {
+        let once = plan(&state(vec![refused("CREATE_DIR days")]));
+        let roles: Vec<String> = once.messages.iter().rev().take(2).map(|m| format!("{:?}", m.role)).collect();
+        assert!(once.messages.last().unwrap().content.contains("That plan was REJECTED"));
+        assert!(roles[1].contains("Assistant"), "the refused plan is the model's own last turn: {roles:?}");
+
+        let twice = plan(&state(vec![refused("CREATE_DIR days"), refused("CREATE_DIR days")]));
+        let last = twice.messages.last().unwrap().content.clone();
+        assert!(last.starts_with("GOAL:"), "a fresh request ends with the goal: {last}");
+        assert!(last.contains("EARLIER PLANS WERE REJECTED") && last.contains("the goal names day_003.txt") && last.contains("hint: write day_003.txt"), "{last}");
+        assert!(!twice.messages.iter().any(|m| m.content.contains("CREATE_DIR days")), "the repeated plan is not shown again");
+        let examples = |r: &ChatRequest| r.messages.iter().filter(|m| m.content.starts_with("GOAL:")).map(|m| m.content.clone()).collect::<Vec<_>>();
+        assert_ne!(examples(&once), examples(&twice), "other worked examples are shown");
+    }
 }

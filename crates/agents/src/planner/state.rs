@@ -194,6 +194,16 @@ impl PlannerState {
         refused.iter().rev().take(n).rev().flat_map(|p| p.rejections.iter().map(|r| r.to_string())).collect()
     }
 
+    /// The last plan was refused and repeats, action for action, a plan
+    /// refused before it. Asked the same way once more, a small model
+    /// writes it a third time, so the next request starts afresh.
+    pub fn repeating_a_refused_plan(&self) -> bool {
+        let actions = |p: &Proposal| p.plan.as_ref().map(|plan| plan.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>());
+        let Some((last, earlier)) = self.proposals.split_last() else { return false };
+        let Some(mine) = actions(last).filter(|_| !last.valid()) else { return false };
+        earlier.iter().filter(|p| !p.valid()).any(|p| actions(p).as_ref() == Some(&mine))
+    }
+
     /// Consecutive refused proposals at the end.
     pub fn rejects_in_a_row(&self) -> usize {
         self.proposals.iter().rev().take_while(|p| !p.valid()).count()
