@@ -197,7 +197,8 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
     assert!(second_turn.contains("total += i ** 2"), "the outvoting program is shown to the next turn: {second_turn}");
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
     // The check ran in a namespace of its own: the turn's `total` survived it.
-    assert_eq!(r.requests[1].messages.last().unwrap().content, "What is the sum of the squares of 1 to 10?", "the check sees only the question");
+    let check_prompt = &r.requests[1].messages.last().unwrap().content;
+    assert!(check_prompt.starts_with("What is the sum of the squares of 1 to 10?") && check_prompt.contains("# comment"), "the check sees only the question, and is asked to spell out its conditions: {check_prompt}");
     assert!(r.requests[1].temperature.is_some(), "the check is sampled");
 }
 
@@ -220,4 +221,37 @@ async fn a_second_check_that_sides_with_the_turn_confirms_it() {
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "two of three programs agree, so the judge decides: {:?}", s.verdicts);
+}
+
+#[tokio::test]
+async fn one_contradicting_program_alone_does_not_overrule_the_turn() {
+    // The turn (385); one check prints 55, two fail: the judge decides.
+    let failing = "```python\nprint(undefined_name)\n```";
+    let r = run(vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), failing.into(), failing.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let s = r.state();
+    assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
+    assert!(s.verdicts[0].is_complete, "{:?}", s.verdicts);
+    assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge was asked");
+}
+
+#[tokio::test]
+async fn programs_that_all_disagree_put_the_turn_in_doubt_without_handing_it_numbers() {
+    let check = |n: u32| format!("```python\nprint({n} + 0)\n```");
+    let r = run(vec![SUM.into(), check(11), check(12), check(13), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let s = r.state();
+    assert_eq!(s.turn_count, 2);
+    let doubt = &s.verdicts[0];
+    assert!(!doubt.is_complete && doubt.reasoning.contains("3 independent programs"), "{doubt:?}");
+    for n in ["11", "12", "13"] {
+        assert!(!doubt.reasoning.contains(n) && !doubt.next_action.contains(n), "the other answers are not shown: {doubt:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_only_prints_a_number_it_was_given_is_not_complete() {
+    let r = run(vec!["```python\nprint(385)\n```".into(), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let s = r.state();
+    assert_eq!(s.turn_count, 2);
+    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("computes nothing"), "{:?}", s.verdicts);
+    assert_eq!(r.requests.len(), 4, "no check and no judge for the literal turn: turn, turn, check, judge");
 }

@@ -16,7 +16,40 @@ pub fn plain_failure(s: &ReplState) -> Option<Verdict> {
     if turn.iter().all(|r| r.0.trim().is_empty()) {
         return Some(Verdict { is_complete: false, reasoning: "the code ran but printed nothing".into(), next_action: "print the answer".into() });
     }
+    if !s.code_blocks.is_empty() && s.code_blocks.iter().all(|c| prints_only_literals(c)) {
+        return Some(Verdict {
+            is_complete: false,
+            reasoning: "the code only prints values written into it: it computes nothing".into(),
+            next_action: "write code that computes the answer from the data in the question, step by step".into(),
+        });
+    }
     None
+}
+
+/// Code that computes nothing: only `print(<literal>)` lines, perhaps
+/// wrapped in a function that is then called. Told that other programs
+/// printed 7 and 5, the 0.5B model answers `print(7)`; such a turn is a
+/// guess, not a result, and no check may confirm it.
+pub fn prints_only_literals(code: &str) -> bool {
+    let lines: Vec<&str> = code.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let is_literal = |arg: &str| {
+        let arg = arg.trim();
+        !arg.is_empty()
+            && (arg.chars().any(|c| c.is_ascii_digit()) && arg.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | ',' | ' ' | '[' | ']'))
+                || ((arg.starts_with('"') && arg.ends_with('"')) || (arg.starts_with('\'') && arg.ends_with('\''))) && arg.len() >= 2 && !arg[1..arg.len() - 1].contains(['"', '\'']))
+    };
+    let mut prints = 0;
+    for line in &lines {
+        if let Some(arg) = line.strip_prefix("print(").and_then(|rest| rest.strip_suffix(')')) {
+            if !is_literal(arg) {
+                return false;
+            }
+            prints += 1;
+        } else if !(line.starts_with("def ") && line.ends_with("():") || line.ends_with("()") && line.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'))) {
+            return false;
+        }
+    }
+    prints > 0
 }
 
 /// What to do about an error, for the next turn. The 0.5B model reaches
@@ -51,9 +84,14 @@ pub fn same_answer(a: &str, b: &str) -> bool {
     a.trim().eq_ignore_ascii_case(b.trim())
 }
 
+/// The numbers in a text. One too large for a float (a 400-digit integer
+/// parses as infinity, which compares equal to every other infinity and,
+/// within any tolerance, to everything) is left out, so it agrees with
+/// nothing but the same text.
 fn numbers(text: &str) -> Vec<f64> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
-        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse().ok())
+        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse::<f64>().ok())
+        .filter(|n| n.is_finite())
         .collect()
 }
 
@@ -91,5 +129,21 @@ mod tests {
         assert!(!same_answer("285", "385"));
         assert!(!same_answer("[1, 2]", "2"));
         assert!(same_answer("Reflect-Act", "reflect-act"));
+        let huge = "3".repeat(400);
+        assert!(!same_answer("467", &huge), "a number too large for a float agrees with nothing");
+        assert!(same_answer(&huge, &huge));
+    }
+
+    #[test]
+    fn code_that_only_prints_literals_computes_nothing() {
+        assert!(prints_only_literals("print(7)\n"));
+        assert!(prints_only_literals("def print_numbers():\n    print(100)\n    print(2000)\n    print(0.098)\n\nprint_numbers()\n"));
+        assert!(prints_only_literals("# the answer\nprint('reflect-and-act')\n"));
+        assert!(!prints_only_literals("print(sum(range(10)))\n"));
+        assert!(!prints_only_literals("x = 5\nprint(x)\n"));
+        assert!(!prints_only_literals("print(sorted([5, 3, 9], reverse=True)[1])\n"));
+        assert!(!prints_only_literals("print(2 ** 10)\n"));
+        assert!(!prints_only_literals("print(e)\nprint(1 + 2)\n"));
+        assert!(!prints_only_literals(""));
     }
 }

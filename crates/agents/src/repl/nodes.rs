@@ -105,40 +105,45 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
 }
 
 /// How many independent programs REFLECT may write to check one turn.
-const CHECKS: usize = 2;
+const CHECKS: usize = 3;
 
 /// Checks the turn's answer against independent programs for the same
 /// question, written in a fresh conversation and run in a namespace of their
 /// own. A small model judging its own output calls nearly every answer
-/// complete; programs that disagree are evidence it can act on. The first
-/// check agreeing confirms the turn; on a disagreement a second one breaks
-/// the tie. Returns a verdict only when the turn is outvoted or contradicted;
-/// agreement, or checks that could not run, leave it to the judge.
+/// complete; programs that disagree are evidence it can act on.
+///
+/// A vote: the turn's answer holds one, each program that runs adds one to
+/// its own answer, and the first answer to hold two wins — up to `CHECKS`
+/// programs. The turn confirmed, or too few programs running to outvote
+/// it, leaves the verdict to the judge; another answer winning, or two or
+/// more programs that each printed something else, make the turn
+/// incomplete. One sampled program alone never overrules the turn.
 async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
     let Some(answer) = s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()) else { return Ok(None) };
-    let mut contradicting: Vec<(String, String)> = Vec::new();
+    let mut others: Vec<(String, String)> = Vec::new();
     for _ in 0..CHECKS {
         let Some((check, code)) = run_check(s, step, &answer).await? else { continue };
         if judge::same_answer(&answer, &check) {
             return Ok(None);
         }
-        if let Some((_, code)) = contradicting.iter().find(|(other, _)| judge::same_answer(other, &check)) {
+        if others.iter().any(|(other, _)| judge::same_answer(other, &check)) {
             return Ok(Some(Verdict {
                 is_complete: false,
                 reasoning: format!("two independent programs printed {check}, but this turn printed {answer}"),
                 next_action: format!("find the mistake in your code; this program printed {check}:\n```python\n{}\n```", code.trim_end()),
             }));
         }
-        contradicting.push((check, code));
+        others.push((check, code));
     }
-    if contradicting.is_empty() {
+    if others.len() < 2 {
         return Ok(None);
     }
-    let others: Vec<&str> = contradicting.iter().map(|(a, _)| a.as_str()).collect();
+    // No numbers here: shown the other answers, the model printed one of
+    // them as a literal instead of computing anything.
     Ok(Some(Verdict {
         is_complete: false,
-        reasoning: format!("independent programs printed {}, but this turn printed {answer}", others.join(" and ")),
-        next_action: "re-read the question, work out which is right and compute it again carefully".into(),
+        reasoning: format!("{} independent programs for this question each printed a different answer from this turn's, so it is in doubt", others.len()),
+        next_action: "re-read the question; write each of its conditions as a # comment, then code that follows every one of them".into(),
     }))
 }
 
