@@ -197,8 +197,7 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
     assert!(second_turn.contains("total += i ** 2"), "the outvoting program is shown to the next turn: {second_turn}");
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
     // The check ran in a namespace of its own: the turn's `total` survived it.
-    let check_prompt = &r.requests[1].messages.last().unwrap().content;
-    assert!(check_prompt.starts_with("What is the sum of the squares of 1 to 10?") && check_prompt.contains("# comment"), "the check sees only the question, and is asked to spell out its conditions: {check_prompt}");
+    assert_eq!(r.requests[1].messages.last().unwrap().content, "What is the sum of the squares of 1 to 10?", "the check sees only the question");
     assert!(r.requests[1].temperature.is_some(), "the check is sampled");
 }
 
@@ -235,16 +234,13 @@ async fn one_contradicting_program_alone_does_not_overrule_the_turn() {
 }
 
 #[tokio::test]
-async fn programs_that_all_disagree_put_the_turn_in_doubt_without_handing_it_numbers() {
+async fn programs_that_also_disagree_with_each_other_do_not_overrule_the_turn() {
     let check = |n: u32| format!("```python\nprint({n} + 0)\n```");
-    let r = run(vec![SUM.into(), check(11), check(12), check(13), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(vec![SUM.into(), check(11), check(12), check(13)], vec![verdict(true, "")], ReplConfig::default()).await;
     let s = r.state();
-    assert_eq!(s.turn_count, 2);
-    let doubt = &s.verdicts[0];
-    assert!(!doubt.is_complete && doubt.reasoning.contains("3 independent programs"), "{doubt:?}");
-    for n in ["11", "12", "13"] {
-        assert!(!doubt.reasoning.contains(n) && !doubt.next_action.contains(n), "the other answers are not shown: {doubt:?}");
-    }
+    assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
+    assert!(s.verdicts[0].is_complete, "no answer reached two votes, so the judge decided: {:?}", s.verdicts);
+    assert_eq!(r.requests.len(), 5, "the turn, three checks, the judge");
 }
 
 #[tokio::test]

@@ -50,9 +50,7 @@ pub fn generate(s: &ReplState) -> ChatRequest {
 /// being judged.
 pub fn recheck(s: &ReplState, temperature: f32) -> ChatRequest {
     let mut messages = opening(s);
-    // Asked to spell the conditions out, the check misreads the question
-    // less often, and differently from the turn it checks.
-    messages.push(Message::user(format!("{}\n\nFirst write each condition of the question as a # comment, then the code.", s.original_prompt)));
+    messages.push(Message::user(s.original_prompt.clone()));
     let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(700);
     r.temperature = Some(temperature);
