@@ -9,5 +9,6 @@ pub mod coder;
 pub mod planner;
 pub mod repl;
 mod approved;
+mod commands;
 mod fence;
 pub mod test_command;

@@ -21,18 +21,14 @@ pub fn detect(root: &Path) -> Option<String> {
     None
 }
 
-/// The program `command` starts, when this machine has no such command
-/// (`sh`'s `command -v` decides, so builtins and `PATH` count as the test
-/// run will see them). A test command that cannot start would fail every
-/// iteration for a reason no code change can fix.
+/// The program `command` starts, when this machine has no such command.
+/// A test command that cannot start would fail every iteration for a
+/// reason no code change can fix.
 pub fn missing_program(command: &str) -> Option<String> {
     let program = command.split_whitespace().find(|w| !w.contains('='))?.to_string();
-    let found = std::process::Command::new("sh")
-        .args(["-c", "command -v \"$1\" >/dev/null 2>&1", "sh", &program])
-        .stdin(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    (!found).then_some(program)
+    // If sh itself cannot start, the test run will say so better than we can.
+    let unknown = crate::commands::unknown_to_sh(std::slice::from_ref(&program)).unwrap_or_default();
+    unknown.contains(&program).then_some(program)
 }
 
 fn pytest_installed() -> bool {

@@ -126,6 +126,14 @@ impl Action {
         Self::parse(body).map_err(|e| format!("the action inside {verb}: {e}"))
     }
 
+    /// The path the action names itself (a loop's body names its own).
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => Some(path),
+            Action::ForEach { .. } | Action::Repeat { .. } | Action::RunCommand { .. } => None,
+        }
+    }
+
     pub fn verb(&self) -> &'static str {
         match self {
             Action::CreateDir { .. } => "CREATE_DIR",

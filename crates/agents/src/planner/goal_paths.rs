@@ -80,7 +80,7 @@ pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
 pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> Vec<String> {
     let goal = goal.to_lowercase();
     let mut found: Vec<String> = Vec::new();
-    for path in plan.iter().flat_map(action_paths) {
+    for path in plan.iter().flat_map(action_path) {
         let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
         for end in 1..=parts.len() {
             let prefix = parts[..end].join("/");
@@ -94,12 +94,11 @@ pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> 
     found
 }
 
-/// The paths an action names, loops' bodies included.
-fn action_paths(action: &Action) -> Vec<String> {
+/// The path an action names, its loop's body's if it is a loop.
+fn action_path(action: &Action) -> Option<&str> {
     match action {
-        Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => vec![path.clone()],
-        Action::ForEach { body, .. } | Action::Repeat { body, .. } => action_paths(body),
-        Action::RunCommand { .. } => Vec::new(),
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => action_path(body),
+        other => other.path(),
     }
 }
 

@@ -100,7 +100,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             proposal.rejections.extend(validate::validate(plan, &Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done }));
         }
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
-        let steps: Vec<&str> = proposal.plan.iter().flat_map(|p| p.plan.iter().map(|i| i.action.as_str())).collect();
+        let steps = proposal.plan.as_ref().map(Plan::actions).unwrap_or_default();
         let valid = proposal.valid();
         let reasons: Vec<String> = proposal.rejections.iter().map(|r| r.to_string()).collect();
         step.emit(EventDraft::new(
@@ -265,8 +265,7 @@ pub fn confidence(s: &PlannerState) -> f64 {
 
 /// The action lines removed (`-`) and added (`+`) since the previous plan.
 pub fn plan_diff(before: Option<&Plan>, after: Option<&Plan>) -> Vec<String> {
-    let lines = |p: Option<&Plan>| -> Vec<String> { p.map(|p| p.plan.iter().map(|i| i.action.clone()).collect()).unwrap_or_default() };
-    let (old, new) = (lines(before), lines(after));
+    let (old, new) = (before.map(Plan::actions).unwrap_or_default(), after.map(Plan::actions).unwrap_or_default());
     if before.is_none() {
         return Vec::new();
     }

@@ -39,6 +39,13 @@ pub struct PlanStep {
     pub expects: String,
 }
 
+impl Plan {
+    /// The action lines, in order.
+    pub fn actions(&self) -> Vec<&str> {
+        self.plan.iter().map(|i| i.action.as_str()).collect()
+    }
+}
+
 /// The plan in an answer, or why it could not be read (rule `json` or
 /// `schema`). `repaired` says whether a mechanical mend was needed.
 pub fn read(answer: &str) -> Result<(Plan, bool), Rejection> {

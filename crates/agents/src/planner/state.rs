@@ -198,10 +198,9 @@ impl PlannerState {
     /// refused before it. Asked the same way once more, a small model
     /// writes it a third time, so the next request starts afresh.
     pub fn repeating_a_refused_plan(&self) -> bool {
-        let actions = |p: &Proposal| p.plan.as_ref().map(|plan| plan.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>());
         let Some((last, earlier)) = self.proposals.split_last() else { return false };
-        let Some(mine) = actions(last).filter(|_| !last.valid()) else { return false };
-        earlier.iter().filter(|p| !p.valid()).any(|p| actions(p).as_ref() == Some(&mine))
+        let Some(mine) = last.plan.as_ref().filter(|_| !last.valid()).map(Plan::actions) else { return false };
+        earlier.iter().filter(|p| !p.valid()).any(|p| p.plan.as_ref().map(Plan::actions).as_ref() == Some(&mine))
     }
 
     /// Consecutive refused proposals at the end.

@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
+use crate::commands;
+
 use super::action::Action;
 use super::examples;
 use super::goal_paths;
@@ -148,8 +150,8 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
 /// The rules that look at one parsed action (and the actions inside it).
 fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> Vec<(Rule, String)> {
     let mut out = Vec::new();
-    for path in paths(action) {
-        if let Err(e) = cx.root.resolve(&with_sample_values(&path, cx.root)) {
+    if let Some(path) = action.path() {
+        if let Err(e) = cx.root.resolve(&with_sample_values(path, cx.root)) {
             out.push((Rule::Path, format!("{e}; every path must stay under the root")));
         }
     }
@@ -246,15 +248,6 @@ fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
     words.iter().any(|w| goal.contains(&format!("{w} {path}")))
 }
 
-/// The paths an action names directly (not those inside a loop's body, which
-/// `check_action` visits itself).
-fn paths(action: &Action) -> Vec<String> {
-    match action {
-        Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => vec![path.clone()],
-        _ => Vec::new(),
-    }
-}
-
 fn stored_keys(action: &Action, keys: &mut BTreeSet<String>) {
     match action {
         Action::ListDir { key, .. } => {
@@ -322,7 +315,7 @@ fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
                 let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
                 return Err(format!("the command is not valid POSIX sh ({err})"));
             }
-            let missing = missing_commands("sh", &["-c", "for c; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done", "sh"], &command_words(command))?;
+            let missing = commands::unknown_to_sh(&command_words(command))?;
             if missing.is_empty() {
                 Ok(())
             } else {
@@ -332,7 +325,7 @@ fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
         Shell::Powershell => {
             let words = command_words(command);
             let script = "foreach ($c in $args) { if (-not (Get-Command $c -ErrorAction SilentlyContinue)) { $c } }";
-            let missing = missing_commands("pwsh", &["-NoProfile", "-Command", script], &words)
+            let missing = commands::unknown_to("pwsh", &["-NoProfile", "-Command", script], &words)
                 .map_err(|_| "PowerShell is the configured shell but `pwsh` is not installed here: install it or set shell = \"sh\"".to_string())?;
             if missing.is_empty() {
                 Ok(())
@@ -341,15 +334,6 @@ fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
             }
         }
     }
-}
-
-/// The words of `words` that the shell's lookup printed as missing.
-fn missing_commands(program: &str, args: &[&str], words: &[String]) -> Result<Vec<String>, String> {
-    if words.is_empty() {
-        return Ok(Vec::new());
-    }
-    let out = Command::new(program).args(args).args(words).stdin(Stdio::null()).output().map_err(|e| format!("{program} cannot be started ({e})"))?;
-    Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
 }
 
 /// Not an assignment (`LANG=C`), a keyword, a redirection or a file descriptor.

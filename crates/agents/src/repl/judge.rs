@@ -6,7 +6,7 @@ use super::state::{ReplState, Verdict};
 /// The verdict on a turn that failed or printed nothing, if it did: both are
 /// plain facts, and a small judge model tends to call them complete anyway.
 pub fn plain_failure(s: &ReplState) -> Option<Verdict> {
-    let turn = &s.execution_results[s.execution_results.len().saturating_sub(s.code_blocks.len())..];
+    let turn = s.turn_results();
     if let Some((i, r)) = turn.iter().enumerate().find(|(_, r)| r.1) {
         let error = last_line(&r.0);
         let code = s.code_blocks.get(i).map(String::as_str).unwrap_or_default();
@@ -31,25 +31,29 @@ pub fn plain_failure(s: &ReplState) -> Option<Verdict> {
 /// printed 7 and 5, the 0.5B model answers `print(7)`; such a turn is a
 /// guess, not a result, and no check may confirm it.
 pub fn prints_only_literals(code: &str) -> bool {
-    let lines: Vec<&str> = code.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
-    let is_literal = |arg: &str| {
-        let arg = arg.trim();
-        !arg.is_empty()
-            && (arg.chars().any(|c| c.is_ascii_digit()) && arg.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | ',' | ' ' | '[' | ']'))
-                || ((arg.starts_with('"') && arg.ends_with('"')) || (arg.starts_with('\'') && arg.ends_with('\''))) && arg.len() >= 2 && !arg[1..arg.len() - 1].contains(['"', '\'']))
-    };
     let mut prints = 0;
-    for line in &lines {
-        if let Some(arg) = line.strip_prefix("print(").and_then(|rest| rest.strip_suffix(')')) {
-            if !is_literal(arg) {
-                return false;
-            }
-            prints += 1;
-        } else if !(line.starts_with("def ") && line.ends_with("():") || line.ends_with("()") && line.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'))) {
-            return false;
+    for line in code.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        match line.strip_prefix("print(").and_then(|rest| rest.strip_suffix(')')) {
+            Some(arg) if is_literal(arg.trim()) => prints += 1,
+            Some(_) => return false,
+            None if is_bare_function_line(line) => {}
+            None => return false,
         }
     }
     prints > 0
+}
+
+/// A number, a list of numbers, or a quoted string without inner quotes.
+fn is_literal(arg: &str) -> bool {
+    let numeric = arg.chars().any(|c| c.is_ascii_digit()) && arg.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | ',' | ' ' | '[' | ']'));
+    let quoted = ['"', '\''].iter().any(|&q| arg.len() >= 2 && arg.starts_with(q) && arg.ends_with(q) && !arg[1..arg.len() - 1].contains(['"', '\'']));
+    numeric || quoted
+}
+
+/// `def name():` or the call `name()`: a wrapper around prints, no more.
+fn is_bare_function_line(line: &str) -> bool {
+    let call = line.ends_with("()") && line.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'));
+    (line.starts_with("def ") && line.ends_with("():")) || call
 }
 
 /// What to do about an error, for the next turn. The 0.5B model reaches

@@ -79,8 +79,7 @@ pub fn results(blocks: &[String], outputs: &[(String, bool)]) -> String {
 /// REFLECT: one focused judgement of correctness and completeness.
 pub fn reflect(s: &ReplState) -> ChatRequest {
     let code: Vec<String> = s.code_blocks.iter().enumerate().map(|(i, c)| format!("[block {}]\n{c}", i + 1)).collect();
-    let turn_results = &s.execution_results[s.execution_results.len().saturating_sub(s.code_blocks.len())..];
-    let outputs: Vec<(String, bool)> = turn_results.iter().map(|r| (r.0.clone(), r.1)).collect();
+    let outputs: Vec<(String, bool)> = s.turn_results().iter().map(|r| (r.0.clone(), r.1)).collect();
     let mut r = ChatRequest::new(vec![
         Message::system("You judge whether Python code answered a question. Be strict: an error, a missing part or an unprinted result means not complete."),
         Message::user(format!(

@@ -91,6 +91,11 @@ impl ReplState {
         self.verdicts.last()
     }
 
+    /// The results of the current turn's blocks.
+    pub fn turn_results(&self) -> &[ExecutionResult] {
+        &self.execution_results[self.execution_results.len().saturating_sub(self.code_blocks.len())..]
+    }
+
     /// An earlier turn than the current one wrote exactly `code`.
     pub fn written_before(&self, code: &str) -> bool {
         let assistant: Vec<&Message> = self.messages.iter().filter(|m| m.role == Role::Assistant).collect();

@@ -1,0 +1,21 @@
+//! Which commands a shell on this machine does not know — asked of the
+//! shell itself, so builtins, functions and `PATH` count as a run will see
+//! them. The coder checks its test command with it, the planner every
+//! RUN_COMMAND.
+
+use std::process::{Command, Stdio};
+
+/// The `words` POSIX `sh` has no command for (`command -v`).
+pub fn unknown_to_sh(words: &[String]) -> Result<Vec<String>, String> {
+    unknown_to("sh", &["-c", "for c; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done", "sh"], words)
+}
+
+/// The `words` that `script`, run by `program` with the words as its
+/// arguments, prints back one per line as unknown.
+pub fn unknown_to(program: &str, script: &[&str], words: &[String]) -> Result<Vec<String>, String> {
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = Command::new(program).args(script).args(words).stdin(Stdio::null()).output().map_err(|e| format!("{program} cannot be started ({e})"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
+}
