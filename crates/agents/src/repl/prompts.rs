@@ -83,7 +83,7 @@ pub fn reflect(s: &ReplState) -> ChatRequest {
     let mut r = ChatRequest::new(vec![
         Message::system("You judge whether Python code answered a question. Be strict: an error, a missing part or an unprinted result means not complete."),
         Message::user(format!(
-            "QUESTION:\n{}\n\nCODE:\n{}\n{}\nDid the code run without errors, and does its output answer the whole question? If not, say the one thing to do next.",
+            "QUESTION:\n{}\n\nCODE:\n{}\n{}\nFirst say what the question asks for (which numbers, which operation, how many times) and whether the code does exactly that. Then decide: did the code run without errors, and does its output answer the whole question? If not, say the one thing to do next.",
             s.original_prompt,
             code.join("\n"),
             results(&s.code_blocks, &outputs)

@@ -27,14 +27,18 @@ impl Default for ReplConfig {
 }
 
 /// REFLECT's verdict on a turn.
+///
+/// `reasoning` comes first on purpose: the schema keeps declaration order
+/// and the model writes the keys in that order, so a judge that decides
+/// `is_complete` first only rationalises the guess afterwards.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
+    /// What the question asks for and whether the code does exactly that.
+    #[schemars(length(max = 400))]
+    pub reasoning: String,
     /// True when the code ran without errors and its output answers the
     /// original question completely.
     pub is_complete: bool,
-    /// Why: did it run, and does the output answer what was asked?
-    #[schemars(length(max = 400))]
-    pub reasoning: String,
     /// If not complete: the one thing to do next (fix an error, finish a
     /// missing part, print the result). Empty when complete.
     #[schemars(length(max = 300))]
@@ -109,5 +113,17 @@ impl ReplState {
             Some(ExecutionResult(output, _)) if !self.code_blocks.is_empty() => output.trim().to_string(),
             _ => self.current_response.trim().to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_reasons_before_it_decides() {
+        let schema = agentloop_core::json_schema_of::<Verdict>();
+        let keys: Vec<&str> = schema["properties"].as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+        assert_eq!(keys, ["reasoning", "is_complete", "next_action"]);
     }
 }
