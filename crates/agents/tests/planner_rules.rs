@@ -109,6 +109,48 @@ fn for_each_create_dir_rule() {
 }
 
 #[test]
+fn one_action_rule() {
+    refused_for(&answer(&["WRITE_FILE src/main.py main READ_FILE src/main.py"]), Rule::OneAction, "READ_FILE appears inside");
+    refused_for(&answer(&["REPEAT 2 WRITE_FILE n_{index}.txt x LIST_DIR src AS files"]), Rule::OneAction, "own step");
+    let root = tempfile::tempdir().unwrap();
+    let documented = rejections_for_goal(root.path(), "Write a.md saying that WRITE_FILE writes a file.", &answer(&["WRITE_FILE a.md WRITE_FILE writes a file"]), Shell::Sh);
+    assert!(documented.is_empty(), "a goal that names the verb may write it: {documented:?}");
+}
+
+#[test]
+fn loop_path_rule() {
+    refused_for(&answer(&["REPEAT 3 WRITE_FILE main.py print(1)"]), Rule::LoopPath, "{index}");
+    refused_for(&answer(&["REPEAT 2 CREATE_DIR out"]), Rule::LoopPath, "out every time");
+    assert!(rejections(&answer(&["REPEAT 1 WRITE_FILE main.py print(1)", "REPEAT 2 RUN_COMMAND date"])).is_empty());
+}
+
+#[test]
+fn loop_variable_rule() {
+    refused_for(&answer(&["READ_FILE notes/part_{index:03d}.txt"]), Rule::LoopVariable, "only REPEAT fills");
+    refused_for(&answer(&["REPEAT 2 WRITE_FILE {item}_{index}.bak x"]), Rule::LoopVariable, "only FOR_EACH fills");
+    assert!(rejections(&answer(&["WRITE_FILE gen.py for index in range(3): print(f'{index}')"])).is_empty(), "content may hold braces");
+}
+
+#[test]
+fn example_text_rule() {
+    refused_for(&answer(&["WRITE_FILE .gitignore Q1: sales up"]), Rule::ExampleText, "Q1: sales up");
+    let root = tempfile::tempdir().unwrap();
+    let quoted = rejections_for_goal(root.path(), "Write report.md with the line 'Q1: sales up'.", &answer(&["WRITE_FILE report.md Q1: sales up"]), Shell::Sh);
+    assert!(quoted.is_empty(), "text the goal quotes is its own: {quoted:?}");
+}
+
+#[test]
+fn missing_path_rule() {
+    refused_for(&answer(&["LIST_DIR target_files AS ignored"]), Rule::MissingPath, "does not exist");
+    refused_for(&answer(&["READ_FILE todo.txt"]), Rule::MissingPath, "create it first");
+    let made_first = answer(&["REPEAT 2 WRITE_FILE f_{index}.txt x", "READ_FILE f_1.txt", "RUN_COMMAND cp f_1.txt g.txt", "READ_FILE g.txt", "CREATE_DIR d", "LIST_DIR d AS ds"]);
+    assert!(rejections(&made_first).is_empty(), "{:?}", rejections(&made_first));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("input.txt"), "x").unwrap();
+    assert!(rejections_in(root.path(), &answer(&["READ_FILE input.txt", "LIST_DIR . AS all"]), Shell::Sh).is_empty());
+}
+
+#[test]
 fn shell_rule_syntax_and_missing_commands() {
     refused_for(&answer(&["RUN_COMMAND if then fi ("]), Rule::Shell, "not valid POSIX sh");
     refused_for(&answer(&["RUN_COMMAND Get-ChildItem -Recurse"]), Rule::Shell, "no `Get-ChildItem` command");

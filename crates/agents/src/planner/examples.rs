@@ -30,7 +30,12 @@ impl Example {
     }
 }
 
-const POOL: [Example; 19] = [
+const POOL: [Example; 20] = [
+    Example {
+        goal: "Create a file motto.txt with the text Keep going.",
+        summary: "One WRITE_FILE with the text as its content.",
+        steps: &[("WRITE_FILE motto.txt Keep going.", "motto.txt holds the text")],
+    },
     Example {
         goal: "Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
         summary: "Create the folder, write the file, count with ls and wc.",
@@ -162,6 +167,24 @@ fn collect_names() -> BTreeSet<String> {
     out
 }
 
+/// Lines of text the examples write because their goals quote them ("Q1:
+/// sales up", "Keep going."): text for that goal only. The 0.5B model
+/// pastes them into other goals' files (`WRITE_FILE .gitignore Q1: sales up`).
+pub fn quoted_texts() -> &'static BTreeSet<String> {
+    static TEXTS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+        let mut out = BTreeSet::new();
+        for e in &POOL {
+            for (action, _) in e.steps {
+                if let Ok(Action::WriteFile { content, .. }) = Action::parse(action) {
+                    out.extend(content.lines().map(str::trim).filter(|line| line.len() >= 5 && e.goal.contains(line)).map(String::from));
+                }
+            }
+        }
+        out
+    });
+    &TEXTS
+}
+
 /// Words too common in goals to say anything about their shape.
 const STOPWORDS: [&str; 24] = [
     "a", "an", "the", "of", "in", "into", "to", "and", "or", "with", "each", "it", "its", "is", "are", "that", "then", "as", "on", "for", "from",
@@ -176,22 +199,36 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `n` examples whose goals share the most words with `goal`, after
-/// skipping the `skip` closest; least alike first (the closest sits next to
-/// the user's goal). Skipping gives a model stuck on one example's shape
-/// other shapes to follow.
+/// How much a shared word says about two goals being alike: `ln(N / df)`
+/// plus one, where `df` is how many of the pool's N goals use it. "create"
+/// and "file" are in many goals and say little; "copy" or "append" say a lot.
+fn weight(word: &str) -> f64 {
+    static GOAL_WORDS: LazyLock<Vec<BTreeSet<String>>> = LazyLock::new(|| POOL.iter().map(|e| words(e.goal).into_iter().collect()).collect());
+    let df = GOAL_WORDS.iter().filter(|ws| ws.contains(word)).count().max(1);
+    (POOL.len() as f64 / df as f64).ln() + 1.0
+}
+
+/// How alike an example's goal is to `wanted`: the weights of the words
+/// they share over the example's own weight (a cosine of weighted word
+/// sets). A long example that shares three common words with a short goal
+/// loses to a short one sharing the same words: the 0.5B model, shown the
+/// five-step `parts` loop as the closest match for "Create a file hello.txt
+/// …", copied the loop.
+fn likeness(example: &Example, wanted: &BTreeSet<String>) -> f64 {
+    let theirs: BTreeSet<String> = words(example.goal).into_iter().collect();
+    let norm = theirs.iter().map(|w| weight(w).powi(2)).sum::<f64>().sqrt();
+    let shared: f64 = theirs.intersection(wanted).map(|w| weight(w).powi(2)).sum();
+    if norm == 0.0 { 0.0 } else { shared / norm }
+}
+
+/// The `n` examples most like `goal`, after skipping the `skip` closest;
+/// least alike first (the closest sits next to the user's goal). Skipping
+/// gives a model stuck on one example's shape other shapes to follow.
 pub fn chosen(goal: &str, n: usize, skip: usize) -> Vec<&'static Example> {
-    let wanted = words(goal);
-    let mut scored: Vec<(usize, usize, &Example)> = POOL
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let theirs: BTreeSet<String> = words(e.goal).into_iter().collect();
-            (theirs.iter().filter(|w| wanted.contains(w)).count(), i, e)
-        })
-        .collect();
+    let wanted: BTreeSet<String> = words(goal).into_iter().collect();
+    let mut scored: Vec<(f64, usize, &Example)> = POOL.iter().enumerate().map(|(i, e)| (likeness(e, &wanted), i, e)).collect();
     // Best first, ties in pool order; then the chosen few closest-last.
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.into_iter().skip(skip).take(n).rev().map(|(_, _, e)| e).collect()
 }
 
@@ -203,6 +240,8 @@ mod tests {
     fn every_example_passes_validation_against_its_own_goal() {
         use crate::planner::validate::{validate, Context, Shell};
         let root = tempfile::tempdir().unwrap();
+        // What the goals take as already there.
+        std::fs::create_dir(root.path().join("mail")).unwrap();
         let ws = agentloop_tools::Workspace::new(root.path()).unwrap();
         for e in &POOL {
             let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
@@ -220,6 +259,22 @@ mod tests {
                 assert!(pattern.is_match(line), "{:?} has {line:?}, which the action pattern refuses", e.goal);
             }
         }
+    }
+
+    #[test]
+    fn texts_the_examples_quote_from_their_goals_are_known() {
+        let texts = quoted_texts();
+        for quoted in ["Q1: sales up", "# Notes", "first entry", "Keep going."] {
+            assert!(texts.contains(quoted), "{quoted:?} missing from {texts:?}");
+        }
+        assert!(!texts.contains("ls | wc -l"), "a script the goal only describes is not quoted text");
+    }
+
+    #[test]
+    fn a_short_example_beats_a_long_one_sharing_only_common_words() {
+        let picked = chosen("Create a file hello.txt containing the text Hello, world!", 2, 0);
+        assert_eq!(picked[1].goal, "Create a file motto.txt with the text Keep going.");
+        assert!(picked.iter().all(|e| !e.goal.contains("part_000")), "the parts loop is not among the closest");
     }
 
     #[test]

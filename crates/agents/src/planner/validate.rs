@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::commands;
 
-use super::action::Action;
+use super::action::{Action, VERBS};
 use super::examples;
 use super::goal_paths;
 use super::plan::Plan;
@@ -44,6 +44,21 @@ pub enum Rule {
     /// A file or folder the goal names that no step mentions: the plan does
     /// something else than was asked.
     GoalPath,
+    /// Another action written into a step's text (`WRITE_FILE a.py x
+    /// READ_FILE a.py …`): the grammar reads it as content, so it would be
+    /// written into the file instead of run.
+    OneAction,
+    /// REPEAT over a path without `{index}`: every round makes the same path.
+    LoopPath,
+    /// WRITE_FILE content pasted from a worked example ("Q1: sales up")
+    /// that the goal never quotes.
+    ExampleText,
+    /// READ_FILE or LIST_DIR of a path that does not exist and that no
+    /// earlier step makes or mentions: the step could only fail.
+    MissingPath,
+    /// `{index}` in a path outside REPEAT, or `{item}`/`{name}` outside
+    /// FOR_EACH: nothing fills it, so the step would use the braces as a name.
+    LoopVariable,
 }
 
 impl fmt::Display for Rule {
@@ -106,6 +121,8 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     let mut keys = cx.known_keys.clone();
     let mut kinds = BTreeMap::new();
     let mut parsed = Vec::new();
+    // Earlier steps as text, REPEAT written out: what they may have made.
+    let mut earlier: Vec<String> = cx.done.to_vec();
     let mut all_parse = true;
     for item in &plan.plan {
         let n = Some(item.step);
@@ -118,13 +135,23 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
             }
         };
         let mut reject = |rule, reason: String| out.push(Rejection::new(rule, n, reason));
+        if let Some(reason) = unfilled_variable(&action, None) {
+            reject(Rule::LoopVariable, reason);
+        }
         for (rule, reason) in check_action(&action, cx, &keys) {
             reject(rule, reason);
         }
         if let Some(reason) = path_kind(&action, item.step, cx.root, &mut kinds) {
             reject(Rule::PathKind, reason);
         }
+        if let Some(reason) = missing_input(&action, cx, &earlier) {
+            reject(Rule::MissingPath, reason);
+        }
+        if let Some(text) = example_text(&action, cx.goal) {
+            reject(Rule::ExampleText, format!("the text {text:?} comes from a worked example, not from this goal: write the content this goal asks for"));
+        }
         stored_keys(&action, &mut keys);
+        goal_paths::expand(&action, &mut earlier);
         parsed.push(action);
     }
     // Only a plan whose every step parses can be judged on what it covers.
@@ -155,6 +182,9 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.push((Rule::Path, format!("{e}; every path must stay under the root")));
         }
     }
+    if let Some(verb) = crammed_action(action, cx.goal) {
+        out.push((Rule::OneAction, format!("{verb} appears inside this step's text, where it would not run: put each action in its own step")));
+    }
     match action {
         Action::CreateDir { path } if (goal_paths::looks_like_file(path) || goal_calls(cx.goal, path, &FILE_WORDS)) && !goal_calls(cx.goal, path, &FOLDER_WORDS) => {
             out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
@@ -173,7 +203,13 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             }
             out.extend(check_action(body, cx, keys));
         }
-        Action::Repeat { body, .. } => out.extend(check_action(body, cx, keys)),
+        Action::Repeat { times, body } => {
+            let path = body.path().filter(|p| *times > 1 && !p.contains("{index") && matches!(**body, Action::WriteFile { .. } | Action::CreateDir { .. }));
+            if let Some(path) = path {
+                out.push((Rule::LoopPath, format!("REPEAT {times} makes {path} every time: put {{index}} in the path, or write it once without REPEAT")));
+            }
+            out.extend(check_action(body, cx, keys));
+        }
         Action::RunCommand { command } => {
             if let Err(why) = shell_check(command, cx.shell) {
                 out.push((Rule::Shell, why));
@@ -189,6 +225,61 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         _ => {}
     }
     out
+}
+
+/// Why a READ_FILE or LIST_DIR has nothing to read: its path is not on
+/// disk and no earlier step (or step already run) mentions it. Mentioning
+/// is enough — a RUN_COMMAND such as `cp a b` may make `b` — so only a path
+/// that appears from nowhere is refused.
+fn missing_input(action: &Action, cx: &Context<'_>, earlier: &[String]) -> Option<String> {
+    let (Action::ReadFile { path } | Action::ListDir { path, .. }) = action else { return None };
+    let key = path.trim_start_matches("./").trim_end_matches('/');
+    if key.is_empty() || key == "." || key.contains('{') || earlier.iter().any(|text| text.contains(key)) {
+        return None;
+    }
+    let exists = cx.root.resolve(key).map(|p| p.exists()).unwrap_or(true);
+    (!exists).then(|| format!("{key} does not exist and no earlier step makes it: create it first, or use a path that exists"))
+}
+
+/// A line of WRITE_FILE content that a worked example quoted from its own
+/// goal and this goal does not.
+fn example_text(action: &Action, goal: &str) -> Option<String> {
+    let content = match action {
+        Action::WriteFile { content, .. } => content,
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => return example_text(body, goal),
+        _ => return None,
+    };
+    let quoted = examples::quoted_texts();
+    content.lines().map(str::trim).find(|line| quoted.contains(*line) && !goal.contains(line)).map(String::from)
+}
+
+/// A loop variable in a path that no enclosing loop fills. `inside` is the
+/// verb of the loop around `action`, if any. Only paths are looked at: a
+/// Python file's content may well hold `{index}` in an f-string.
+fn unfilled_variable(action: &Action, inside: Option<&str>) -> Option<String> {
+    match action {
+        Action::Repeat { body, .. } => unfilled_variable(body, Some("REPEAT")),
+        Action::ForEach { body, .. } => unfilled_variable(body, Some("FOR_EACH")),
+        other => {
+            let path = other.path()?;
+            let uses = [("{index}", path.contains("{index"), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
+            let (variable, _, needs) = uses.into_iter().find(|&(_, used, needs)| used && inside != Some(needs))?;
+            Some(format!("{path} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
+        }
+    }
+}
+
+/// An action verb inside a WRITE_FILE's content or a command, unless the
+/// goal itself uses it (a README documenting this very language may).
+fn crammed_action(action: &Action, goal: &str) -> Option<&'static str> {
+    let text = match action {
+        Action::WriteFile { content, .. } => content,
+        Action::RunCommand { command } => command,
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => return crammed_action(body, goal),
+        _ => return None,
+    };
+    let words: BTreeSet<&str> = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+    VERBS.into_iter().find(|verb| words.contains(verb) && !goal.contains(verb))
 }
 
 /// What a path is: a folder or a file, and which step made it so (0: it
