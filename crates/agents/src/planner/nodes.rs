@@ -1,7 +1,7 @@
 //! The planner's nodes. Each reads the state, makes its calls through `Step`
 //! (journaled, replayed after a crash, never repeated) and writes back.
 
-use agentloop_core::{event, json_schema_of, reply_is, Error, EventDraft, JsonSchema, Result, Step};
+use agentloop_core::{event, reply_is, Error, EventDraft, JsonSchema, Result, Step};
 use agentloop_tools::Workspace;
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -51,7 +51,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
-        request.json_schema = Some(json_schema_of::<Plan>());
+        request.json_schema = Some(plan::schema_for(&s.goal));
         // A small model asked again greedily gives the same plan again; after
         // a rejection or a failure the next plan is sampled.
         if !s.proposals.is_empty() {

@@ -46,6 +46,18 @@ impl Plan {
     }
 }
 
+/// The plan schema for one goal: `goal` may only be the user's goal, word
+/// for word. The model writes that key first, so the goal's own names are
+/// the last thing it wrote before the plan; free to write any goal, the
+/// 0.5B model wrote the closest worked example's goal and then its plan.
+pub fn schema_for(goal: &str) -> Value {
+    let mut schema = agentloop_core::json_schema_of::<Plan>();
+    if let Some(property) = schema.pointer_mut("/properties/goal") {
+        *property = serde_json::json!({"type": "string", "enum": [goal]});
+    }
+    schema
+}
+
 /// The plan in an answer, or why it could not be read (rule `json` or
 /// `schema`). `repaired` says whether a mechanical mend was needed.
 pub fn read(answer: &str) -> Result<(Plan, bool), Rejection> {
@@ -128,6 +140,15 @@ fn drop_trailing_comma(out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_schema_holds_the_goal_word_for_word() {
+        let schema = super::schema_for("Create a file hello.txt");
+        assert_eq!(schema["properties"]["goal"]["enum"], serde_json::json!(["Create a file hello.txt"]));
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys[0], "goal", "the goal is written first");
+        assert_eq!(schema["properties"]["plan"]["items"]["$ref"].as_str().map(|r| r.contains("PlanStep")), Some(true));
+    }
+
     use super::*;
 
     const GOOD: &str = r#"{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR a", "expects": "a exists"}]}"#;
