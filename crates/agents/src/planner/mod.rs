@@ -21,6 +21,7 @@ mod goal_paths;
 mod nodes;
 mod plan;
 mod prompts;
+mod shell_check;
 mod state;
 mod validate;
 
