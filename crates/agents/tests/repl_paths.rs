@@ -224,13 +224,25 @@ async fn a_second_check_that_sides_with_the_turn_confirms_it() {
 
 #[tokio::test]
 async fn one_contradicting_program_alone_does_not_overrule_the_turn() {
-    // The turn (385); one check prints 55, two fail: the judge decides.
+    // The turn (385); one check prints 55, the four others fail: the judge decides.
     let failing = "```python\nprint(undefined_name)\n```";
-    let r = run(vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), failing.into(), failing.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let replies = vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), failing.into(), failing.into(), failing.into(), failing.into()];
+    let r = run(replies, vec![verdict(true, "")], ReplConfig::default()).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "{:?}", s.verdicts);
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge was asked");
+}
+
+#[tokio::test]
+async fn failed_programs_are_not_votes_so_two_that_ran_later_still_overrule() {
+    // The turn prints 285; two checks fail, then two print 385.
+    let failing = "```python\nprint(undefined_name)\n```";
+    let replies = vec!["```python\nprint(sum(i * i for i in range(1, 10)))\n```".into(), failing.into(), failing.into(), CHECK_385.into(), CHECK_385.into(), SUM.into(), CHECK_385.into()];
+    let r = run(replies, vec![verdict(true, "")], ReplConfig::default()).await;
+    let s = r.state();
+    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("printed 385"), "{:?}", s.verdicts);
+    assert_eq!((s.turn_count, s.answer().as_str()), (2, "385"));
 }
 
 #[tokio::test]

@@ -92,9 +92,11 @@ pub fn same_answer(a: &str, b: &str) -> bool {
 /// parses as infinity, which compares equal to every other infinity and,
 /// within any tolerance, to everything) is left out, so it agrees with
 /// nothing but the same text.
+/// A leading `-` is a sign and stays: -359 days is not 359.
 fn numbers(text: &str) -> Vec<f64> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
-        .filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e' || c == '-').parse::<f64>().ok())
+        .map(|t| t.trim_end_matches(['.', 'e', '-']).trim_start_matches(['.', 'e']))
+        .filter_map(|t| t.parse::<f64>().ok())
         .filter(|n| n.is_finite())
         .collect()
 }
@@ -136,6 +138,9 @@ mod tests {
         let huge = "3".repeat(400);
         assert!(!same_answer("467", &huge), "a number too large for a float agrees with nothing");
         assert!(same_answer(&huge, &huge));
+        assert!(!same_answer("-359", "359"), "the sign counts");
+        assert!(same_answer("It is -2.5.", "-2.5"));
+        assert!(same_answer("e.g. 42.", "42"));
     }
 
     #[test]

@@ -104,8 +104,11 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
     })
 }
 
-/// How many independent programs REFLECT may write to check one turn.
+/// How many independent programs that ran REFLECT counts for one turn…
 const CHECKS: usize = 3;
+/// …out of at most this many written: a program that fails is no vote, and
+/// the 0.5B model's checks often reach for `math.isprime` and fail.
+const CHECK_ATTEMPTS: usize = 5;
 
 /// Checks the turn's answer against independent programs for the same
 /// question, written in a fresh conversation and run in a namespace of their
@@ -115,16 +118,19 @@ const CHECKS: usize = 3;
 ///
 /// A vote: the turn's answer holds one, each program that runs adds one to
 /// its own answer, and the first answer to hold two wins — up to `CHECKS`
-/// programs. Only another answer winning makes the turn incomplete; the
-/// turn confirmed, or no answer reaching two, leaves the verdict to the
-/// judge. One sampled program never overrules the turn, and neither do
+/// programs that ran, out of `CHECK_ATTEMPTS` written. Only another answer
+/// winning makes the turn incomplete; the turn confirmed, or no answer
+/// reaching two, leaves the verdict to the judge. One sampled program never overrules the turn, and neither do
 /// programs that disagree with each other as well: asked to redo a right
 /// answer they doubted, the model wrote worse code, and asked to redo a
 /// wrong one, it rarely found the right one without a majority to follow.
 async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
     let Some(answer) = s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()) else { return Ok(None) };
     let mut others: Vec<String> = Vec::new();
-    for _ in 0..CHECKS {
+    for _ in 0..CHECK_ATTEMPTS {
+        if others.len() == CHECKS {
+            break;
+        }
         let Some((check, code)) = run_check(s, step, &answer).await? else { continue };
         if judge::same_answer(&answer, &check) {
             return Ok(None);
