@@ -134,6 +134,7 @@ fn loop_variable_rule() {
 #[test]
 fn example_text_rule() {
     refused_for(&answer(&["WRITE_FILE .gitignore Q1: sales up"]), Rule::ExampleText, "Q1: sales up");
+    refused_for(&answer(&["WRITE_FILE report_backup.txt keep going."]), Rule::ExampleText, "keep going.");
     let root = tempfile::tempdir().unwrap();
     let quoted = rejections_for_goal(root.path(), "Write report.md with the line 'Q1: sales up'.", &answer(&["WRITE_FILE report.md Q1: sales up"]), Shell::Sh);
     assert!(quoted.is_empty(), "text the goal quotes is its own: {quoted:?}");

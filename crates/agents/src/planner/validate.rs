@@ -240,15 +240,24 @@ fn missing_input(action: &Action, cx: &Context<'_>, earlier: &[String]) -> Optio
 }
 
 /// A line of WRITE_FILE content that a worked example quoted from its own
-/// goal and this goal does not.
+/// goal and this goal does not, ignoring case (the model also wrote "keep
+/// going.").
 fn example_text(action: &Action, goal: &str) -> Option<String> {
     let content = match action {
         Action::WriteFile { content, .. } => content,
         Action::ForEach { body, .. } | Action::Repeat { body, .. } => return example_text(body, goal),
         _ => return None,
     };
+    let goal = goal.to_lowercase();
     let quoted = examples::quoted_texts();
-    content.lines().map(str::trim).find(|line| quoted.contains(*line) && !goal.contains(line)).map(String::from)
+    content
+        .lines()
+        .map(str::trim)
+        .find(|line| {
+            let line = line.to_lowercase();
+            quoted.iter().any(|q| q.to_lowercase() == line) && !goal.contains(&line)
+        })
+        .map(String::from)
 }
 
 /// A loop variable in a path that no enclosing loop fills. `inside` is the
