@@ -134,21 +134,10 @@ fn loop_variable_rule() {
 #[test]
 fn example_text_rule() {
     refused_for(&answer(&["WRITE_FILE .gitignore Q1: sales up"]), Rule::ExampleText, "Q1: sales up");
-    refused_for(&answer(&["WRITE_FILE report_backup.txt keep going."]), Rule::ExampleText, "keep going.");
+    refused_for(&answer(&["WRITE_FILE report_backup.txt q1: Sales up"]), Rule::ExampleText, "q1: Sales up");
     let root = tempfile::tempdir().unwrap();
     let quoted = rejections_for_goal(root.path(), "Write report.md with the line 'Q1: sales up'.", &answer(&["WRITE_FILE report.md Q1: sales up"]), Shell::Sh);
     assert!(quoted.is_empty(), "text the goal quotes is its own: {quoted:?}");
-}
-
-#[test]
-fn missing_path_rule() {
-    refused_for(&answer(&["LIST_DIR target_files AS ignored"]), Rule::MissingPath, "does not exist");
-    refused_for(&answer(&["READ_FILE todo.txt"]), Rule::MissingPath, "create it first");
-    let made_first = answer(&["REPEAT 2 WRITE_FILE f_{index}.txt x", "READ_FILE f_1.txt", "RUN_COMMAND cp f_1.txt g.txt", "READ_FILE g.txt", "CREATE_DIR d", "LIST_DIR d AS ds"]);
-    assert!(rejections(&made_first).is_empty(), "{:?}", rejections(&made_first));
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("input.txt"), "x").unwrap();
-    assert!(rejections_in(root.path(), &answer(&["READ_FILE input.txt", "LIST_DIR . AS all"]), Shell::Sh).is_empty());
 }
 
 #[test]

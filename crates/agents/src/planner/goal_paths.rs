@@ -103,7 +103,7 @@ fn action_path(action: &Action) -> Option<&str> {
 }
 
 /// The action as text, with each REPEAT written out (up to 1,000 times).
-pub fn expand(action: &Action, out: &mut Vec<String>) {
+fn expand(action: &Action, out: &mut Vec<String>) {
     match action {
         Action::Repeat { times, body } => {
             for i in 0..(*times).min(1000) {

@@ -51,9 +51,6 @@ pub enum Rule {
     /// WRITE_FILE content pasted from a worked example ("Q1: sales up")
     /// that the goal never quotes.
     ExampleText,
-    /// READ_FILE or LIST_DIR of a path that does not exist and that no
-    /// earlier step makes or mentions: the step could only fail.
-    MissingPath,
     /// `{index}` in a path outside REPEAT, or `{item}`/`{name}` outside
     /// FOR_EACH: nothing fills it, so the step would use the braces as a name.
     LoopVariable,
@@ -119,8 +116,6 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     let mut keys = cx.known_keys.clone();
     let mut kinds = BTreeMap::new();
     let mut parsed = Vec::new();
-    // Earlier steps as text, REPEAT written out: what they may have made.
-    let mut earlier: Vec<String> = cx.done.to_vec();
     let mut all_parse = true;
     for item in &plan.plan {
         let n = Some(item.step);
@@ -142,14 +137,10 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         if let Some(reason) = path_kind(&action, item.step, cx.root, &mut kinds) {
             reject(Rule::PathKind, reason);
         }
-        if let Some(reason) = missing_input(&action, cx, &earlier) {
-            reject(Rule::MissingPath, reason);
-        }
         if let Some(text) = example_text(&action, cx.goal) {
             reject(Rule::ExampleText, format!("the text {text:?} comes from a worked example, not from this goal: write the content this goal asks for"));
         }
         stored_keys(&action, &mut keys);
-        goal_paths::expand(&action, &mut earlier);
         parsed.push(action);
     }
     // Only a plan whose every step parses can be judged on what it covers.
@@ -225,23 +216,9 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
     out
 }
 
-/// Why a READ_FILE or LIST_DIR has nothing to read: its path is not on
-/// disk and no earlier step (or step already run) mentions it. Mentioning
-/// is enough — a RUN_COMMAND such as `cp a b` may make `b` — so only a path
-/// that appears from nowhere is refused.
-fn missing_input(action: &Action, cx: &Context<'_>, earlier: &[String]) -> Option<String> {
-    let (Action::ReadFile { path } | Action::ListDir { path, .. }) = action else { return None };
-    let key = path.trim_start_matches("./").trim_end_matches('/');
-    if key.is_empty() || key == "." || key.contains('{') || earlier.iter().any(|text| text.contains(key)) {
-        return None;
-    }
-    let exists = cx.root.resolve(key).map(|p| p.exists()).unwrap_or(true);
-    (!exists).then(|| format!("{key} does not exist and no earlier step makes it: create it first, or use a path that exists"))
-}
-
 /// A line of WRITE_FILE content that a worked example quoted from its own
-/// goal and this goal does not, ignoring case (the model also wrote "keep
-/// going.").
+/// goal and this goal does not, ignoring case: the model changes the case
+/// of what it copies.
 fn example_text(action: &Action, goal: &str) -> Option<String> {
     let content = match action {
         Action::WriteFile { content, .. } => content,
