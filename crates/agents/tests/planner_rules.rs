@@ -26,6 +26,12 @@ fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Sh
     }
 }
 
+/// The rejections of `text` for `goal`, in an empty root.
+fn rejections_with_goal(goal: &str, text: &str) -> Vec<Rejection> {
+    let root = tempfile::tempdir().unwrap();
+    rejections_for_goal(root.path(), goal, text, Shell::Sh)
+}
+
 fn rejections(text: &str) -> Vec<Rejection> {
     let root = tempfile::tempdir().unwrap();
     rejections_in(root.path(), text, Shell::Sh)
@@ -112,8 +118,7 @@ fn for_each_create_dir_rule() {
 fn one_action_rule() {
     refused_for(&answer(&["WRITE_FILE src/main.py main READ_FILE src/main.py"]), Rule::OneAction, "READ_FILE appears inside");
     refused_for(&answer(&["REPEAT 2 WRITE_FILE n_{index}.txt x LIST_DIR src AS files"]), Rule::OneAction, "own step");
-    let root = tempfile::tempdir().unwrap();
-    let documented = rejections_for_goal(root.path(), "Write a.md saying that WRITE_FILE writes a file.", &answer(&["WRITE_FILE a.md WRITE_FILE writes a file"]), Shell::Sh);
+    let documented = rejections_with_goal("Write a.md saying that WRITE_FILE writes a file.", &answer(&["WRITE_FILE a.md WRITE_FILE writes a file"]));
     assert!(documented.is_empty(), "a goal that names the verb may write it: {documented:?}");
 }
 
@@ -135,8 +140,7 @@ fn loop_variable_rule() {
 fn example_text_rule() {
     refused_for(&answer(&["WRITE_FILE .gitignore Q1: sales up"]), Rule::ExampleText, "Q1: sales up");
     refused_for(&answer(&["WRITE_FILE report_backup.txt q1: Sales up"]), Rule::ExampleText, "q1: Sales up");
-    let root = tempfile::tempdir().unwrap();
-    let quoted = rejections_for_goal(root.path(), "Write report.md with the line 'Q1: sales up'.", &answer(&["WRITE_FILE report.md Q1: sales up"]), Shell::Sh);
+    let quoted = rejections_with_goal("Write report.md with the line 'Q1: sales up'.", &answer(&["WRITE_FILE report.md Q1: sales up"]));
     assert!(quoted.is_empty(), "text the goal quotes is its own: {quoted:?}");
 }
 

@@ -226,15 +226,8 @@ fn example_text(action: &Action, goal: &str) -> Option<String> {
         _ => return None,
     };
     let goal = goal.to_lowercase();
-    let quoted = examples::quoted_texts();
-    content
-        .lines()
-        .map(str::trim)
-        .find(|line| {
-            let line = line.to_lowercase();
-            quoted.iter().any(|q| q.to_lowercase() == line) && !goal.contains(&line)
-        })
-        .map(String::from)
+    let copied = |line: &&str| examples::quoted_texts().iter().any(|q| q.eq_ignore_ascii_case(line)) && !goal.contains(&line.to_lowercase());
+    content.lines().map(str::trim).find(copied).map(String::from)
 }
 
 /// A loop variable in a path that no enclosing loop fills. `inside` is the
