@@ -4,6 +4,7 @@
 mod checkpoint;
 mod durability;
 mod migrate;
+mod row_id;
 mod sqlite;
 
 pub use durability::Durability;

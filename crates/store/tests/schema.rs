@@ -1,0 +1,191 @@
+//! The schema: a database written by an older agentloop is upgraded in
+//! place and reads the same; sessions sharing a file never see each
+//! other's steps or events.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use agentloop_core::event::Event;
+use agentloop_core::journal::{SessionMeta, Write};
+use agentloop_core::{Progress, SessionStatus, Store, Termination};
+use agentloop_store::{Durability, SqliteStore};
+use rusqlite::{params, Connection};
+use serde_json::json;
+
+fn meta(id: &str) -> SessionMeta {
+    SessionMeta {
+        id: id.into(),
+        agent: "test".into(),
+        status: SessionStatus::Running,
+        current_iteration: 0,
+        max_iterations: Some(3),
+        finish_reason: None,
+        started_at: chrono::Utc::now(),
+        completed_at: None,
+        step: 0,
+        next_node: Some("a".into()),
+        progress: Progress::default(),
+        termination: Termination::defaults(3),
+        input: serde_json::Value::Null,
+    }
+}
+
+fn set_n(n: u64) -> Option<String> {
+    Some(format!(
+        "[{{\"op\":\"replace\",\"path\":\"/n\",\"value\":{n}}}]"
+    ))
+}
+
+fn event(id: &str, seq: u64, step: u64) -> Write {
+    Write::Event(Event {
+        session_id: id.into(),
+        seq,
+        name: format!("test:{id}:{seq}"),
+        payload: json!({"seq": seq}),
+        timestamp: chrono::Utc::now(),
+        step,
+    })
+}
+
+fn names(events: &[Event]) -> Vec<String> {
+    events.iter().map(|e| e.name.clone()).collect()
+}
+
+/// A file as agentloop's schema v1 left it: one session, a snapshot, two
+/// patches after it, two events.
+fn version_one_file(path: &std::path::Path) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("../migrations/0001_init.sql"))
+        .unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    conn.pragma_update(None, "application_id", 0x4147_4C50)
+        .unwrap();
+    let meta_json = serde_json::to_string(&meta("old")).unwrap();
+    conn.execute(
+        "INSERT INTO sessions (key, id, agent, status, started_at, updated_at, meta) VALUES (1, 'old', 'test', 'running', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', ?1)",
+        [meta_json],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO snapshots (session, step, state) VALUES (1, 0, '{\"n\":0}')",
+        [],
+    )
+    .unwrap();
+    for step in 1..=2u64 {
+        conn.execute(
+            "INSERT INTO steps (session, step, next, patch) VALUES (1, ?1, 'a', ?2)",
+            params![step, set_n(step)],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO events (session, seq, step, name, payload, at) VALUES (1, ?1, ?1, ?2, '{}', '2026-01-01T00:00:00Z')",
+            params![step, format!("test:old:{step}")],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_version_one_database_is_upgraded_in_place_and_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.sqlite");
+    version_one_file(&path);
+
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    let loaded = store.load("old").unwrap();
+    assert_eq!(loaded.state, json!({"n": 2}));
+    assert_eq!(loaded.last_event_seq, 2);
+    assert_eq!(
+        names(&store.events("old", 0, 10).unwrap()),
+        ["test:old:1", "test:old:2"]
+    );
+
+    // And it goes on where it stopped.
+    store
+        .write(
+            "old",
+            &[
+                Write::Step {
+                    step: 3,
+                    next: Some("a".into()),
+                    patch: set_n(3),
+                },
+                event("old", 3, 3),
+            ],
+            false,
+        )
+        .unwrap();
+    drop(store);
+    let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    assert_eq!(store.load("old").unwrap().state, json!({"n": 3}));
+    assert_eq!(
+        names(&store.events("old", 1, 10).unwrap()),
+        ["test:old:2", "test:old:3"]
+    );
+}
+
+#[test]
+fn sessions_in_one_file_keep_their_own_steps_and_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("two.sqlite"), Durability::Process).unwrap();
+    for id in ["first", "second"] {
+        store
+            .write(
+                id,
+                &[
+                    Write::Meta(Box::new(meta(id))),
+                    Write::Snapshot {
+                        step: 0,
+                        state: "{\"n\":0}".into(),
+                    },
+                ],
+                false,
+            )
+            .unwrap();
+    }
+    // Interleaved, as two sessions of one server would write.
+    for step in 1..=3u64 {
+        for (id, scale) in [("first", 1), ("second", 10)] {
+            store
+                .write(
+                    id,
+                    &[
+                        Write::Step {
+                            step,
+                            next: Some("a".into()),
+                            patch: set_n(step * scale),
+                        },
+                        event(id, step, step),
+                    ],
+                    false,
+                )
+                .unwrap();
+        }
+    }
+    // A snapshot of the first compacts only the first's steps.
+    store
+        .write(
+            "first",
+            &[Write::Snapshot {
+                step: 3,
+                state: "{\"n\":3}".into(),
+            }],
+            false,
+        )
+        .unwrap();
+
+    assert_eq!(store.load("first").unwrap().state, json!({"n": 3}));
+    assert_eq!(store.load("second").unwrap().state, json!({"n": 30}));
+    assert_eq!(
+        names(&store.events("first", 1, 10).unwrap()),
+        ["test:first:2", "test:first:3"]
+    );
+    assert_eq!(store.step_records("second", 2).unwrap().events, 1);
+
+    store.delete("first").unwrap();
+    assert_eq!(store.load("second").unwrap().state, json!({"n": 30}));
+    assert_eq!(
+        names(&store.events("second", 0, 10).unwrap()),
+        ["test:second:1", "test:second:2", "test:second:3"]
+    );
+    assert_eq!(store.load("second").unwrap().last_event_seq, 3);
+}
