@@ -194,6 +194,13 @@ fn goal_path_rule() {
     let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
     let found = rejections_for_goal(root.path(), days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]), Shell::Sh);
     assert!(found.len() == 1 && found[0].reason.contains("day_003.txt"), "{found:?}");
+    assert!(found[0].reason.contains("counts from 0: write days/day_{number:03d}.txt"), "the reason says how to count from 1: {found:?}");
+    let found = rejections_for_goal(root.path(), days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]), Shell::Sh);
+    assert!(found.is_empty(), "{found:?}");
+    // A longer name is not the goal's name: `run_0.html` is not the folder `run_0`.
+    let runs = "Create three folders run_0, run_1 and run_2.";
+    let found = rejections_for_goal(root.path(), runs, &answer(&["WRITE_FILE run_0.html x", "WRITE_FILE run_1.html x", "WRITE_FILE run_2.html x"]), Shell::Sh);
+    assert!(found.len() == 1 && found[0].reason.contains("run_0, run_1, run_2"), "{found:?}");
     let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory", "CREATE_DIR assets/images", "RUN_COMMAND ls assets/images"]), Shell::Sh);
     assert!(found.is_empty(), "{found:?}");
     // Names copied from the worked examples instead of the goal's.

@@ -7,7 +7,8 @@
 //! READ_FILE <path>
 //! LIST_DIR <path> AS <key>           stores the entries' absolute paths under <key>
 //! FOR_EACH <key> <action>            {item}: each stored absolute path, {name}: its file name
-//! REPEAT <n> <action>                {index}: 0..n-1, {index:03d}: zero-padded to 3
+//! REPEAT <n> <action>                {index}: 0..n-1, {index:03d}: zero-padded to 3,
+//!                                    {number}: 1..n (and {number:03d})
 //! RUN_COMMAND <command>              run by the configured shell in the root
 //! ```
 //!
@@ -147,7 +148,7 @@ impl Action {
     }
 
     /// The action with `vars` filled into its paths, content and command
-    /// (`{item}`, `{name}`, `{index}`, `{index:03d}`). A nested loop keeps
+    /// (`{item}`, `{name}`, `{index}`, `{index:03d}`, `{number}`). A nested loop keeps
     /// its own placeholders for when it runs.
     pub fn fill(&self, vars: &Vars) -> Action {
         let f = |text: &str| vars.fill(text);
@@ -222,11 +223,16 @@ impl Vars {
             "item" => self.item.clone(),
             "name" => self.item.as_deref().map(|p| p.rsplit('/').next().unwrap_or(p).to_string()),
             "index" => self.index.map(|i| i.to_string()),
+            "number" => self.index.map(|i| (i + 1).to_string()),
             _ => {
-                // {index:03d}: zero-padded to the width given.
-                let spec = placeholder.strip_prefix("index:")?.strip_suffix('d')?;
+                // {index:03d}, {number:03d}: zero-padded to the width given.
+                let (i, spec) = match placeholder.split_once(':')? {
+                    ("index", spec) => (self.index?, spec),
+                    ("number", spec) => (self.index? + 1, spec),
+                    _ => return None,
+                };
+                let spec = spec.strip_suffix('d')?;
                 let width: usize = spec.trim_start_matches('0').parse().ok().or_else(|| (spec == "0").then_some(0))?;
-                let i = self.index?;
                 Some(if spec.starts_with('0') { format!("{i:0width$}") } else { format!("{i:width$}") })
             }
         }
@@ -333,6 +339,8 @@ mod tests {
     fn placeholders_fill_in() {
         let body = Action::parse("WRITE_FILE day_{index:03d}.txt Day {index}").unwrap();
         assert_eq!(body.fill(&Vars::index(7)), Action::WriteFile { path: "day_007.txt".into(), content: "Day 7".into() });
+        let from_one = Action::parse("WRITE_FILE day_{number:03d}.txt Day {number}").unwrap();
+        assert_eq!(from_one.fill(&Vars::index(0)), Action::WriteFile { path: "day_001.txt".into(), content: "Day 1".into() });
         let copy = Action::parse("RUN_COMMAND cp {item} backup/{name}").unwrap();
         assert_eq!(copy.fill(&Vars::item("/root/logs/a.log")), Action::RunCommand { command: "cp /root/logs/a.log backup/a.log".into() });
         // Braces that are not placeholders stay as they are.

@@ -19,7 +19,8 @@ const FILE_EXTENSIONS: [&str; 24] = [
 ];
 
 /// Paths the goal names: words with a file extension (`README.md`,
-/// `.gitignore`, `backup.tar.gz`) or a slash (`assets/images`), in order.
+/// `.gitignore`, `backup.tar.gz`), a slash (`assets/images`) or a number
+/// after an underscore (`run_0`), in order.
 pub fn named_paths(goal: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in goal.split(|c: char| c.is_whitespace() || c == ',' || c == ';') {
@@ -27,7 +28,7 @@ pub fn named_paths(goal: &str) -> Vec<String> {
         if !word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) || word.contains("..") {
             continue;
         }
-        if (has_extension(word) || is_relative_path(word)) && !out.iter().any(|w| w == word) {
+        if (has_extension(word) || is_relative_path(word) || is_numbered_name(word)) && !out.iter().any(|w| w == word) {
             out.push(word.to_string());
         }
     }
@@ -47,6 +48,12 @@ fn has_extension(word: &str) -> bool {
 
 /// `a/b` made of names (not `/etc`, not `and/or`-style prose would pass, but
 /// goals rarely write those).
+/// `run_0`, `week_12`: prose has no such words, so it is a name.
+fn is_numbered_name(word: &str) -> bool {
+    let Some((stem, number)) = word.rsplit_once('_') else { return false };
+    word.starts_with(|c: char| c.is_ascii_alphabetic()) && !stem.contains('.') && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit())
+}
+
 fn is_relative_path(word: &str) -> bool {
     word.contains('/') && !word.starts_with('/') && word.split('/').all(|part| !part.is_empty())
 }
@@ -64,14 +71,53 @@ pub fn looks_like_file(path: &str) -> bool {
 /// The goal's paths that neither the plan nor the steps already done
 /// mention. A REPEAT is expanded (`day_{index:03d}.txt` covers `day_000.txt`
 /// to `day_002.txt`, not `day_003.txt`), so a loop that makes the wrong
-/// names does not count.
+/// names does not count. A name counts only whole: `run_0.html` does not
+/// mention the folder `run_0`.
 pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
     let mut text: Vec<String> = done.to_vec();
     for action in plan {
         expand(action, &mut text);
     }
     let text = text.join("\n");
-    named_paths(goal).into_iter().filter(|p| !text.contains(p.trim_start_matches("./"))).collect()
+    named_paths(goal).into_iter().filter(|p| !mentions(&text, p.trim_start_matches("./"))).collect()
+}
+
+/// Whether `text` holds `name` as a whole name: not inside a longer word
+/// (`run_0.html`, `my_run_0`), though a folder may be part of a longer path
+/// (`run_0/a.txt`, `2024/q1`).
+fn mentions(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        !before.is_some_and(is_name_char) && !continues_name(&text[at + name.len()..])
+    })
+}
+
+/// Whether `rest` goes on with the same name: more of its characters, or a
+/// dot that starts an extension (not one that ends a sentence).
+fn continues_name(rest: &str) -> bool {
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some('.') => chars.next().is_some_and(is_name_char),
+        Some(c) => is_name_char(c),
+        None => false,
+    }
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// When a REPEAT would make the goal's missing names had it counted from 1
+/// (`day_{index:03d}.txt` makes day_000 to day_002; the goal says day_001 to
+/// day_003), the loop's path: the model is told to use `{number}`.
+pub fn counts_from_zero<'a>(goal: &str, plan: &'a [Action], missing: &[String]) -> Option<&'a str> {
+    plan.iter().find_map(|action| {
+        let Action::Repeat { body, .. } = action else { return None };
+        let path = body.path().filter(|p| p.contains("{index"))?;
+        let from_one = Action::parse(&action.to_string().replace("{index", "{number")).ok()?;
+        let now_missing = uncovered(goal, &[from_one], &[]);
+        missing.iter().any(|m| !now_missing.contains(m)).then_some(path)
+    })
 }
 
 /// Names in the plan's paths that come from the worked examples and not
@@ -126,6 +172,7 @@ mod tests {
         assert_eq!(named_paths("Create folders 2024/q1, 2024/q2 and assets/fonts."), ["2024/q1", "2024/q2", "assets/fonts"]);
         assert_eq!(named_paths("Make a tar archive backup.tar.gz, e.g. with tar. Version 3.5 is fine"), ["backup.tar.gz"]);
         assert_eq!(named_paths("Create a Python file add.py defining add(a, b) that returns a + b"), ["add.py"]);
+        assert_eq!(named_paths("Create three folders run_0, run_1 and run_2."), ["run_0", "run_1", "run_2"]);
     }
 
     #[test]
@@ -137,6 +184,30 @@ mod tests {
         assert!(uncovered(goal, &explicit, &[]).is_empty());
         let done = vec!["WRITE_FILE days/day_001.txt log".to_string()];
         assert_eq!(uncovered(goal, &explicit[1..], &done), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_name_counts_only_whole() {
+        let goal = "Create three folders run_0, run_1 and run_2.";
+        let files = [Action::parse("WRITE_FILE run_0.html x").unwrap(), Action::parse("WRITE_FILE run_1.html x").unwrap()];
+        assert_eq!(uncovered(goal, &files, &[]), ["run_0", "run_1", "run_2"]);
+        let loop_ = [Action::parse("REPEAT 3 CREATE_DIR run_{index}").unwrap()];
+        assert!(uncovered(goal, &loop_, &[]).is_empty());
+        let inside = [Action::parse("WRITE_FILE 2024/q1/a.txt x").unwrap(), Action::parse("RUN_COMMAND mkdir -p '2024/q2'").unwrap()];
+        assert!(uncovered("Create folders 2024/q1 and 2024/q2.", &inside, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_loop_counting_from_zero_is_spotted_when_the_goal_counts_from_one() {
+        let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
+        let plan = [Action::parse("CREATE_DIR days").unwrap(), Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
+        let missing = uncovered(goal, &plan, &[]);
+        assert_eq!(missing, ["day_003.txt"]);
+        assert_eq!(counts_from_zero(goal, &plan, &missing), Some("days/day_{index:03d}.txt"));
+        let wrong_names = [Action::parse("REPEAT 3 WRITE_FILE days/note_{index}.txt log").unwrap()];
+        assert_eq!(counts_from_zero(goal, &wrong_names, &uncovered(goal, &wrong_names, &[])), None);
+        let from_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log").unwrap()];
+        assert!(uncovered(goal, &from_one, &[]).is_empty());
     }
 
     #[test]

@@ -35,7 +35,7 @@ fn action_language(shell: Shell) -> String {
          READ_FILE <path>\n\
          LIST_DIR <path> AS <key>      (stores the absolute paths of the folder's entries under <key>)\n\
          FOR_EACH <key> <action>       (runs the action for each stored path: {{item}} is the full path, {{name}} the file name; never CREATE_DIR)\n\
-         REPEAT <n> <action>           ({{index}} counts from 0; {{index:03d}} pads it to 3 digits)\n\
+         REPEAT <n> <action>           ({{index}} counts from 0, {{number}} from 1; {{index:03d}} pads to 3 digits)\n\
          RUN_COMMAND <command>         ({shell_name}; only commands that exist on this machine)"
     )
 }

@@ -154,11 +154,11 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         ));
     }
     if !missing.is_empty() {
-        out.push(Rejection::new(
-            Rule::GoalPath,
-            None,
-            format!("the goal names {} but no step creates or uses it: plan for exactly the names the goal gives", missing.join(", ")),
-        ));
+        let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
+            Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), path.replace("{index", "{number")),
+            None => format!("the goal names {} but no step creates or uses it: plan for exactly the names the goal gives", missing.join(", ")),
+        };
+        out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
     out
 }
@@ -193,7 +193,7 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.extend(check_action(body, cx, keys));
         }
         Action::Repeat { times, body } => {
-            let path = body.path().filter(|p| *times > 1 && !p.contains("{index") && matches!(**body, Action::WriteFile { .. } | Action::CreateDir { .. }));
+            let path = body.path().filter(|p| *times > 1 && !uses_counter(p) && matches!(**body, Action::WriteFile { .. } | Action::CreateDir { .. }));
             if let Some(path) = path {
                 out.push((Rule::LoopPath, format!("REPEAT {times} makes {path} every time: put {{index}} in the path, or write it once without REPEAT")));
             }
@@ -239,7 +239,7 @@ fn unfilled_variable(action: &Action, inside: Option<&str>) -> Option<String> {
         Action::ForEach { body, .. } => unfilled_variable(body, Some("FOR_EACH")),
         other => {
             let path = other.path()?;
-            let uses = [("{index}", path.contains("{index"), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
+            let uses = [("{index}", uses_counter(path), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
             let (variable, _, needs) = uses.into_iter().find(|&(_, used, needs)| used && inside != Some(needs))?;
             Some(format!("{path} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
         }
@@ -339,11 +339,16 @@ fn contains_create_dir(action: &Action) -> bool {
 fn with_sample_values(path: &str, root: &Workspace) -> String {
     let item = root.root().join("item").display().to_string();
     let mut out = path.replace("{item}", &item).replace("{name}", "item");
-    while let Some(start) = out.find("{index") {
+    while let Some(start) = out.find("{index").or_else(|| out.find("{number")) {
         let Some(len) = out[start..].find('}') else { break };
         out.replace_range(start..=start + len, "0");
     }
     out
+}
+
+/// Whether a path holds REPEAT's counter, `{index…}` or `{number…}`.
+fn uses_counter(path: &str) -> bool {
+    path.contains("{index") || path.contains("{number")
 }
 
 /// Names the placeholder `content` is, if it is one.
