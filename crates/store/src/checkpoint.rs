@@ -45,10 +45,7 @@ impl Checkpointer {
             .name("agentloop-checkpoint".into())
             .spawn(move || run(conn, rx))
             .ok();
-        Ok(Self {
-            nudge: Some(tx),
-            thread,
-        })
+        Ok(Self { nudge: Some(tx), thread })
     }
 
     /// Asks for a checkpoint; coalesces with one already asked for.

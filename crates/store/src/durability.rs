@@ -39,9 +39,7 @@ impl FromStr for Durability {
         match s {
             "fsync" => Ok(Self::Fsync),
             "process" => Ok(Self::Process),
-            other => Err(format!(
-                "unknown durability `{other}`: use `fsync` or `process`"
-            )),
+            other => Err(format!("unknown durability `{other}`: use `fsync` or `process`")),
         }
     }
 }

@@ -7,10 +7,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// 'AGLP'
 pub(crate) const APPLICATION_ID: i64 = 0x4147_4C50;
 
-const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_init.sql"),
-    include_str!("../migrations/0002_integer_keys.sql"),
-];
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql"), include_str!("../migrations/0002_integer_keys.sql")];
 
 /// Why opening stopped: SQLite said something, or the file is not one we may use.
 pub(crate) enum Refusal {
@@ -64,10 +61,7 @@ pub(crate) fn migrate(conn: &mut Connection, what: &str) -> Result<(), Refusal> 
             "{what} was written by a newer agentloop (schema v{version}, this one knows v{known}): upgrade agentloop"
         )));
     }
-    for sql in MIGRATIONS
-        .iter()
-        .skip(usize::try_from(version).unwrap_or(0))
-    {
+    for sql in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
         tx.execute_batch(sql)?;
     }
     tx.pragma_update(None, "user_version", known)?;

@@ -8,10 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
-use agentloop_core::journal::{
-    self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords,
-    Write,
-};
+use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Error, Result, Session, Store};
 use chrono::Utc;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
@@ -19,9 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checkpoint::{
-    passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT,
-};
+use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::durability::Durability;
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
@@ -53,12 +48,8 @@ impl SqliteStore {
         let what = format!("the database at {}", path.display());
         check_header(path, &what)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::Store(format!(
-                    "cannot create the data dir {} ({e}): choose a writable --data-dir",
-                    dir.display()
-                ))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Store(format!("cannot create the data dir {} ({e}): choose a writable --data-dir", dir.display())))?;
         }
         // While another process creates the file or switches it to WAL,
         // SQLite answers "busy" at once (waiting could deadlock): try again.
@@ -66,15 +57,12 @@ impl SqliteStore {
         let mut store = loop {
             let conn = Connection::open(path).map_err(|e| sql_error(&what, "open", e))?;
             match Self::setup(conn, &what, durability, true) {
-                Err(Refusal::Sql(e)) if is_busy(&e) && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
+                Err(Refusal::Sql(e)) if is_busy(&e) && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
                 other => break other.map_err(|r| refusal(&what, r))?,
             }
         };
         if durability == Durability::Process {
-            store.checkpointer =
-                Some(Checkpointer::start(path).map_err(|e| sql_error(&store.what, "open", e))?);
+            store.checkpointer = Some(Checkpointer::start(path).map_err(|e| sql_error(&store.what, "open", e))?);
         }
         Ok(store)
     }
@@ -86,12 +74,7 @@ impl SqliteStore {
         Self::setup(conn, what, Durability::Process, false).map_err(|r| refusal(what, r))
     }
 
-    fn setup(
-        mut conn: Connection,
-        what: &str,
-        durability: Durability,
-        wal: bool,
-    ) -> Result<Self, Refusal> {
+    fn setup(mut conn: Connection, what: &str, durability: Durability, wal: bool) -> Result<Self, Refusal> {
         // Another process may be committing: wait for it rather than fail.
         // (This writes nothing, so it may come before the ownership check.)
         conn.busy_timeout(OPEN_PATIENCE)?;
@@ -106,11 +89,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", durability.synchronous())?;
         migrate(&mut conn, what)?;
         Ok(Self {
-            inner: Mutex::new(Inner {
-                conn,
-                commits: 0,
-                keys: HashMap::new(),
-            }),
+            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }),
             checkpointer: None,
             what: what.to_string(),
             durability,
@@ -126,12 +105,7 @@ impl SqliteStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>> {
-        self.inner.lock().map_err(|_| {
-            Error::Store(format!(
-                "{} is unusable after an earlier failure: restart agentloop",
-                self.what
-            ))
-        })
+        self.inner.lock().map_err(|_| Error::Store(format!("{} is unusable after an earlier failure: restart agentloop", self.what)))
     }
 
     fn err(&self, doing: &str) -> impl Fn(rusqlite::Error) -> Error + '_ {
@@ -157,9 +131,7 @@ impl SqliteStore {
         let key = self.key(inner, id)?;
         let text: String = inner
             .conn
-            .query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| {
-                r.get(0)
-            })
+            .query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0))
             .map_err(self.err("read a session"))?;
         Ok((key, decode(&self.what, "session row", id, &text)?))
     }
@@ -175,20 +147,13 @@ impl SqliteStore {
         .map_err(self.err("save a session"))?;
         match known {
             Some(k) => Ok(k),
-            None => tx
-                .query_row("SELECT key FROM sessions WHERE id = ?1", [&meta.id], |r| {
-                    r.get(0)
-                })
-                .map_err(self.err("save a session")),
+            None => tx.query_row("SELECT key FROM sessions WHERE id = ?1", [&meta.id], |r| r.get(0)).map_err(self.err("save a session")),
         }
     }
 
     fn apply(&self, tx: &Connection, key: i64, write: &Write) -> Result<()> {
         let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> Result<()> {
-            tx.prepare_cached(sql)
-                .and_then(|mut s| s.execute(p))
-                .map(|_| ())
-                .map_err(self.err("write the journal"))
+            tx.prepare_cached(sql).and_then(|mut s| s.execute(p)).map(|_| ()).map_err(self.err("write the journal"))
         };
         match write {
             Write::Meta(_) => Ok(()),
@@ -220,30 +185,16 @@ impl SqliteStore {
     /// Events of one session from a query whose first two parameters are
     /// the session's id range and whose columns are (seq, step, name,
     /// payload, at).
-    fn read_events(
-        &self,
-        session_id: &str,
-        sql: &str,
-        params: &[&dyn rusqlite::ToSql],
-    ) -> Result<Vec<Event>> {
+    fn read_events(&self, session_id: &str, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Event>> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let (first, last) = span(self.key(inner, session_id)?);
         let mut all: Vec<&dyn rusqlite::ToSql> = vec![&first, &last];
         all.extend_from_slice(params);
-        let mut stmt = inner
-            .conn
-            .prepare_cached(sql)
-            .map_err(self.err("read events"))?;
+        let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read events"))?;
         let rows = stmt
             .query_map(all.as_slice(), |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                ))
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(self.err("read events"))?;
@@ -257,11 +208,7 @@ impl SqliteStore {
                     payload: decode(&self.what, "event", session_id, &payload)?,
                     timestamp: chrono::DateTime::parse_from_rfc3339(&at)
                         .map(|t| t.with_timezone(&Utc))
-                        .map_err(|e| {
-                            Error::Store(format!(
-                                "event {seq} of session `{session_id}` has a bad timestamp ({e})"
-                            ))
-                        })?,
+                        .map_err(|e| Error::Store(format!("event {seq} of session `{session_id}` has a bad timestamp ({e})")))?,
                 })
             })
             .collect()
@@ -279,16 +226,8 @@ impl SqliteStore {
     /// Runs `f` in one transaction. BEGIN and COMMIT are cached statements:
     /// a step commit is on the hot path and re-parsing them costs more than
     /// the rest of a small commit.
-    fn in_transaction<T>(
-        &self,
-        conn: &Connection,
-        f: impl FnOnce(&Connection) -> Result<T>,
-    ) -> Result<T> {
-        let exec = |sql: &str| {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute([]))
-                .map(|_| ())
-        };
+    fn in_transaction<T>(&self, conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let exec = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ());
         exec("BEGIN").map_err(self.err("begin a commit"))?;
         match f(conn) {
             Ok(v) => {
@@ -305,26 +244,13 @@ impl SqliteStore {
         }
     }
 
-    fn rows<T: DeserializeOwned>(
-        &self,
-        inner: &Inner,
-        sql: &str,
-        params: &[&dyn rusqlite::ToSql],
-        id: &str,
-        what: &str,
-    ) -> Result<Vec<T>> {
-        let mut stmt = inner
-            .conn
-            .prepare_cached(sql)
-            .map_err(self.err("read the journal"))?;
+    fn rows<T: DeserializeOwned>(&self, inner: &Inner, sql: &str, params: &[&dyn rusqlite::ToSql], id: &str, what: &str) -> Result<Vec<T>> {
+        let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read the journal"))?;
         let texts = stmt
             .query_map(params, |r| r.get::<_, String>(0))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
             .map_err(self.err("read the journal"))?;
-        texts
-            .iter()
-            .map(|t| decode(&self.what, what, id, t))
-            .collect()
+        texts.iter().map(|t| decode(&self.what, what, id, t)).collect()
     }
 }
 
@@ -334,10 +260,7 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let raise = flush && self.durability == Durability::Process;
         if raise {
-            inner
-                .conn
-                .pragma_update(None, "synchronous", "FULL")
-                .map_err(self.err("flush"))?;
+            inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
         }
         let known = inner.keys.get(session_id).copied();
         let result = self.in_transaction(&inner.conn, |tx| {
@@ -350,11 +273,7 @@ impl Store for SqliteStore {
             let key = match key {
                 Some(k) => k,
                 None => tx
-                    .query_row(
-                        "SELECT key FROM sessions WHERE id = ?1",
-                        [session_id],
-                        |r| r.get(0),
-                    )
+                    .query_row("SELECT key FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
                     .optional()
                     .map_err(self.err("look up a session"))?
                     .ok_or_else(|| Error::UnknownSession(session_id.to_string()))?,
@@ -365,10 +284,7 @@ impl Store for SqliteStore {
             Ok(key)
         });
         if raise {
-            inner
-                .conn
-                .pragma_update(None, "synchronous", self.durability.synchronous())
-                .map_err(self.err("flush"))?;
+            inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
         }
         let key = result?;
         inner.keys.insert(session_id.to_string(), key);
@@ -391,61 +307,39 @@ impl Store for SqliteStore {
         // The session row may lag behind: the newest step entry says where the session is.
         let newest: Option<(i64, Option<String>)> = inner
             .conn
-            .query_row(
-                "SELECT step, next FROM steps WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
-                span(key),
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row("SELECT step, next FROM steps WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1", span(key), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(self.err("read the journal"))?;
-        if let Some((step, next)) =
-            newest.filter(|(s, _)| u64::try_from(*s).unwrap_or(0) > meta.step)
-        {
+        if let Some((step, next)) = newest.filter(|(s, _)| u64::try_from(*s).unwrap_or(0) > meta.step) {
             meta.step = u64::try_from(step).unwrap_or(0);
             meta.next_node = next;
             meta.progress.steps = meta.step;
         }
         let (snap_step, snapshot): (i64, String) = inner
             .conn
-            .query_row(
-                "SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1",
-                [key],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(self.err("read a snapshot"))?
-            .ok_or_else(|| {
-                Error::Store(format!(
-                    "session `{session_id}` in {} has no snapshot: its journal is incomplete",
-                    self.what
-                ))
-            })?;
+            .ok_or_else(|| Error::Store(format!("session `{session_id}` in {} has no snapshot: its journal is incomplete", self.what)))?;
         let mut stmt = inner
             .conn
             .prepare_cached("SELECT step, patch FROM steps WHERE id > ?1 AND id <= ?2 AND patch IS NOT NULL ORDER BY id")
             .map_err(self.err("read patches"))?;
         let after_snapshot = row_id(key, u64::try_from(snap_step).unwrap_or(0))?;
         let patches = stmt
-            .query_map(params![after_snapshot, span(key).1], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
+            .query_map(params![after_snapshot, span(key).1], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(self.err("read patches"))?;
         let patch_bytes: u64 = patches.iter().map(|(_, p)| p.len() as u64).sum();
-        let state = journal::rebuild(
-            &snapshot,
-            patches
-                .iter()
-                .map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())),
-        )
-        .map_err(|e| Error::State(format!("session `{session_id}`: {e}")))?;
+        let state = journal::rebuild(&snapshot, patches.iter().map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())))
+            .map_err(|e| Error::State(format!("session `{session_id}`: {e}")))?;
         let last_event_seq: i64 = inner
             .conn
-            .query_row(
-                "SELECT seq FROM events WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
-                span(key),
-                |r| r.get(0),
-            )
+            .query_row("SELECT seq FROM events WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1", span(key), |r| r.get(0))
             .optional()
             .map_err(self.err("read events"))?
             .unwrap_or(0);
@@ -463,33 +357,13 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
         let step = to_i64(step);
-        let calls = self.rows(
-            inner,
-            "SELECT record FROM calls WHERE session = ?1 AND step = ?2 ORDER BY idx",
-            &[&key, &step],
-            session_id,
-            "call",
-        )?;
-        let interrupts = self.rows(
-            inner,
-            "SELECT record FROM interrupts WHERE session = ?1 AND step = ?2",
-            &[&key, &step],
-            session_id,
-            "interrupt",
-        )?;
+        let calls = self.rows(inner, "SELECT record FROM calls WHERE session = ?1 AND step = ?2 ORDER BY idx", &[&key, &step], session_id, "call")?;
+        let interrupts = self.rows(inner, "SELECT record FROM interrupts WHERE session = ?1 AND step = ?2", &[&key, &step], session_id, "interrupt")?;
         let events: u32 = inner
             .conn
-            .query_row(
-                "SELECT count(*) FROM events WHERE id BETWEEN ?1 AND ?2 AND step = ?3",
-                params![span(key).0, span(key).1, step],
-                |r| r.get(0),
-            )
+            .query_row("SELECT count(*) FROM events WHERE id BETWEEN ?1 AND ?2 AND step = ?3", params![span(key).0, span(key).1, step], |r| r.get(0))
             .map_err(self.err("read events"))?;
-        Ok(StepRecords {
-            calls,
-            interrupts,
-            events,
-        })
+        Ok(StepRecords { calls, interrupts, events })
     }
 
     fn session(&self, session_id: &str) -> Result<Session> {
@@ -497,61 +371,34 @@ impl Store for SqliteStore {
             let mut guard = self.lock()?;
             self.meta(&mut guard, session_id)?.1
         };
-        let iterations = IterationRecord::from_events(
-            &self.events_named(session_id, &[ITERATION_START, ITERATION_COMPLETE])?,
-        );
-        Ok(Session::assemble(
-            &meta,
-            iterations,
-            self.calls(session_id)?,
-        ))
+        let iterations = IterationRecord::from_events(&self.events_named(session_id, &[ITERATION_START, ITERATION_COMPLETE])?);
+        Ok(Session::assemble(&meta, iterations, self.calls(session_id)?))
     }
 
     fn calls(&self, session_id: &str) -> Result<Vec<CallRecord>> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        self.rows(
-            inner,
-            "SELECT record FROM calls WHERE session = ?1 ORDER BY step, idx",
-            &[&key],
-            session_id,
-            "call",
-        )
+        self.rows(inner, "SELECT record FROM calls WHERE session = ?1 ORDER BY step, idx", &[&key], session_id, "call")
     }
 
     fn list(&self) -> Result<Vec<SessionMeta>> {
         let guard = self.lock()?;
-        self.rows(
-            &guard,
-            "SELECT meta FROM sessions ORDER BY started_at DESC, key DESC",
-            &[],
-            "(any)",
-            "session row",
-        )
+        self.rows(&guard, "SELECT meta FROM sessions ORDER BY started_at DESC, key DESC", &[], "(any)", "session row")
     }
 
     fn delete(&self, session_id: &str) -> Result<()> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        let tx = inner
-            .conn
-            .transaction()
-            .map_err(self.err("delete a session"))?;
+        let tx = inner.conn.transaction().map_err(self.err("delete a session"))?;
         for table in ["snapshots", "calls", "interrupts"] {
-            tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key])
-                .map_err(self.err("delete a session"))?;
+            tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
         for table in ["steps", "events"] {
-            tx.execute(
-                &format!("DELETE FROM {table} WHERE id BETWEEN ?1 AND ?2"),
-                span(key),
-            )
-            .map_err(self.err("delete a session"))?;
+            tx.execute(&format!("DELETE FROM {table} WHERE id BETWEEN ?1 AND ?2"), span(key)).map_err(self.err("delete a session"))?;
         }
-        tx.execute("DELETE FROM sessions WHERE key = ?1", [key])
-            .map_err(self.err("delete a session"))?;
+        tx.execute("DELETE FROM sessions WHERE key = ?1", [key]).map_err(self.err("delete a session"))?;
         tx.commit().map_err(self.err("delete a session"))?;
         inner.keys.remove(session_id);
         Ok(())
@@ -594,9 +441,7 @@ impl Store for SqliteStore {
             Error::NotFound(format!("session `{session_id}` has no question `{interrupt_id}`: `agentloop sessions show {session_id}` lists what it waits on"))
         })?;
         if record.reply.is_some() {
-            return Err(Error::Other(format!(
-                "question `{interrupt_id}` of session `{session_id}` was already answered"
-            )));
+            return Err(Error::Other(format!("question `{interrupt_id}` of session `{session_id}` was already answered")));
         }
         record.reply = Some(reply.clone());
         inner
@@ -629,13 +474,9 @@ fn decode<T: DeserializeOwned>(what: &str, kind: &str, id: &str, text: &str) -> 
 /// Refuses a file that is not SQLite at all (truncated to nothing useful, or
 /// another format) before SQLite gets a chance to misread it.
 fn check_header(path: &Path, what: &str) -> Result<()> {
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return Ok(());
-    };
+    let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
     let mut header = [0u8; 16];
-    let n = f
-        .read(&mut header)
-        .map_err(|e| Error::Store(format!("cannot read {what} ({e})")))?;
+    let n = f.read(&mut header).map_err(|e| Error::Store(format!("cannot read {what} ({e})")))?;
     if n == 0 {
         return Ok(());
     }
@@ -655,26 +496,18 @@ fn refusal(what: &str, r: Refusal) -> Error {
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
 fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
-    let damaged = matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-    );
+    let damaged = matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase));
     if damaged {
         return Error::Store(format!(
             "{what} is damaged ({e}): move it aside (or restore a backup) and agentloop will create a new one"
         ));
     }
     if is_busy(&e) {
-        return Error::Store(format!(
-            "{what} is locked by another process; try again when it is done ({e})"
-        ));
+        return Error::Store(format!("{what} is locked by another process; try again when it is done ({e})"));
     }
     Error::Store(format!("cannot {doing} in {what}: {e}"))
 }

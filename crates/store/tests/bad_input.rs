@@ -34,30 +34,8 @@ fn open_err(path: &std::path::Path) -> String {
 fn seeded(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("s.sqlite");
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    store
-        .write(
-            "s1",
-            &[
-                Write::Meta(Box::new(meta("s1"))),
-                Write::Snapshot {
-                    step: 0,
-                    state: "{\"n\":1}".into(),
-                },
-            ],
-            false,
-        )
-        .unwrap();
-    store
-        .write(
-            "s1",
-            &[Write::Step {
-                step: 1,
-                next: Some("a".into()),
-                patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()),
-            }],
-            false,
-        )
-        .unwrap();
+    store.write("s1", &[Write::Meta(Box::new(meta("s1"))), Write::Snapshot { step: 0, state: "{\"n\":1}".into() }], false).unwrap();
+    store.write("s1", &[Write::Step { step: 1, next: Some("a".into()), patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()) }], false).unwrap();
     path
 }
 
@@ -79,10 +57,7 @@ fn a_truncated_database_file_is_refused_with_what_to_do() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..10]).unwrap();
     let e = open_err(&path);
-    assert!(
-        e.contains("not an agentloop database") && e.contains("move it aside"),
-        "{e}"
-    );
+    assert!(e.contains("not an agentloop database") && e.contains("move it aside"), "{e}");
 }
 
 #[test]
@@ -91,8 +66,7 @@ fn a_database_cut_mid_page_is_reported_as_damaged() {
     let path = seeded(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2 + 100]).unwrap();
-    let outcome =
-        SqliteStore::open(&path, Durability::Fsync).and_then(|s| s.load("s1").map(|_| ()));
+    let outcome = SqliteStore::open(&path, Durability::Fsync).and_then(|s| s.load("s1").map(|_| ()));
     if let Err(e) = outcome {
         let e = e.to_string();
         assert!(e.contains("damaged") || e.contains("session"), "{e}");
@@ -114,18 +88,12 @@ fn a_foreign_sqlite_database_is_refused_and_left_untouched() {
     let path = dir.path().join("other.sqlite");
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('ada');",
-        )
-        .unwrap();
+        conn.execute_batch("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('ada');").unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     let e = open_err(&path);
     assert!(e.contains("another program"), "{e}");
-    assert!(
-        std::fs::read(&path).unwrap() == before,
-        "the foreign file was modified"
-    );
+    assert!(std::fs::read(&path).unwrap() == before, "the foreign file was modified");
 }
 
 #[test]
@@ -138,10 +106,7 @@ fn an_unknown_session_id_names_the_command_that_lists_ids() {
         store.delete("ghost").unwrap_err(),
     ] {
         let e = e.to_string();
-        assert!(
-            e.contains("`ghost`") && e.contains("agentloop sessions list"),
-            "{e}"
-        );
+        assert!(e.contains("`ghost`") && e.contains("agentloop sessions list"), "{e}");
     }
 }
 
@@ -151,18 +116,11 @@ fn malformed_json_in_a_stored_row_is_a_clear_error() {
     let path = seeded(dir.path());
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute(
-            "UPDATE sessions SET meta = '{\"id\": tru' WHERE id = 's1'",
-            [],
-        )
-        .unwrap();
+        conn.execute("UPDATE sessions SET meta = '{\"id\": tru' WHERE id = 's1'", []).unwrap();
     }
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
     let e = store.load("s1").unwrap_err().to_string();
-    assert!(
-        e.contains("malformed") && e.contains("`s1`") && e.contains("changed outside agentloop"),
-        "{e}"
-    );
+    assert!(e.contains("malformed") && e.contains("`s1`") && e.contains("changed outside agentloop"), "{e}");
     let e = store.list().unwrap_err().to_string();
     assert!(e.contains("malformed"), "{e}");
 }
@@ -172,17 +130,7 @@ fn a_patch_that_does_not_apply_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = seeded(dir.path());
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    store
-        .write(
-            "s1",
-            &[Write::Step {
-                step: 2,
-                next: None,
-                patch: Some("[{\"op\":\"remove\",\"path\":\"/nope\"}]".into()),
-            }],
-            false,
-        )
-        .unwrap();
+    store.write("s1", &[Write::Step { step: 2, next: None, patch: Some("[{\"op\":\"remove\",\"path\":\"/nope\"}]".into()) }], false).unwrap();
     let e = store.load("s1").unwrap_err().to_string();
     assert!(e.contains("patch of step 2 does not apply"), "{e}");
 }
