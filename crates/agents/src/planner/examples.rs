@@ -78,8 +78,8 @@ const POOL: [Example; 19] = [
     },
     Example {
         goal: "Create page_1.html to page_3.html, each with a heading naming its page.",
-        summary: "The numbers start at 1, so each file gets its own WRITE_FILE with its real name.",
-        steps: &[("WRITE_FILE page_1.html <h1>Page 1</h1>", "page_1.html exists"), ("WRITE_FILE page_2.html <h1>Page 2</h1>", "page_2.html exists"), ("WRITE_FILE page_3.html <h1>Page 3</h1>", "page_3.html exists")],
+        summary: "The numbers start at 1, so REPEAT with {number} names them.",
+        steps: &[("REPEAT 3 WRITE_FILE page_{number}.html <h1>Page {number}</h1>", "page_1.html to page_3.html exist")],
     },
     Example {
         goal: "Create the folders build/debug and build/release.",
