@@ -147,7 +147,11 @@ fn append(path: &Path, line: &str) -> Result<()> {
         .append(true)
         .open(path)
         .map_err(|e| Error::other(format!("cannot open the call log {} ({e})", path.display())))?;
-    writeln!(f, "{line}").map_err(|e| Error::other(format!("cannot append to {} ({e})", path.display())))?;
+    // One write: `writeln!` on a File writes the text and the newline
+    // separately, and a process killed between the two leaves a line that
+    // the next append continues (the crash test saw `tool iteration 139tool
+    // iteration 139`).
+    f.write_all(format!("{line}\n").as_bytes()).map_err(|e| Error::other(format!("cannot append to {} ({e})", path.display())))?;
     f.sync_data().map_err(|e| Error::other(format!("cannot flush {} ({e})", path.display())))
 }
 

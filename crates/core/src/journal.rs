@@ -147,10 +147,12 @@ pub enum Write {
     Event(Event),
     Interrupt(InterruptRecord),
     /// The journal entry of a step: the node to run next (`None`: the graph
-    /// ended) and the JSON Patch (RFC 6902 text) of what the step changed
-    /// (`None`: nothing, or a snapshot of this step covers it). Written for
-    /// every step, so the session row need not be.
-    Step { step: u64, next: Option<String>, patch: Option<String> },
+    /// ended), the JSON Patch (RFC 6902 text) of what the step changed
+    /// (`None`: nothing, or a snapshot of this step covers it) and the
+    /// session's counters if they changed since the session row was
+    /// written. Written for every step, so the session row need not be:
+    /// loading a session reads where it is from its newest entries.
+    Step { step: u64, next: Option<String>, patch: Option<String>, progress: Option<Box<Progress>> },
     /// Full state after step `step`; older snapshots and step entries are compacted.
     Snapshot { step: u64, state: String },
 }

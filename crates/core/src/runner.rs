@@ -208,7 +208,8 @@ struct Machine<S: State> {
     exit_when_paused: bool,
     permission_denied: Option<String>,
     message: Option<String>,
-    /// The step and progress the session row last recorded.
+    /// The step the session row was last written at, and the progress last
+    /// saved (in that row, or since in a step entry).
     meta_written: (u64, Progress),
 }
 
@@ -386,17 +387,24 @@ impl<S: State> Machine<S> {
     ) -> Result<()> {
         progress.steps += 1;
         progress.active_us += u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        batch.push(Pending::Write(Write::Step { step: number, next: next.clone(), patch }));
         self.meta.step = number;
-        self.meta.next_node = next;
+        self.meta.next_node = next.clone();
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
-        // The step entry says where the session is; the session row is
-        // rewritten only when something else changed (or now and then, to
-        // keep its running time roughly current).
-        if number >= self.meta_written.0 + META_EVERY || !self.meta.progress.same_apart_from_time(&self.meta_written.1) {
+        // The step entry says where the session is, and holds the counters
+        // when they changed: the session row (another page to write) is
+        // rewritten only now and then, to keep its running time roughly
+        // current, and with each snapshot, which deletes the step entries
+        // before it.
+        let snapshot = batch.iter().any(|p| matches!(p, Pending::Write(Write::Snapshot { .. })));
+        let mut saved_progress = None;
+        if snapshot || number >= self.meta_written.0 + META_EVERY {
             batch.push(self.meta_write());
+        } else if !self.meta.progress.same_apart_from_time(&self.meta_written.1) {
+            self.meta_written.1 = self.meta.progress.clone();
+            saved_progress = Some(Box::new(self.meta.progress.clone()));
         }
+        batch.push(Pending::Write(Write::Step { step: number, next, patch, progress: saved_progress }));
         self.env.commit(number, batch, false)
     }
 

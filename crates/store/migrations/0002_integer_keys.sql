@@ -6,13 +6,19 @@
 -- step commit in seven wrote four or five pages instead of one. Queries
 -- select a session by its id range; `session` and `step`/`seq` stay as
 -- plain columns for whoever reads the file with sqlite3.
+--
+-- A step entry also holds the session's counters (`progress`, JSON) when
+-- they changed and the session row was not rewritten: the row is another
+-- page per commit, so the runner rewrites it only now and then; loading a
+-- session reads the newest entries after it.
 
 CREATE TABLE steps_v2 (
     id      INTEGER PRIMARY KEY,
     session INTEGER NOT NULL,
     step    INTEGER NOT NULL,
     next    TEXT,
-    patch   TEXT
+    patch   TEXT,
+    progress TEXT
 );
 INSERT INTO steps_v2 (id, session, step, next, patch)
     SELECT (session << 32) | step, session, step, next, patch FROM steps;

@@ -133,7 +133,33 @@ impl SqliteStore {
             .conn
             .query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0))
             .map_err(self.err("read a session"))?;
-        Ok((key, decode(&self.what, "session row", id, &text)?))
+        let meta = self.up_to_date(&inner.conn, key, decode(&self.what, "session row", id, &text)?)?;
+        Ok((key, meta))
+    }
+
+    /// The session row brought up to date from the step entries after it:
+    /// the runner rewrites the row only now and then, and each entry says
+    /// where the session is and, when they changed, its counters.
+    fn up_to_date(&self, conn: &Connection, key: i64, mut meta: SessionMeta) -> Result<SessionMeta> {
+        let after_row = row_id(key, meta.step)?;
+        let last = span(key).1;
+        let newest: Option<(i64, Option<String>)> = conn
+            .prepare_cached("SELECT step, next FROM steps WHERE id > ?1 AND id <= ?2 ORDER BY id DESC LIMIT 1")
+            .and_then(|mut s| s.query_row([after_row, last], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(self.err("read the journal"))?;
+        let Some((step, next)) = newest else { return Ok(meta) };
+        let progress: Option<String> = conn
+            .prepare_cached("SELECT progress FROM steps WHERE id > ?1 AND id <= ?2 AND progress IS NOT NULL ORDER BY id DESC LIMIT 1")
+            .and_then(|mut s| s.query_row([after_row, last], |r| r.get(0)).optional())
+            .map_err(self.err("read the journal"))?;
+        if let Some(text) = progress {
+            meta.progress = decode(&self.what, "step entry", &meta.id, &text)?;
+            meta.current_iteration = meta.progress.iterations;
+        }
+        meta.step = u64::try_from(step).unwrap_or(0);
+        meta.next_node = next;
+        meta.progress.steps = meta.step;
+        Ok(meta)
     }
 
     fn upsert_meta(&self, tx: &Connection, meta: &SessionMeta, known: Option<i64>) -> Result<i64> {
@@ -169,9 +195,9 @@ impl SqliteStore {
                 "INSERT OR REPLACE INTO interrupts (session, id, step, answered, record) VALUES (?1, ?2, ?3, ?4, ?5)",
                 &[&key, &i.id, &to_i64(i.step), &i.reply.is_some(), &encode(i)?],
             ),
-            Write::Step { step, next, patch } => run(
-                "INSERT OR REPLACE INTO steps (id, session, step, next, patch) VALUES (?1, ?2, ?3, ?4, ?5)",
-                &[&row_id(key, *step)?, &key, &to_i64(*step), next, patch],
+            Write::Step { step, next, patch, progress } => run(
+                "INSERT OR REPLACE INTO steps (id, session, step, next, patch, progress) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                &[&row_id(key, *step)?, &key, &to_i64(*step), next, patch, &progress.as_ref().map(encode).transpose()?],
             ),
             Write::Snapshot { step, state } => {
                 // Compact first, so the pages freed are reused by the new snapshot.
@@ -303,20 +329,7 @@ impl Store for SqliteStore {
     fn load(&self, session_id: &str) -> Result<LoadedSession> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
-        let (key, mut meta) = self.meta(inner, session_id)?;
-        // The session row may lag behind: the newest step entry says where the session is.
-        let newest: Option<(i64, Option<String>)> = inner
-            .conn
-            .query_row("SELECT step, next FROM steps WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1", span(key), |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(self.err("read the journal"))?;
-        if let Some((step, next)) = newest.filter(|(s, _)| u64::try_from(*s).unwrap_or(0) > meta.step) {
-            meta.step = u64::try_from(step).unwrap_or(0);
-            meta.next_node = next;
-            meta.progress.steps = meta.step;
-        }
+        let (key, meta) = self.meta(inner, session_id)?;
         let (snap_step, snapshot): (i64, String) = inner
             .conn
             .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
@@ -384,7 +397,12 @@ impl Store for SqliteStore {
 
     fn list(&self) -> Result<Vec<SessionMeta>> {
         let guard = self.lock()?;
-        self.rows(&guard, "SELECT meta FROM sessions ORDER BY started_at DESC, key DESC", &[], "(any)", "session row")
+        let mut stmt = guard.conn.prepare_cached("SELECT key, meta FROM sessions ORDER BY started_at DESC, key DESC").map_err(self.err("list sessions"))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(self.err("list sessions"))?;
+        rows.into_iter().map(|(key, text)| self.up_to_date(&guard.conn, key, decode(&self.what, "session row", "(any)", &text)?)).collect()
     }
 
     fn delete(&self, session_id: &str) -> Result<()> {

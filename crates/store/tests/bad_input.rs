@@ -35,7 +35,7 @@ fn seeded(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("s.sqlite");
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
     store.write("s1", &[Write::Meta(Box::new(meta("s1"))), Write::Snapshot { step: 0, state: "{\"n\":1}".into() }], false).unwrap();
-    store.write("s1", &[Write::Step { step: 1, next: Some("a".into()), patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()) }], false).unwrap();
+    store.write("s1", &[Write::Step { step: 1, next: Some("a".into()), patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()), progress: None }], false).unwrap();
     path
 }
 
@@ -130,7 +130,7 @@ fn a_patch_that_does_not_apply_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = seeded(dir.path());
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
-    store.write("s1", &[Write::Step { step: 2, next: None, patch: Some("[{\"op\":\"remove\",\"path\":\"/nope\"}]".into()) }], false).unwrap();
+    store.write("s1", &[Write::Step { step: 2, next: None, patch: Some("[{\"op\":\"remove\",\"path\":\"/nope\"}]".into()), progress: None }], false).unwrap();
     let e = store.load("s1").unwrap_err().to_string();
     assert!(e.contains("patch of step 2 does not apply"), "{e}");
 }
