@@ -2,27 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agentloop_core::journal::{SessionMeta, Write};
-use agentloop_core::{Progress, SessionStatus, Store, Termination};
-use agentloop_store::{Durability, SqliteStore};
+mod common;
 
-fn meta(id: &str) -> SessionMeta {
-    SessionMeta {
-        id: id.into(),
-        agent: "test".into(),
-        status: SessionStatus::Running,
-        current_iteration: 0,
-        max_iterations: Some(3),
-        finish_reason: None,
-        started_at: chrono::Utc::now(),
-        completed_at: None,
-        step: 0,
-        next_node: Some("a".into()),
-        progress: Progress::default(),
-        termination: Termination::defaults(3),
-        input: serde_json::Value::Null,
-    }
-}
+use agentloop_core::journal::Write;
+use agentloop_core::Store;
+use agentloop_store::{Durability, SqliteStore};
+use common::meta;
 
 fn open_err(path: &std::path::Path) -> String {
     match SqliteStore::open(path, Durability::Fsync) {

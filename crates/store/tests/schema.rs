@@ -4,30 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use agentloop_core::event::Event;
-use agentloop_core::journal::{SessionMeta, Write};
-use agentloop_core::{Progress, SessionStatus, Store, Termination};
+use agentloop_core::journal::Write;
+use agentloop_core::{Progress, Store};
 use agentloop_store::{Durability, SqliteStore};
+use common::meta;
 use rusqlite::{params, Connection};
 use serde_json::json;
-
-fn meta(id: &str) -> SessionMeta {
-    SessionMeta {
-        id: id.into(),
-        agent: "test".into(),
-        status: SessionStatus::Running,
-        current_iteration: 0,
-        max_iterations: Some(3),
-        finish_reason: None,
-        started_at: chrono::Utc::now(),
-        completed_at: None,
-        step: 0,
-        next_node: Some("a".into()),
-        progress: Progress::default(),
-        termination: Termination::defaults(3),
-        input: serde_json::Value::Null,
-    }
-}
 
 /// The entry of step `step` that sets `n` (and nothing else).
 fn step(step: u64, n: u64) -> Write {
