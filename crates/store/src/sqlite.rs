@@ -21,6 +21,9 @@ use crate::durability::Durability;
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
 
+/// WAL pages after which an `fsync`-mode commit checkpoints (see `setup`).
+const FSYNC_WAL_PAGES: i64 = 200;
+
 /// How long opening waits for another process that holds the database.
 const OPEN_PATIENCE: Duration = Duration::from_secs(10);
 
@@ -81,9 +84,15 @@ impl SqliteStore {
         check_ours(&conn, what)?;
         if wal {
             conn.pragma_update(None, "journal_mode", "WAL")?;
-            if durability == Durability::Process {
+            match durability {
                 // The background checkpointer takes over (see checkpoint.rs).
-                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                Durability::Process => conn.pragma_update(None, "wal_autocheckpoint", 0)?,
+                // A short WAL: while the WAL grows, each fdatasync also
+                // journals the file's new size; once SQLite restarts it, commits
+                // overwrite blocks the file has. 500 iterations, fsync mode,
+                // medians of 7: 1000 pages (the default) 272 µs per step, 400
+                // pages 259, 200 pages 256, 100 pages 253.
+                Durability::Fsync => conn.pragma_update(None, "wal_autocheckpoint", FSYNC_WAL_PAGES)?,
             }
         }
         conn.pragma_update(None, "synchronous", durability.synchronous())?;
