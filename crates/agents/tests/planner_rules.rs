@@ -132,6 +132,7 @@ fn loop_path_rule() {
 #[test]
 fn loop_variable_rule() {
     refused_for(&answer(&["READ_FILE notes/part_{index:03d}.txt"]), Rule::LoopVariable, "only REPEAT fills");
+    refused_for(&answer(&["READ_FILE day_{number:03d}.txt"]), Rule::LoopVariable, "uses {number}, which only REPEAT fills");
     refused_for(&answer(&["REPEAT 2 WRITE_FILE {item}_{index}.bak x"]), Rule::LoopVariable, "only FOR_EACH fills");
     assert!(rejections(&answer(&["WRITE_FILE gen.py for index in range(3): print(f'{index}')"])).is_empty(), "content may hold braces");
 }

@@ -239,7 +239,8 @@ fn unfilled_variable(action: &Action, inside: Option<&str>) -> Option<String> {
         Action::ForEach { body, .. } => unfilled_variable(body, Some("FOR_EACH")),
         other => {
             let path = other.path()?;
-            let uses = [("{index}", uses_counter(path), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
+            let counter = if path.contains("{number") { "{number}" } else { "{index}" };
+            let uses = [(counter, uses_counter(path), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
             let (variable, _, needs) = uses.into_iter().find(|&(_, used, needs)| used && inside != Some(needs))?;
             Some(format!("{path} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
         }
