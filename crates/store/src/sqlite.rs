@@ -378,12 +378,13 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
+        let (first, last) = span(key);
         let step = to_i64(step);
         let calls = self.rows(inner, "SELECT record FROM calls WHERE session = ?1 AND step = ?2 ORDER BY idx", &[&key, &step], session_id, "call")?;
         let interrupts = self.rows(inner, "SELECT record FROM interrupts WHERE session = ?1 AND step = ?2", &[&key, &step], session_id, "interrupt")?;
         let events: u32 = inner
             .conn
-            .query_row("SELECT count(*) FROM events WHERE id BETWEEN ?1 AND ?2 AND step = ?3", params![span(key).0, span(key).1, step], |r| r.get(0))
+            .query_row("SELECT count(*) FROM events WHERE id BETWEEN ?1 AND ?2 AND step = ?3", params![first, last, step], |r| r.get(0))
             .map_err(self.err("read events"))?;
         Ok(StepRecords { calls, interrupts, events })
     }

@@ -193,7 +193,7 @@ impl Vars {
         Self { item: None, index: Some(i) }
     }
 
-    fn fill(&self, text: &str) -> String {
+    pub(crate) fn fill(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(open) = rest.find('{') {

@@ -46,14 +46,14 @@ fn has_extension(word: &str) -> bool {
     ext_ok && !stem.ends_with('/')
 }
 
-/// `a/b` made of names (not `/etc`, not `and/or`-style prose would pass, but
-/// goals rarely write those).
 /// `run_0`, `week_12`: prose has no such words, so it is a name.
 fn is_numbered_name(word: &str) -> bool {
     let Some((stem, number)) = word.rsplit_once('_') else { return false };
     word.starts_with(|c: char| c.is_ascii_alphabetic()) && !stem.contains('.') && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit())
 }
 
+/// `a/b` made of names (not `/etc`, not `and/or`-style prose would pass, but
+/// goals rarely write those).
 fn is_relative_path(word: &str) -> bool {
     word.contains('/') && !word.starts_with('/') && word.split('/').all(|part| !part.is_empty())
 }

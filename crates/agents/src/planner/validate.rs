@@ -7,7 +7,7 @@ use std::fmt;
 use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
-use super::action::{Action, VERBS};
+use super::action::{Action, Vars, VERBS};
 use super::examples;
 use super::goal_paths;
 use super::plan::Plan;
@@ -338,13 +338,8 @@ fn contains_create_dir(action: &Action) -> bool {
 /// The path with loop placeholders replaced by values they could take:
 /// `{item}` is an absolute path under the root (LIST_DIR only stores those).
 fn with_sample_values(path: &str, root: &Workspace) -> String {
-    let item = root.root().join("item").display().to_string();
-    let mut out = path.replace("{item}", &item).replace("{name}", "item");
-    while let Some(start) = out.find("{index").or_else(|| out.find("{number")) {
-        let Some(len) = out[start..].find('}') else { break };
-        out.replace_range(start..=start + len, "0");
-    }
-    out
+    let vars = Vars { item: Some(root.root().join("item").display().to_string()), index: Some(0) };
+    vars.fill(path)
 }
 
 /// Whether a path holds REPEAT's counter, `{index…}` or `{number…}`.
