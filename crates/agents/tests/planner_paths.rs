@@ -181,6 +181,24 @@ async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_p
 }
 
 #[tokio::test]
+async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
+    let r = run(Script::default().with("plan", plan(&["REPEAT 3 WRITE_FILE notes.txt hello"])), ApproveMode::All).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.file("notes.txt").unwrap(), "hello");
+    let s = r.state();
+    assert_eq!(s.proposals.len(), 1);
+    let p = &s.proposals[0];
+    assert!(p.valid() && p.plan.as_ref().unwrap().actions() == ["WRITE_FILE notes.txt hello"], "{p:?}");
+    assert!(p.mends[0].contains("runs once") && p.mended_from[0].rule == planner::Rule::LoopPath, "{p:?}");
+    assert_eq!(s.runs.len(), 1, "the write ran once: {:?}", s.runs);
+    assert!(planner::confidence(&s) < 0.9);
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let shown = &events.iter().find(|e| e.name == planner::events::PLAN).unwrap().payload;
+    assert!(shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"), "{shown}");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"], "no diagnosis and no second plan");
+}
+
+#[tokio::test]
 async fn broken_json_gets_a_repair_pass_before_it_counts_as_a_rejection() {
     let r = run(Script::default().with("plan", "Sure! Here is my plan: CREATE_DIR a").with("repair", plan(&["CREATE_DIR a"])), ApproveMode::All).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);

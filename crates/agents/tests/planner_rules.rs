@@ -191,6 +191,15 @@ fn goal_path_rule() {
     let found = rejections_for_goal(root.path(), goal, &answer(&["CREATE_DIR inventory", "WRITE_FILE inventory/stock.txt stock"]), Shell::Sh);
     assert!(found.len() == 1 && found[0].rule == Rule::GoalPath, "{found:?}");
     assert!(found[0].reason.contains("README.md, assets/images"), "{found:?}");
+    // The reason says which step each missing name needs.
+    assert!(found[0].reason.contains("add `WRITE_FILE README.md` with the text the goal gives, `CREATE_DIR assets/images`"), "{found:?}");
+    std::fs::create_dir_all(root.path().join("assets/images")).unwrap();
+    let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory"]), Shell::Sh);
+    assert!(found[0].reason.ends_with("add a step that uses assets/images"), "a name that exists is used, not made: {found:?}");
+    std::fs::remove_dir_all(root.path().join("assets")).unwrap();
+    let range = "Create five files named file_0.txt to file_4.txt, each containing its number.";
+    let found = rejections_for_goal(root.path(), range, &answer(&["WRITE_FILE file_1.txt 1"]), Shell::Sh);
+    assert!(found[0].reason.ends_with("add one REPEAT that makes file_0.txt to file_4.txt"), "{found:?}");
     // A loop that makes the wrong names does not cover them.
     let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
     let found = rejections_for_goal(root.path(), days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]), Shell::Sh);

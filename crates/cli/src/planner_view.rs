@@ -13,7 +13,9 @@ pub fn event_line(name: &str, p: &Value) -> Option<String> {
         events::RESTATEMENT => format!("  goal restated:\n{}", indent(p["restatement"].as_str().unwrap_or(""), 4)),
         events::PLAN => {
             let verdict = if p["valid"] == true { "valid" } else { "REFUSED" };
-            let mut out = format!("  plan {} ({} ms, {verdict}{})", p["iteration"], p["ms"], if p["repaired"] == true { ", repaired" } else { "" });
+            let mended = strings(&p["mends"]);
+            let how = if !mended.is_empty() { ", mended" } else if p["repaired"] == true { ", repaired" } else { "" };
+            let mut out = format!("  plan {} ({} ms, {verdict}{how})", p["iteration"], p["ms"]);
             for (i, step) in strings(&p["steps"]).iter().enumerate() {
                 out.push_str(&format!("\n    {}. {step}", i + 1));
             }
@@ -23,6 +25,12 @@ pub fn event_line(name: &str, p: &Value) -> Option<String> {
             }
             for r in strings(&p["rejections"]) {
                 out.push_str(&format!("\n    ✗ {r}"));
+            }
+            for r in strings(&p["mendedFrom"]) {
+                out.push_str(&format!("\n    ✗ as written: {r}"));
+            }
+            for m in mended {
+                out.push_str(&format!("\n    ✎ mended: {m}"));
             }
             out
         }
@@ -51,6 +59,9 @@ pub fn question(request: &Value) -> Option<String> {
                 out.push_str(&format!("{r}\n"));
             }
             out.push_str(&format!("thinking: {}\nconfidence: {}\n", request["thinkingSummary"].as_str().unwrap_or(""), request["confidence"]));
+            for m in request["mends"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                out.push_str(&format!("mended: {m}\n"));
+            }
             for s in request["steps"].as_array().into_iter().flatten() {
                 out.push_str(&format!("  {}. {}   (expects: {})\n", s["step"], s["action"].as_str().unwrap_or(""), s["expects"].as_str().unwrap_or("")));
             }

@@ -37,7 +37,7 @@ pub fn named_paths(goal: &str) -> Vec<String> {
 
 /// `name.ext` with a letter-led extension of two or more characters, or a
 /// dot-file such as `.gitignore` that is not a bare extension.
-fn has_extension(word: &str) -> bool {
+pub fn has_extension(word: &str) -> bool {
     let Some((stem, ext)) = word.rsplit_once('.') else { return false };
     let ext_ok = ext.len() >= 2 && ext.starts_with(|c: char| c.is_ascii_alphabetic()) && ext.chars().all(|c| c.is_ascii_alphanumeric());
     if stem.is_empty() {

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 use super::action::Action;
+use super::mend;
 use super::plan::{self, Plan};
 use super::prompts;
 use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
@@ -58,7 +59,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             request.temperature = Some(RETRY_TEMPERATURE);
         }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
-        let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new() };
+        let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new(), mends: Vec::new(), mended_from: Vec::new() };
         match plan::read(&proposal.raw) {
             Ok((p, repaired)) => {
                 proposal.plan = Some(p);
@@ -96,8 +97,16 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         let done: Vec<String> = s.runs.iter().filter(|r| r.ok).map(|r| r.action.clone()).collect();
-        if let Some(plan) = &proposal.plan {
-            proposal.rejections.extend(validate::validate(plan, &Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done }));
+        if let Some(plan) = proposal.plan.clone() {
+            let cx = Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done };
+            proposal.rejections.extend(validate::validate(&plan, &cx));
+            // A slip the rules name exactly is mended here rather than
+            // costing another plan; the mended plan passed every rule.
+            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx) {
+                proposal.plan = Some(m.plan);
+                proposal.mends = m.changes;
+                proposal.mended_from = std::mem::take(&mut proposal.rejections);
+            }
         }
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
         let steps = proposal.plan.as_ref().map(Plan::actions).unwrap_or_default();
@@ -105,7 +114,10 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let reasons: Vec<String> = proposal.rejections.iter().map(|r| r.to_string()).collect();
         step.emit(EventDraft::new(
             events::PLAN,
-            json!({"iteration": proposal.iteration, "valid": valid, "ms": proposal.plan_ms, "repaired": proposal.repaired, "steps": steps, "diff": diff, "rejections": reasons}),
+            json!({
+                "iteration": proposal.iteration, "valid": valid, "ms": proposal.plan_ms, "repaired": proposal.repaired, "steps": steps, "diff": diff, "rejections": reasons,
+                "mends": proposal.mends, "mendedFrom": proposal.mended_from.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+            }),
         ));
         if valid {
             s.running = Some(index);
@@ -247,6 +259,7 @@ fn plan_question(s: &PlannerState) -> Value {
         "question": "Run this plan? all = every step, step = ask before each, cancel = run nothing; or say what to change",
         "steps": steps,
         "thinkingSummary": thinking,
+        "mends": s.running.and_then(|i| s.proposals.get(i)).map(|p| p.mends.clone()).unwrap_or_default(),
         "restatement": s.restatement.as_ref().map(|r| r.lines()),
         "confidence": confidence(s),
         "choices": ["all", "step", "cancel"],
@@ -254,11 +267,12 @@ fn plan_question(s: &PlannerState) -> Value {
 }
 
 /// How sure the planner can be of the plan it offers: 0.9 for a plan valid
-/// on its first try, less for each refused attempt before it and for a mend.
+/// on its first try, less for each refused attempt before it and for a
+/// repair or mend.
 pub fn confidence(s: &PlannerState) -> f64 {
     let Some(i) = s.running else { return 0.0 };
     let refused_before = s.proposals[..i].iter().rev().take_while(|p| !p.valid()).count();
-    let repaired = s.proposals.get(i).is_some_and(|p| p.repaired);
+    let repaired = s.proposals.get(i).is_some_and(|p| p.repaired || !p.mends.is_empty());
     let c = 0.9 - 0.2 * refused_before as f64 - if repaired { 0.1 } else { 0.0 };
     (c.max(0.1) * 100.0).round() / 100.0
 }

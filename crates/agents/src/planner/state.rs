@@ -107,6 +107,13 @@ pub struct Proposal {
     pub plan_ms: u64,
     /// The `fast` model's fix hints after a rejection.
     pub retry_hints: Vec<String>,
+    /// What `mend` changed to make a refused plan pass every rule (empty:
+    /// the plan is as the model wrote it). `rejections` are then empty and
+    /// `mended_from` keeps what the plan as written was refused for.
+    #[serde(default)]
+    pub mends: Vec<String>,
+    #[serde(default)]
+    pub mended_from: Vec<Rejection>,
 }
 
 impl Proposal {

@@ -156,7 +156,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     if !missing.is_empty() {
         let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
             Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), path.replace("{index", "{number")),
-            None => format!("the goal names {} but no step creates or uses it: plan for exactly the names the goal gives", missing.join(", ")),
+            None => format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.root).join(", ")),
         };
         out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
@@ -315,6 +315,28 @@ fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
     let goal = goal.to_lowercase();
     let path = path.to_lowercase();
     words.iter().any(|w| goal.contains(&format!("{w} {path}")))
+}
+
+/// What to add for each name the plan misses, in words the model can copy:
+/// `CREATE_DIR 2024/q1` for a folder, `WRITE_FILE notes/todo.txt` and its
+/// text for a file, one REPEAT for a range the goal gives as "a to b", and
+/// just "a step that uses" a name that already exists.
+fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut names = missing.iter().peekable();
+    while let Some(name) = names.next() {
+        if let Some(last) = names.peek().filter(|last| goal.contains(&format!("{name} to {last}"))) {
+            out.push(format!("one REPEAT that makes {name} to {last}"));
+            names.next();
+        } else if root.resolve(name).is_ok_and(|p| p.exists()) {
+            out.push(format!("a step that uses {name}"));
+        } else if goal_paths::has_extension(name) && !goal_calls(goal, name, &FOLDER_WORDS) {
+            out.push(format!("`WRITE_FILE {name}` with the text the goal gives"));
+        } else {
+            out.push(format!("`CREATE_DIR {name}`"));
+        }
+    }
+    out
 }
 
 fn stored_keys(action: &Action, keys: &mut BTreeSet<String>) {

@@ -111,8 +111,10 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         "status": outcome.status.as_str(),
         "finishReason": outcome.finish_reason,
         "valid": valid,
+        "mended": s.proposals.iter().map(|p| !p.mends.is_empty()).collect::<Vec<_>>(),
+        "mends": s.proposals.iter().map(|p| p.mends.clone()).collect::<Vec<_>>(),
         "planMs": s.proposals.iter().map(|p| p.plan_ms).collect::<Vec<_>>(),
-        "rejections": s.proposals.iter().map(|p| p.rejections.iter().map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "rejections": s.proposals.iter().map(|p| p.rejections.iter().chain(&p.mended_from).map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "plans": s.proposals.iter().map(|p| p.plan.as_ref().map(|p| p.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
         "stepsRun": s.runs.len(),
         "stepsFailed": s.runs.iter().filter(|r| !r.ok).count(),
@@ -139,6 +141,10 @@ fn check(root: &Path, e: &Expect) -> std::result::Result<(), String> {
 struct Totals {
     valid_first_try: u32,
     valid_within_3: u32,
+    /// Valid within 3 without counting mended plans: the plans as written.
+    valid_within_3_as_written: u32,
+    /// Goals whose first valid plan within 3 was mended.
+    mended: u32,
     executed_ok: u32,
     invalid_executed: u64,
     plan_ms: Vec<u64>,
@@ -149,7 +155,11 @@ impl Totals {
     fn add(&mut self, r: &serde_json::Value) {
         let valid: Vec<bool> = r["valid"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
         self.valid_first_try += u32::from(valid.first() == Some(&true));
-        self.valid_within_3 += u32::from(valid.iter().take(3).any(|v| *v));
+        let mended: Vec<bool> = r["mended"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
+        let first_valid = valid.iter().take(3).position(|v| *v);
+        self.valid_within_3 += u32::from(first_valid.is_some());
+        self.valid_within_3_as_written += u32::from(valid.iter().zip(mended.iter().chain(std::iter::repeat(&false))).take(3).any(|(v, m)| *v && !*m));
+        self.mended += u32::from(first_valid.is_some_and(|i| mended.get(i) == Some(&true)));
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
@@ -164,6 +174,8 @@ impl Totals {
             "goals": goals,
             "valid_first_try": frac(self.valid_first_try),
             "valid_within_3": frac(self.valid_within_3),
+            "valid_within_3_as_written": frac(self.valid_within_3_as_written),
+            "mended": self.mended,
             "executed_ok": frac(self.executed_ok),
             "invalid_executed": self.invalid_executed,
             "mean_plan_ms": mean_plan_ms,

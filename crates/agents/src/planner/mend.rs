@@ -1,0 +1,194 @@
+//! Mechanical mends for a refused plan, tried before the model is asked
+//! again: each is a change the rules name exactly, and a mended plan runs
+//! only if it then passes every rule, like any other plan.
+//!
+//! The 0.5B model's refused plans are often one slip away from right:
+//! `REPEAT 3 WRITE_FILE notes/todo.txt …` (the same file three times),
+//! `day_{index:03d}.txt` for a goal that counts from 1, or a right plan
+//! with a stray step pasted from a worked example. Asking again costs a
+//! minute and often brings a worse plan; these slips are mended in place:
+//!
+//! 1. a REPEAT whose path has no counter runs once;
+//! 2. a REPEAT that makes the goal's names only when counting from 1 gets
+//!    `{number}` for `{index}`;
+//! 3. steps refused on their own (or naming an example's files) that name
+//!    none of the goal's paths are dropped — only when the goal names paths
+//!    and every one of them is still covered by the steps that remain, so
+//!    what is left is judged against what was asked, and a refused step
+//!    about the goal's own files (`RUN_COMMAND wcc story.txt`) is never
+//!    silently lost.
+//!
+//! A plan that tries to leave the root is never mended: it is refused whole.
+
+use super::action::Action;
+use super::examples;
+use super::goal_paths;
+use super::plan::Plan;
+use super::validate::{self, Context, Rejection, Rule};
+
+/// A plan that passes every rule after mending, and what was changed.
+#[derive(Debug)]
+pub struct Mended {
+    pub plan: Plan,
+    /// One sentence per change, for the user and the journal.
+    pub changes: Vec<String>,
+}
+
+/// The mended plan, when mending makes `plan` pass every rule.
+pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<Mended> {
+    let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path];
+    if rejections.is_empty() || rejections.iter().any(|r| unmendable.contains(&r.rule)) {
+        return None;
+    }
+    let mut plan = plan.clone();
+    let mut changes = Vec::new();
+    run_loops_once(&mut plan, &mut changes);
+    count_from_one(&mut plan, cx, &mut changes);
+    if !changes.is_empty() && validate::validate(&plan, cx).is_empty() {
+        return Some(Mended { plan, changes });
+    }
+    drop_refused_steps(&mut plan, cx, &mut changes);
+    (!changes.is_empty() && validate::validate(&plan, cx).is_empty()).then_some(Mended { plan, changes })
+}
+
+/// `REPEAT n WRITE_FILE p …` (or CREATE_DIR) where `p` has no counter makes
+/// the same path n times: once is what was meant.
+fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
+    for item in &mut plan.plan {
+        let Ok(Action::Repeat { times, body }) = Action::parse(&item.action) else { continue };
+        let same_path = body.path().is_some_and(|p| !p.contains("{index") && !p.contains("{number"));
+        if times > 1 && same_path && matches!(*body, Action::WriteFile { .. } | Action::CreateDir { .. }) {
+            changes.push(format!("step {}: REPEAT {times} made {} every time, so it runs once", item.step, body.path().unwrap_or_default()));
+            item.action = body.to_string();
+        }
+    }
+}
+
+/// A REPEAT that would make the goal's missing names had it counted from 1
+/// counts from 1.
+fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(plan) else { return };
+    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    let Some(path) = goal_paths::counts_from_zero(cx.goal, &parsed, &missing).map(String::from) else { return };
+    for (item, action) in plan.plan.iter_mut().zip(&parsed) {
+        if matches!(action, Action::Repeat { body, .. } if body.path() == Some(path.as_str())) {
+            item.action = item.action.replace("{index", "{number");
+            changes.push(format!("step {}: {path} counted from 0 where the goal counts from 1, so it uses {{number}}", item.step));
+        }
+    }
+}
+
+/// Drops the steps refused on their own and those naming an example's
+/// files, unless they name one of the goal's paths; only if the goal names
+/// paths and the rest still covers them all.
+fn drop_refused_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let named = goal_paths::named_paths(cx.goal).len();
+    if named == 0 {
+        return;
+    }
+    let refused: Vec<u32> = validate::validate(plan, cx).iter().filter_map(|r| r.step).collect();
+    let kept: Vec<_> = plan
+        .plan
+        .iter()
+        .filter(|item| {
+            let action = Action::parse(&item.action).ok();
+            let borrowed = action.as_ref().is_some_and(|a| !goal_paths::copied(cx.goal, std::slice::from_ref(a), examples::names()).is_empty());
+            let names_goal_path = action.is_some_and(|a| goal_paths::uncovered(cx.goal, &[a], &[]).len() < named);
+            !(refused.contains(&item.step) || borrowed) || names_goal_path
+        })
+        .cloned()
+        .collect();
+    if kept.is_empty() || kept.len() == plan.plan.len() {
+        return;
+    }
+    let Some(parsed) = kept.iter().map(|i| Action::parse(&i.action).ok()).collect::<Option<Vec<_>>>() else { return };
+    if !goal_paths::uncovered(cx.goal, &parsed, cx.done).is_empty() {
+        return;
+    }
+    let dropped: Vec<String> = plan.plan.iter().filter(|i| !kept.contains(i)).map(|i| format!("step {} `{}`", i.step, i.action)).collect();
+    changes.push(format!("dropped {}, refused on its own; the other steps cover every name the goal gives", dropped.join(", ")));
+    plan.plan = kept;
+    for (n, item) in plan.plan.iter_mut().enumerate() {
+        item.step = u32::try_from(n + 1).unwrap_or(u32::MAX);
+    }
+}
+
+fn parse_all(plan: &Plan) -> Option<Vec<Action>> {
+    plan.plan.iter().map(|i| Action::parse(&i.action).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use agentloop_tools::Workspace;
+
+    use super::*;
+    use crate::planner::plan::PlanStep;
+    use crate::planner::validate::Shell;
+
+    fn plan(actions: &[&str]) -> Plan {
+        let plan = actions.iter().enumerate().map(|(i, a)| PlanStep { step: i as u32 + 1, action: a.to_string(), expects: String::new() }).collect();
+        Plan { goal: String::new(), thinking_summary: String::new(), reflection: String::new(), ready: true, plan }
+    }
+
+    /// Validates, mends, and returns the mended actions (None: not mendable).
+    fn mended(goal: &str, actions: &[&str]) -> Option<Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Workspace::new(dir.path()).unwrap();
+        let keys = BTreeSet::new();
+        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
+        let p = plan(actions);
+        let rejections = validate::validate(&p, &cx);
+        assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
+        let m = mend(&p, &rejections, &cx)?;
+        assert!(!m.changes.is_empty());
+        assert!(validate::validate(&m.plan, &cx).is_empty());
+        Some(m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect())
+    }
+
+    #[test]
+    fn a_repeat_over_one_path_runs_once() {
+        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+        let m = mended(goal, &["CREATE_DIR notes", "REPEAT 3 WRITE_FILE notes/todo.txt buy milk\\ncall Anna"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 WRITE_FILE notes/todo.txt buy milk\\ncall Anna"]);
+    }
+
+    #[test]
+    fn a_loop_counting_from_zero_counts_from_one_when_the_goal_does() {
+        let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
+        let m = mended(goal, &["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
+    }
+
+    #[test]
+    fn stray_steps_are_dropped_when_the_rest_covers_the_goal() {
+        let goal = "Create five files named file_0.txt to file_4.txt, each containing its number.";
+        let m = mended(goal, &["REPEAT 5 WRITE_FILE file_{index}.txt {index}", "READ_FILE part_000.txt", "RUN_COMMAND list_dir"]);
+        assert_eq!(m.unwrap(), ["1 REPEAT 5 WRITE_FILE file_{index}.txt {index}"]);
+    }
+
+    #[test]
+    fn a_plan_missing_a_goal_name_is_not_mended() {
+        let goal = "Create a project layout: folders project/src and project/tests, and a file project/README.md saying 'My project'.";
+        assert_eq!(mended(goal, &["CREATE_DIR project/src", "CREATE_DIR project/tests", "CREATE_DIR project/README.md"]), None);
+    }
+
+    #[test]
+    fn a_refused_step_about_the_goals_own_file_is_not_dropped() {
+        let goal = "Count the words in story.txt and show story.txt.";
+        assert_eq!(mended(goal, &["RUN_COMMAND no_such_wc story.txt", "READ_FILE story.txt"]), None);
+    }
+
+    #[test]
+    fn steps_are_not_dropped_for_a_goal_that_names_no_path() {
+        assert_eq!(mended("Show the current date.", &["RUN_COMMAND date", "RUN_COMMAND no_such_tool_here"]), None);
+    }
+
+    #[test]
+    fn a_plan_that_leaves_the_root_is_never_mended() {
+        let goal = "Create a file notes.txt saying hi.";
+        assert_eq!(mended(goal, &["WRITE_FILE notes.txt hi", "WRITE_FILE ../outside.txt hi"]), None);
+        assert_eq!(mended(goal, &["WRITE_FILE notes.txt hi", "REPEAT 2 WRITE_FILE /etc/x.txt hi"]), None);
+    }
+}
