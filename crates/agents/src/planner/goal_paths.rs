@@ -140,6 +140,32 @@ pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> 
     found
 }
 
+/// The REPEAT that makes a range the goal gives as "`first` to `last`":
+/// `file_0.txt` to `file_4.txt` is `REPEAT 5 WRITE_FILE file_{index}.txt`,
+/// `day_001.txt` to `day_003.txt` is `REPEAT 3 WRITE_FILE day_{number:03d}.txt`,
+/// a name without an extension a CREATE_DIR. None when the two names differ
+/// in more than their last number or it starts at neither 0 nor 1.
+pub fn range_loop(first: &str, last: &str) -> Option<String> {
+    let (head, from, tail) = split_last_number(first)?;
+    let (head_last, to, tail_last) = split_last_number(last)?;
+    let (a, b): (u32, u32) = (from.parse().ok()?, to.parse().ok()?);
+    if head != head_last || tail != tail_last || a > 1 || b <= a || b - a >= super::action::MAX_REPEAT {
+        return None;
+    }
+    let counter = if a == 0 { "index" } else { "number" };
+    let padding = if from.len() > 1 && from.starts_with('0') { format!(":0{}d", from.len()) } else { String::new() };
+    let path = format!("{head}{{{counter}{padding}}}{tail}");
+    let verb = if has_extension(first) { "WRITE_FILE" } else { "CREATE_DIR" };
+    Some(format!("REPEAT {} {verb} {path}", b - a + 1))
+}
+
+/// `day_003.txt` → (`day_`, `003`, `.txt`): the name around its last run of digits.
+fn split_last_number(name: &str) -> Option<(&str, &str, &str)> {
+    let end = name.rfind(|c: char| c.is_ascii_digit())? + 1;
+    let start = name[..end].rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+    Some((&name[..start], &name[start..end], &name[end..]))
+}
+
 /// The path an action names, its loop's body's if it is a loop.
 fn action_path(action: &Action) -> Option<&str> {
     match action {
@@ -216,6 +242,18 @@ mod tests {
         let plan = [Action::parse("CREATE_DIR build/debug").unwrap(), Action::parse("REPEAT 2 WRITE_FILE parts/p_{index}.txt x").unwrap(), Action::parse("CREATE_DIR 2024/q1").unwrap()];
         assert_eq!(copied("Create folders 2024/q1 and 2024/q2.", &plan, &names), ["build", "build/debug", "parts"]);
         assert!(copied("Clean the build folder, then the parts folder.", &plan[1..], &names).is_empty(), "names the goal uses are its own");
+    }
+
+    #[test]
+    fn a_range_becomes_the_repeat_that_makes_it() {
+        assert_eq!(range_loop("file_0.txt", "file_4.txt").as_deref(), Some("REPEAT 5 WRITE_FILE file_{index}.txt"));
+        assert_eq!(range_loop("day_001.txt", "day_003.txt").as_deref(), Some("REPEAT 3 WRITE_FILE day_{number:03d}.txt"));
+        assert_eq!(range_loop("note_00.txt", "note_09.txt").as_deref(), Some("REPEAT 10 WRITE_FILE note_{index:02d}.txt"));
+        assert_eq!(range_loop("run_0", "run_2").as_deref(), Some("REPEAT 3 CREATE_DIR run_{index}"));
+        assert_eq!(range_loop("chapter_1.md", "chapter_3.md").as_deref(), Some("REPEAT 3 WRITE_FILE chapter_{number}.md"));
+        assert_eq!(range_loop("a_1.txt", "b_3.txt"), None);
+        assert_eq!(range_loop("v_5.txt", "v_9.txt"), None, "a range from 5 is not a counter");
+        assert_eq!(range_loop("x_3.txt", "x_1.txt"), None);
     }
 
     #[test]

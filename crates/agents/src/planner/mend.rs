@@ -11,7 +11,10 @@
 //! 1. a REPEAT whose path has no counter runs once;
 //! 2. a REPEAT that makes the goal's names only when counting from 1 gets
 //!    `{number}` for `{index}`;
-//! 3. steps refused on their own (or naming an example's files) that name
+//! 3. a CREATE_DIR of a file name that a later step writes as a file
+//!    (`CREATE_DIR chapter_1.md`, then `WRITE_FILE chapter_1.md …`) is
+//!    dropped: the write makes the file and its folder;
+//! 4. steps refused on their own (or naming an example's files) that name
 //!    none of the goal's paths are dropped — only when the goal names paths
 //!    and every one of them is still covered by the steps that remain, so
 //!    what is left is judged against what was asked, and a refused step
@@ -44,6 +47,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     let mut changes = Vec::new();
     run_loops_once(&mut plan, &mut changes);
     count_from_one(&mut plan, cx, &mut changes);
+    drop_folders_later_written(&mut plan, &mut changes);
     if !changes.is_empty() && validate::validate(&plan, cx).is_empty() {
         return Some(Mended { plan, changes });
     }
@@ -78,6 +82,26 @@ fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) 
     }
 }
 
+/// Drops `CREATE_DIR p` where `p` has a file's extension and a later step
+/// writes `p` as a file: the folder would make that write fail.
+fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(plan) else { return };
+    let written_after = |i: usize, path: &str| parsed[i + 1..].iter().any(|a| matches!(a, Action::WriteFile { path: p, .. } if p == path));
+    let doomed: Vec<u32> = parsed
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| matches!(a, Action::CreateDir { path } if goal_paths::looks_like_file(path) && written_after(*i, path)))
+        .map(|(i, _)| plan.plan[i].step)
+        .collect();
+    if doomed.is_empty() {
+        return;
+    }
+    let dropped: Vec<String> = plan.plan.iter().filter(|i| doomed.contains(&i.step)).map(|i| format!("step {} `{}`", i.step, i.action)).collect();
+    changes.push(format!("dropped {}: a later step writes that name as a file", dropped.join(", ")));
+    plan.plan.retain(|i| !doomed.contains(&i.step));
+    renumber(plan);
+}
+
 /// Drops the steps refused on their own and those naming an example's
 /// files, unless they name one of the goal's paths; only if the goal names
 /// paths and the rest still covers them all.
@@ -108,6 +132,11 @@ fn drop_refused_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Strin
     let dropped: Vec<String> = plan.plan.iter().filter(|i| !kept.contains(i)).map(|i| format!("step {} `{}`", i.step, i.action)).collect();
     changes.push(format!("dropped {}, refused on its own; the other steps cover every name the goal gives", dropped.join(", ")));
     plan.plan = kept;
+    renumber(plan);
+}
+
+/// Steps numbered 1, 2, … again after some were dropped.
+fn renumber(plan: &mut Plan) {
     for (n, item) in plan.plan.iter_mut().enumerate() {
         item.step = u32::try_from(n + 1).unwrap_or(u32::MAX);
     }
@@ -159,6 +188,13 @@ mod tests {
         let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
         let m = mended(goal, &["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
+    }
+
+    #[test]
+    fn a_folder_made_of_a_file_name_that_is_written_later_is_dropped() {
+        let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
+        let m = mended(goal, &["CREATE_DIR chapter_1.md", "WRITE_FILE chapter_1.md # Chapter 1", "CREATE_DIR chapter_3.md", "WRITE_FILE chapter_3.md # Chapter 3"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE chapter_1.md # Chapter 1", "2 WRITE_FILE chapter_3.md # Chapter 3"]);
     }
 
     #[test]

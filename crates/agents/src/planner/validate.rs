@@ -319,14 +319,19 @@ fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
 
 /// What to add for each name the plan misses, in words the model can copy:
 /// `CREATE_DIR 2024/q1` for a folder, `WRITE_FILE notes/todo.txt` and its
-/// text for a file, one REPEAT for a range the goal gives as "a to b", and
+/// text for a file, the REPEAT that makes a range the goal gives as "a to
+/// b" (`goal_paths::range_loop`), and
 /// just "a step that uses" a name that already exists.
 fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
     let mut out = Vec::new();
     let mut names = missing.iter().peekable();
     while let Some(name) = names.next() {
         if let Some(last) = names.peek().filter(|last| goal.contains(&format!("{name} to {last}"))) {
-            out.push(format!("one REPEAT that makes {name} to {last}"));
+            out.push(match goal_paths::range_loop(name, last) {
+                Some(step) if step.contains("WRITE_FILE") => format!("`{step}` with the text the goal gives (it makes {name} to {last})"),
+                Some(step) => format!("`{step}` (it makes {name} to {last})"),
+                None => format!("one REPEAT that makes {name} to {last}"),
+            });
             names.next();
         } else if root.resolve(name).is_ok_and(|p| p.exists()) {
             out.push(format!("a step that uses {name}"));
@@ -388,6 +393,11 @@ fn placeholder(content: &str) -> Option<&'static str> {
     if text.starts_with('<') && text.ends_with('>') && !text[1..text.len() - 1].contains(['<', '>']) {
         return Some("a <placeholder>");
     }
+    // A model held to the action grammar has written out a piece of its
+    // regular expression as the content (`WRITE_FILE logs/app.log [^\n]+`).
+    if ["[^\n]+", "[^\\n]+", "[^ \"\n]+", "[^ \"\\n]+"].contains(&text) {
+        return Some("a piece of the action grammar");
+    }
     if ["content", "placeholder", "your content here", "text here", "insert content here", "file content"].contains(&lower.as_str()) {
         return Some("a placeholder");
     }
@@ -400,10 +410,10 @@ mod tests {
 
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
-        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder"] {
+        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+"] {
             assert!(placeholder(p).is_some(), "{p:?}");
         }
-        for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1"] {
+        for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {
             assert!(placeholder(real).is_none(), "{real:?}");
         }
     }
