@@ -197,6 +197,9 @@ fn goal_path_rule() {
     let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory"]), Shell::Sh);
     assert!(found[0].reason.ends_with("add a step that uses assets/images"), "a name that exists is used, not made: {found:?}");
     std::fs::remove_dir_all(root.path().join("assets")).unwrap();
+    let archive = "Make a compressed tar archive backup.tar.gz of the folder site.";
+    let found = rejections_for_goal(root.path(), archive, &answer(&["RUN_COMMAND ls"]), Shell::Sh);
+    assert!(found[0].reason.ends_with("add a RUN_COMMAND that makes backup.tar.gz"), "an archive is not text to write: {found:?}");
     let range = "Create five files named file_0.txt to file_4.txt, each containing its number.";
     let found = rejections_for_goal(root.path(), range, &answer(&["WRITE_FILE file_1.txt 1"]), Shell::Sh);
     assert!(found[0].reason.ends_with("add `REPEAT 5 WRITE_FILE file_{index}.txt` with the text the goal gives (it makes file_0.txt to file_4.txt)"), "{found:?}");

@@ -46,6 +46,13 @@ pub fn has_extension(word: &str) -> bool {
     ext_ok && !stem.ends_with('/')
 }
 
+/// An archive (`backup.tar.gz`, `site.zip`): a command makes it, not
+/// WRITE_FILE.
+pub fn is_archive(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [".tar", ".tar.gz", ".tgz", ".gz", ".zip", ".bz2", ".xz", ".7z"].iter().any(|ext| name.ends_with(ext))
+}
+
 /// `run_0`, `week_12`: prose has no such words, so it is a name.
 fn is_numbered_name(word: &str) -> bool {
     let Some((stem, number)) = word.rsplit_once('_') else { return false };

@@ -319,7 +319,7 @@ fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
 
 /// What to add for each name the plan misses, in words the model can copy:
 /// `CREATE_DIR 2024/q1` for a folder, `WRITE_FILE notes/todo.txt` and its
-/// text for a file, the REPEAT that makes a range the goal gives as "a to
+/// text for a file (a command for an archive, which is not text), the REPEAT that makes a range the goal gives as "a to
 /// b" (`goal_paths::range_loop`), and
 /// just "a step that uses" a name that already exists.
 fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
@@ -335,6 +335,8 @@ fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String
             names.next();
         } else if root.resolve(name).is_ok_and(|p| p.exists()) {
             out.push(format!("a step that uses {name}"));
+        } else if goal_paths::is_archive(name) {
+            out.push(format!("a RUN_COMMAND that makes {name}"));
         } else if goal_paths::has_extension(name) && !goal_calls(goal, name, &FOLDER_WORDS) {
             out.push(format!("`WRITE_FILE {name}` with the text the goal gives"));
         } else {
