@@ -26,7 +26,7 @@
 use super::action::Action;
 use super::examples;
 use super::goal_paths;
-use super::plan::Plan;
+use super::plan::{Plan, PlanStep};
 use super::validate::{self, Context, Rejection, Rule};
 
 /// A plan that passes every rule after mending, and what was changed.
@@ -71,7 +71,7 @@ fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
 /// A REPEAT that would make the goal's missing names had it counted from 1
 /// counts from 1.
 fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(plan) else { return };
+    let Some(parsed) = parse_all(&plan.plan) else { return };
     let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
     let Some(path) = goal_paths::counts_from_zero(cx.goal, &parsed, &missing).map(String::from) else { return };
     for (item, action) in plan.plan.iter_mut().zip(&parsed) {
@@ -85,21 +85,21 @@ fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) 
 /// Drops `CREATE_DIR p` where `p` has a file's extension and a later step
 /// writes `p` as a file: the folder would make that write fail.
 fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(plan) else { return };
+    let Some(parsed) = parse_all(&plan.plan) else { return };
     let written_after = |i: usize, path: &str| parsed[i + 1..].iter().any(|a| matches!(a, Action::WriteFile { path: p, .. } if p == path));
-    let doomed: Vec<u32> = parsed
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| matches!(a, Action::CreateDir { path } if goal_paths::looks_like_file(path) && written_after(*i, path)))
-        .map(|(i, _)| plan.plan[i].step)
-        .collect();
-    if doomed.is_empty() {
+    let doomed: Vec<bool> = parsed.iter().enumerate().map(|(i, a)| matches!(a, Action::CreateDir { path } if goal_paths::looks_like_file(path) && written_after(i, path))).collect();
+    if !doomed.contains(&true) {
         return;
     }
-    let dropped: Vec<String> = plan.plan.iter().filter(|i| doomed.contains(&i.step)).map(|i| format!("step {} `{}`", i.step, i.action)).collect();
-    changes.push(format!("dropped {}: a later step writes that name as a file", dropped.join(", ")));
-    plan.plan.retain(|i| !doomed.contains(&i.step));
+    let (dropped, kept): (Vec<_>, Vec<_>) = plan.plan.drain(..).zip(doomed).partition(|(_, doomed)| *doomed);
+    changes.push(format!("dropped {}: a later step writes that name as a file", described(dropped.iter().map(|(item, _)| item))));
+    plan.plan = kept.into_iter().map(|(item, _)| item).collect();
     renumber(plan);
+}
+
+/// `step 2 `CREATE_DIR a.md`, step 4 `…``: the steps a mend dropped.
+fn described<'a>(steps: impl Iterator<Item = &'a PlanStep>) -> String {
+    steps.map(|i| format!("step {} `{}`", i.step, i.action)).collect::<Vec<_>>().join(", ")
 }
 
 /// Drops the steps refused on their own and those naming an example's
@@ -111,26 +111,20 @@ fn drop_refused_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Strin
         return;
     }
     let refused: Vec<u32> = validate::validate(plan, cx).iter().filter_map(|r| r.step).collect();
-    let kept: Vec<_> = plan
-        .plan
-        .iter()
-        .filter(|item| {
-            let action = Action::parse(&item.action).ok();
-            let borrowed = action.as_ref().is_some_and(|a| !goal_paths::copied(cx.goal, std::slice::from_ref(a), examples::names()).is_empty());
-            let names_goal_path = action.is_some_and(|a| goal_paths::uncovered(cx.goal, &[a], &[]).len() < named);
-            !(refused.contains(&item.step) || borrowed) || names_goal_path
-        })
-        .cloned()
-        .collect();
-    if kept.is_empty() || kept.len() == plan.plan.len() {
+    let (kept, dropped): (Vec<PlanStep>, Vec<PlanStep>) = plan.plan.iter().cloned().partition(|item| {
+        let action = Action::parse(&item.action).ok();
+        let borrowed = action.as_ref().is_some_and(|a| !goal_paths::copied(cx.goal, std::slice::from_ref(a), examples::names()).is_empty());
+        let names_goal_path = action.is_some_and(|a| goal_paths::uncovered(cx.goal, &[a], &[]).len() < named);
+        !(refused.contains(&item.step) || borrowed) || names_goal_path
+    });
+    if kept.is_empty() || dropped.is_empty() {
         return;
     }
-    let Some(parsed) = kept.iter().map(|i| Action::parse(&i.action).ok()).collect::<Option<Vec<_>>>() else { return };
+    let Some(parsed) = parse_all(&kept) else { return };
     if !goal_paths::uncovered(cx.goal, &parsed, cx.done).is_empty() {
         return;
     }
-    let dropped: Vec<String> = plan.plan.iter().filter(|i| !kept.contains(i)).map(|i| format!("step {} `{}`", i.step, i.action)).collect();
-    changes.push(format!("dropped {}, refused on its own; the other steps cover every name the goal gives", dropped.join(", ")));
+    changes.push(format!("dropped {}, refused on its own; the other steps cover every name the goal gives", described(dropped.iter())));
     plan.plan = kept;
     renumber(plan);
 }
@@ -142,8 +136,9 @@ fn renumber(plan: &mut Plan) {
     }
 }
 
-fn parse_all(plan: &Plan) -> Option<Vec<Action>> {
-    plan.plan.iter().map(|i| Action::parse(&i.action).ok()).collect()
+/// Every step's action, or None if one does not parse.
+fn parse_all(steps: &[PlanStep]) -> Option<Vec<Action>> {
+    steps.iter().map(|i| Action::parse(&i.action).ok()).collect()
 }
 
 #[cfg(test)]
@@ -153,7 +148,6 @@ mod tests {
     use agentloop_tools::Workspace;
 
     use super::*;
-    use crate::planner::plan::PlanStep;
     use crate::planner::validate::Shell;
 
     fn plan(actions: &[&str]) -> Plan {
