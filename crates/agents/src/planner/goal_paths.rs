@@ -121,10 +121,16 @@ pub fn counts_from_zero<'a>(goal: &str, plan: &'a [Action], missing: &[String]) 
     plan.iter().find_map(|action| {
         let Action::Repeat { body, .. } = action else { return None };
         let path = body.path().filter(|p| p.contains("{index"))?;
-        let from_one = Action::parse(&action.to_string().replace("{index", "{number")).ok()?;
+        let from_one = Action::parse(&counting_from_one(&action.to_string())).ok()?;
         let now_missing = uncovered(goal, &[from_one], &[]);
         missing.iter().any(|m| !now_missing.contains(m)).then_some(path)
     })
+}
+
+/// `text` with REPEAT's counter from 1 (`{number…}`) for the one from 0
+/// (`{index…}`), padding kept.
+pub fn counting_from_one(text: &str) -> String {
+    text.replace("{index", "{number")
 }
 
 /// Names in the plan's paths that come from the worked examples and not

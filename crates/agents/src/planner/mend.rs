@@ -48,23 +48,22 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     run_loops_once(&mut plan, &mut changes);
     count_from_one(&mut plan, cx, &mut changes);
     drop_folders_later_written(&mut plan, &mut changes);
-    if !changes.is_empty() && validate::validate(&plan, cx).is_empty() {
-        return Some(Mended { plan, changes });
+    let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
+    if !left.is_empty() {
+        drop_refused_steps(&mut plan, &left, cx, &mut changes);
     }
-    drop_refused_steps(&mut plan, cx, &mut changes);
-    (!changes.is_empty() && validate::validate(&plan, cx).is_empty()).then_some(Mended { plan, changes })
+    let valid = left.is_empty() || validate::validate(&plan, cx).is_empty();
+    (!changes.is_empty() && valid).then_some(Mended { plan, changes })
 }
 
 /// `REPEAT n WRITE_FILE p …` (or CREATE_DIR) where `p` has no counter makes
 /// the same path n times: once is what was meant.
 fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
     for item in &mut plan.plan {
-        let Ok(Action::Repeat { times, body }) = Action::parse(&item.action) else { continue };
-        let same_path = body.path().is_some_and(|p| !p.contains("{index") && !p.contains("{number"));
-        if times > 1 && same_path && matches!(*body, Action::WriteFile { .. } | Action::CreateDir { .. }) {
-            changes.push(format!("step {}: REPEAT {times} made {} every time, so it runs once", item.step, body.path().unwrap_or_default()));
-            item.action = body.to_string();
-        }
+        let Ok(action) = Action::parse(&item.action) else { continue };
+        let (Some(path), Action::Repeat { times, body }) = (validate::repeated_path(&action), &action) else { continue };
+        changes.push(format!("step {}: REPEAT {times} made {path} every time, so it runs once", item.step));
+        item.action = body.to_string();
     }
 }
 
@@ -76,7 +75,7 @@ fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) 
     let Some(path) = goal_paths::counts_from_zero(cx.goal, &parsed, &missing).map(String::from) else { return };
     for (item, action) in plan.plan.iter_mut().zip(&parsed) {
         if matches!(action, Action::Repeat { body, .. } if body.path() == Some(path.as_str())) {
-            item.action = item.action.replace("{index", "{number");
+            item.action = goal_paths::counting_from_one(&item.action);
             changes.push(format!("step {}: {path} counted from 0 where the goal counts from 1, so it uses {{number}}", item.step));
         }
     }
@@ -102,15 +101,16 @@ fn described<'a>(steps: impl Iterator<Item = &'a PlanStep>) -> String {
     steps.map(|i| format!("step {} `{}`", i.step, i.action)).collect::<Vec<_>>().join(", ")
 }
 
-/// Drops the steps refused on their own and those naming an example's
-/// files, unless they name one of the goal's paths; only if the goal names
-/// paths and the rest still covers them all.
-fn drop_refused_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+/// Drops the steps refused on their own (`rejections` of the plan as it is
+/// now) and those naming an example's files, unless they name one of the
+/// goal's paths; only if the goal names paths and the rest still covers
+/// them all.
+fn drop_refused_steps(plan: &mut Plan, rejections: &[Rejection], cx: &Context<'_>, changes: &mut Vec<String>) {
     let named = goal_paths::named_paths(cx.goal).len();
     if named == 0 {
         return;
     }
-    let refused: Vec<u32> = validate::validate(plan, cx).iter().filter_map(|r| r.step).collect();
+    let refused: Vec<u32> = rejections.iter().filter_map(|r| r.step).collect();
     let (kept, dropped): (Vec<PlanStep>, Vec<PlanStep>) = plan.plan.iter().cloned().partition(|item| {
         let action = Action::parse(&item.action).ok();
         let borrowed = action.as_ref().is_some_and(|a| !goal_paths::copied(cx.goal, std::slice::from_ref(a), examples::names()).is_empty());

@@ -155,7 +155,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     if !missing.is_empty() {
         let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
-            Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), path.replace("{index", "{number")),
+            Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), goal_paths::counting_from_one(path)),
             None => format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.root).join(", ")),
         };
         out.push(Rejection::new(Rule::GoalPath, None, reason));
@@ -193,8 +193,7 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.extend(check_action(body, cx, keys));
         }
         Action::Repeat { times, body } => {
-            let path = body.path().filter(|p| *times > 1 && !uses_counter(p) && matches!(**body, Action::WriteFile { .. } | Action::CreateDir { .. }));
-            if let Some(path) = path {
+            if let Some(path) = repeated_path(action) {
                 out.push((Rule::LoopPath, format!("REPEAT {times} makes {path} every time: put {{index}} in the path, or write it once without REPEAT")));
             }
             out.extend(check_action(body, cx, keys));
@@ -319,9 +318,9 @@ fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
 
 /// What to add for each name the plan misses, in words the model can copy:
 /// `CREATE_DIR 2024/q1` for a folder, `WRITE_FILE notes/todo.txt` and its
-/// text for a file (a command for an archive, which is not text), the REPEAT that makes a range the goal gives as "a to
-/// b" (`goal_paths::range_loop`), and
-/// just "a step that uses" a name that already exists.
+/// text for a file (a command for an archive, which is not text), the
+/// REPEAT that makes a range the goal gives as "a to b"
+/// (`goal_paths::range_loop`), and "a step that uses" a name that exists.
 fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
     let mut out = Vec::new();
     let mut names = missing.iter().peekable();
@@ -369,6 +368,13 @@ fn contains_create_dir(action: &Action) -> bool {
 fn with_sample_values(path: &str, root: &Workspace) -> String {
     let vars = Vars { item: Some(root.root().join("item").display().to_string()), index: Some(0) };
     vars.fill(path)
+}
+
+/// The path a `REPEAT n` (n > 1) writes or creates every round because it
+/// holds no counter: the `loop-path` rule refuses it, `mend` runs it once.
+pub(super) fn repeated_path(action: &Action) -> Option<&str> {
+    let Action::Repeat { times, body } = action else { return None };
+    body.path().filter(|p| *times > 1 && !uses_counter(p) && matches!(**body, Action::WriteFile { .. } | Action::CreateDir { .. }))
 }
 
 /// Whether a path holds REPEAT's counter, `{index…}` or `{number…}`.

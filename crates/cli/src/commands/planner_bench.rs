@@ -111,7 +111,6 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         "status": outcome.status.as_str(),
         "finishReason": outcome.finish_reason,
         "valid": valid,
-        "mended": s.proposals.iter().map(|p| !p.mends.is_empty()).collect::<Vec<_>>(),
         "mends": s.proposals.iter().map(|p| p.mends.clone()).collect::<Vec<_>>(),
         "planMs": s.proposals.iter().map(|p| p.plan_ms).collect::<Vec<_>>(),
         "rejections": s.proposals.iter().map(|p| p.rejections.iter().chain(&p.mended_from).map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
@@ -155,10 +154,11 @@ impl Totals {
     fn add(&mut self, r: &serde_json::Value) {
         let valid: Vec<bool> = r["valid"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
         self.valid_first_try += u32::from(valid.first() == Some(&true));
-        let mended: Vec<bool> = r["mended"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
+        // One entry per proposal, like `valid`: what mending changed in it.
+        let mended: Vec<bool> = r["mends"].as_array().map(|a| a.iter().map(|m| m.as_array().is_some_and(|m| !m.is_empty())).collect()).unwrap_or_default();
         let first_valid = valid.iter().take(3).position(|v| *v);
         self.valid_within_3 += u32::from(first_valid.is_some());
-        self.valid_within_3_as_written += u32::from(valid.iter().zip(mended.iter().chain(std::iter::repeat(&false))).take(3).any(|(v, m)| *v && !*m));
+        self.valid_within_3_as_written += u32::from(valid.iter().zip(&mended).take(3).any(|(v, m)| *v && !*m));
         self.mended += u32::from(first_valid.is_some_and(|i| mended.get(i) == Some(&true)));
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
