@@ -18,9 +18,16 @@ use serde_json::{json, Value};
 #[derive(Default)]
 struct Script {
     phases: BTreeMap<&'static str, VecDeque<String>>,
+    /// The user's goal; "make some files" unless set.
+    goal: Option<&'static str>,
 }
 
 impl Script {
+    fn goal(mut self, goal: &'static str) -> Self {
+        self.goal = Some(goal);
+        self
+    }
+
     fn with(mut self, phase: &'static str, answer: impl Into<String>) -> Self {
         self.phases.entry(phase).or_default().push_back(answer.into());
         self
@@ -63,6 +70,8 @@ struct Run {
     root: tempfile::TempDir,
     asked: Arc<Mutex<Vec<&'static str>>>,
     prompts: Arc<Mutex<Vec<String>>>,
+    /// The action pattern each plan request held the model to.
+    patterns: Arc<Mutex<Vec<String>>>,
     script: Arc<Mutex<Script>>,
 }
 
@@ -91,11 +100,19 @@ impl Run {
     }
 }
 
-fn scripted(script: Arc<Mutex<Script>>, asked: Arc<Mutex<Vec<&'static str>>>, prompts: Arc<Mutex<Vec<String>>>) -> ScriptedModel {
+/// The pattern a plan request's schema sets for each action.
+fn action_pattern(req: &ChatRequest) -> String {
+    let schema = req.json_schema.as_ref().expect("a plan request carries its schema");
+    let step = schema["properties"]["plan"]["items"]["$ref"].as_str().unwrap().trim_start_matches('#');
+    schema.pointer(&format!("{step}/properties/action/pattern")).and_then(Value::as_str).unwrap().to_string()
+}
+
+fn scripted(script: Arc<Mutex<Script>>, asked: Arc<Mutex<Vec<&'static str>>>, prompts: Arc<Mutex<Vec<String>>>, patterns: Arc<Mutex<Vec<String>>>) -> ScriptedModel {
     ScriptedModel::with(move |req| {
         let phase = phase_of(req);
         asked.lock().unwrap().push(phase);
         if phase == "plan" {
+            patterns.lock().unwrap().push(action_pattern(req));
             // The last three turns: a retry shows the rejected plan as the
             // model's turn before the rejection reasons.
             let tail: Vec<&str> = req.messages.iter().rev().take(3).rev().map(|m| m.content.as_str()).collect();
@@ -115,7 +132,7 @@ impl Run {
     /// The default model for a (re)started runner: answers from the script
     /// this run shares across restarts.
     fn models(&self) -> Models {
-        Models::new(Arc::new(scripted(self.script.clone(), self.asked.clone(), self.prompts.clone())))
+        Models::new(Arc::new(scripted(self.script.clone(), self.asked.clone(), self.prompts.clone(), self.patterns.clone())))
     }
 }
 
@@ -126,14 +143,15 @@ async fn run_with(script: Script, approve: ApproveMode, config: PlannerConfig, m
 async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, config: PlannerConfig, models_for: impl FnOnce(Models) -> Models) -> Run {
     let workspace = Workspace::new(root.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let (asked, prompts, script) = (Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
-    let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts))));
+    let goal = script.goal.unwrap_or("make some files");
+    let (asked, prompts, patterns, script) = (Arc::default(), Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
+    let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts), Arc::clone(&patterns))));
     let runner = planner::runner(&workspace, models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
-    let state = PlannerState::new(workspace.root().display().to_string(), "make some files", approve, config.clone());
+    let state = PlannerState::new(workspace.root().display().to_string(), goal, approve, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;
     let out = runner.start(state, options).unwrap().wait().await.unwrap();
-    Run { out, store, root, asked, prompts, script }
+    Run { out, store, root, asked, prompts, patterns, script }
 }
 
 async fn run(script: Script, approve: ApproveMode) -> Run {
@@ -328,4 +346,22 @@ async fn the_fast_role_can_be_a_different_model() {
     assert_eq!(r.out.status, SessionStatus::Completed);
     assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
+}
+
+#[tokio::test]
+async fn a_plan_refused_for_its_paths_is_followed_by_one_held_to_the_goals_paths() {
+    let goal = "Create a shell script hello.sh that echoes hello, and run it with sh.";
+    let r = run(Script::default().goal(goal).with("plan", plan(&["CREATE_DIR hello.sh"])).with("plan", plan(&["WRITE_FILE hello.sh echo hello", "RUN_COMMAND sh hello.sh"])), ApproveMode::All).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.file("hello.sh").unwrap(), "echo hello");
+    let s = r.state();
+    assert_eq!((s.proposals[0].held, s.proposals[1].held), (false, true), "only the plan after the refusal is held");
+    let patterns: Vec<regex::Regex> = r.patterns.lock().unwrap().iter().map(|p| regex::Regex::new(p).unwrap()).collect();
+    assert!(patterns[0].is_match("CREATE_DIR hello.sh") && patterns[0].is_match("LIST_DIR mail AS m"), "the first plan may name any path");
+    assert!(!patterns[1].is_match("CREATE_DIR hello.sh"), "held, hello.sh can only be a file");
+    assert!(!patterns[1].is_match("LIST_DIR mail AS m"), "held, a name the goal does not give cannot be written");
+    assert!(patterns[1].is_match("WRITE_FILE hello.sh echo hello") && patterns[1].is_match("RUN_COMMAND sh hello.sh"));
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let shown: Vec<&Value> = events.iter().filter(|e| e.name == planner::events::PLAN).map(|e| &e.payload).collect();
+    assert!(shown[0]["held"] == false && shown[1]["held"] == true, "{shown:?}");
 }

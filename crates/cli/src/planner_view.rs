@@ -15,7 +15,8 @@ pub fn event_line(name: &str, p: &Value) -> Option<String> {
             let verdict = if p["valid"] == true { "valid" } else { "REFUSED" };
             let mended = strings(&p["mends"]);
             let how = if !mended.is_empty() { ", mended" } else if p["repaired"] == true { ", repaired" } else { "" };
-            let mut out = format!("  plan {} ({} ms, {verdict}{how})", p["iteration"], p["ms"]);
+            let held = if p["held"] == true { ", held to the goal's paths" } else { "" };
+            let mut out = format!("  plan {} ({} ms, {verdict}{how}{held})", p["iteration"], p["ms"]);
             for (i, step) in strings(&p["steps"]).iter().enumerate() {
                 out.push_str(&format!("\n    {}. {step}", i + 1));
             }

@@ -67,6 +67,48 @@ impl Workspace {
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
     }
+
+    /// Up to `limit` files and folders under the root, relative to it,
+    /// nearest first. Hidden entries and build output (`target`,
+    /// `node_modules`, `__pycache__`) are left out and symlinks are neither
+    /// followed nor listed: this is what an agent is shown of the
+    /// workspace, not a backup.
+    pub fn entries(&self, limit: usize) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([self.root.clone()]);
+        while let Some(dir) = queue.pop_front() {
+            let Ok(listing) = std::fs::read_dir(&dir) else { continue };
+            let mut listing: Vec<_> = listing.filter_map(|e| e.ok()).collect();
+            listing.sort_by_key(|e| e.file_name());
+            for entry in listing {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || ["target", "node_modules", "__pycache__"].contains(&name.as_str()) {
+                    continue;
+                }
+                let is_dir = match entry.file_type() {
+                    Ok(t) if t.is_dir() => true,
+                    Ok(t) if t.is_file() => false,
+                    _ => continue,
+                };
+                if out.len() == limit {
+                    return out;
+                }
+                if is_dir {
+                    queue.push_back(entry.path());
+                }
+                out.push(Entry { path: self.display(&entry.path()), is_dir });
+            }
+        }
+        out
+    }
+}
+
+/// A file or folder under the root (see [`Workspace::entries`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative to the root.
+    pub path: String,
+    pub is_dir: bool,
 }
 
 fn refuse(path: &str, why: &str) -> Error {
@@ -110,6 +152,21 @@ fn split_existing(path: &Path) -> (PathBuf, PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_are_listed_nearest_first_without_hidden_ones_or_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/deep.txt"), "x").unwrap();
+        std::fs::write(dir.path().join("top.txt"), "x").unwrap();
+        std::fs::write(dir.path().join(".hidden"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("target")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        let listed: Vec<(String, bool)> = ws.entries(10).into_iter().map(|e| (e.path, e.is_dir)).collect();
+        assert_eq!(listed, [("a".to_string(), true), ("top.txt".into(), false), ("a/b".into(), true), ("a/b/deep.txt".into(), false)]);
+        assert_eq!(ws.entries(2).len(), 2, "the limit holds");
+    }
 
     #[test]
     fn normalizing_resolves_dots_and_refuses_climbing_past_the_root() {

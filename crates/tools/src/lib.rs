@@ -18,7 +18,7 @@ pub use approval::{ApprovalPolicy, Approvals, Verdict};
 pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
 pub use files::{CreateDir, EditFile, ListDir, ReadFile, WriteFile};
-pub use jail::Workspace;
+pub use jail::{Entry, Workspace};
 pub use python::{Execution, PyError, Python, PythonSession};
 
 /// The file tools (`create_dir` included) and `run_command` for one workspace.

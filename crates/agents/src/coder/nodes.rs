@@ -293,23 +293,7 @@ fn fingerprint(files: &[(String, String)]) -> u64 {
 /// would look like a loop to the repetition detector.
 fn workspace_files(s: &CoderState) -> Result<Vec<(String, String)>> {
     let ws = Workspace::new(&s.workspace)?;
-    let mut paths = Vec::new();
-    let mut queue = vec![ws.root().to_path_buf()];
-    while let Some(dir) = queue.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.filter_map(|e| e.ok()) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || ["target", "node_modules", "__pycache__"].contains(&name.as_str()) {
-                continue;
-            }
-            // Symlinks are neither followed nor shown.
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => queue.push(entry.path()),
-                Ok(t) if t.is_file() => paths.push(ws.display(&entry.path())),
-                _ => {}
-            }
-        }
-    }
+    let mut paths: Vec<String> = ws.entries(usize::MAX).into_iter().filter(|e| !e.is_dir).map(|e| e.path).collect();
     paths.sort();
     Ok(paths.into_iter().filter_map(|path| read(&ws, &path).map(|content| (path, content))).collect())
 }

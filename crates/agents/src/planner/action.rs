@@ -20,44 +20,42 @@ use std::fmt;
 /// The verbs, in the order the prompt lists them.
 pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR", "FOR_EACH", "REPEAT", "RUN_COMMAND"];
 
-// The action language as one regular expression, assembled from its parts.
-macro_rules! path_re {
-    () => {
-        r#"("[^"\n]+"|[^ "\n]+)"#
-    };
-}
-macro_rules! key_re {
-    () => {
-        "[A-Za-z_][A-Za-z0-9_]*"
-    };
-}
-/// Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
-macro_rules! plain_re {
-    () => {
-        concat!("(READ_FILE ", path_re!(), "|WRITE_FILE ", path_re!(), r" [^\n]+|LIST_DIR ", path_re!(), " AS ", key_re!(), r"|RUN_COMMAND [^\n]+)")
-    };
-}
+/// A path in the action language: one word or a double-quoted string.
+pub const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
+
+/// A key LIST_DIR stores and FOR_EACH reads.
+const KEY: &str = "[A-Za-z_][A-Za-z0-9_]*";
 
 /// The grammar of one action line as a regular expression, for constrained
 /// decoding: a model whose tokens are masked by it cannot write an action
 /// that does not parse (LIST_DIR without `AS key`, REPEAT without a count,
 /// a verb of its own). What it means — paths, keys, content — is still
 /// judged by validation.
-pub const PATTERN: &str = concat!(
-    "^(CREATE_DIR ",
-    path_re!(),
-    "|",
-    plain_re!(),
-    "|FOR_EACH ",
-    key_re!(),
-    " ",
-    plain_re!(),
-    "|REPEAT [1-9][0-9]{0,2} (CREATE_DIR ",
-    path_re!(),
-    "|",
-    plain_re!(),
-    "))$"
-);
+///
+/// `new_folder` is what a CREATE_DIR path may be, `folder` a LIST_DIR
+/// path, `file` a READ_FILE or WRITE_FILE path: [`ANY_PATH`] for each in
+/// general, the goal's own names when the model is held to them
+/// (`held_paths`); `None` leaves out the verbs that take one.
+pub fn pattern(new_folder: Option<&str>, folder: Option<&str>, file: Option<&str>) -> String {
+    // Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
+    let mut plain = Vec::new();
+    if let Some(file) = file {
+        plain.push(format!("READ_FILE {file}"));
+        plain.push(format!(r"WRITE_FILE {file} [^\n]+"));
+    }
+    if let Some(folder) = folder {
+        plain.push(format!("LIST_DIR {folder} AS {KEY}"));
+    }
+    plain.push(r"RUN_COMMAND [^\n]+".to_string());
+    let plain = format!("({})", plain.join("|"));
+    let create = new_folder.map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
+    format!("^({create}{plain}|FOR_EACH {KEY} {plain}|REPEAT [1-9][0-9]{{0,2}} ({create}{plain}))$")
+}
+
+/// The pattern with any path allowed.
+pub fn any_path_pattern() -> String {
+    pattern(Some(ANY_PATH), Some(ANY_PATH), Some(ANY_PATH))
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -358,7 +356,7 @@ mod tests {
 
     #[test]
     fn the_pattern_takes_every_parsable_form_and_nothing_that_fails_to_parse() {
-        let pattern = regex::Regex::new(PATTERN).unwrap();
+        let pattern = regex::Regex::new(&any_path_pattern()).unwrap();
         let good = [
             "CREATE_DIR notes",
             "CREATE_DIR \"my notes\"",

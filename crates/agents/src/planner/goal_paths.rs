@@ -65,6 +65,78 @@ fn is_relative_path(word: &str) -> bool {
     word.contains('/') && !word.starts_with('/') && word.split('/').all(|part| !part.is_empty())
 }
 
+/// Words a goal puts before a file's name ("a file LICENSE").
+pub const FILE_WORDS: [&str; 3] = ["file", "files", "script"];
+/// Words a goal puts before a folder's name ("a folder site.v1").
+pub const FOLDER_WORDS: [&str; 4] = ["folder", "folders", "directory", "directories"];
+
+/// The goal calls `path` by one of `words` ("folder site.v1").
+pub fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
+    let goal = goal.to_lowercase();
+    let path = path.to_lowercase();
+    words.iter().any(|w| goal.contains(&format!("{w} {path}")))
+}
+
+/// Words that follow "folder" or "file" in a goal without being a name
+/// ("every file in the folder", "files are").
+const NOT_NAMES: [&str; 24] = [
+    "a", "an", "the", "in", "of", "to", "and", "or", "with", "that", "which", "is", "are", "for", "each", "every", "from", "into", "inside", "at",
+    "on", "it", "its", "this",
+];
+
+/// The word right after each "folder", "file", "script" … in the goal
+/// ("named" and "called" skipped): `docs` in "a folder named docs",
+/// `target` in "ignores the folder target".
+pub fn called_names(goal: &str) -> Vec<String> {
+    let words: Vec<&str> = goal.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let word = word.to_lowercase();
+        if !FOLDER_WORDS.contains(&word.as_str()) && !FILE_WORDS.contains(&word.as_str()) {
+            continue;
+        }
+        let mut next = words[i + 1..].iter().map(|w| w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')')).trim_end_matches('.'));
+        let Some(name) = next.find(|w| !matches!(w.to_lowercase().as_str(), "named" | "called")) else { continue };
+        let name_like = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) && !name.contains("..");
+        if name_like && !NOT_NAMES.contains(&name.to_lowercase().as_str()) && !name.starts_with('/') {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// What a name the goal gives may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Folder,
+    File,
+    Either,
+}
+
+impl Kind {
+    pub fn may_be_folder(self) -> bool {
+        self != Kind::File
+    }
+    pub fn may_be_file(self) -> bool {
+        self != Kind::Folder
+    }
+}
+
+/// Whether `name` is a folder or a file in the goal: what the goal calls
+/// it, else a common extension makes it a file, any other extension
+/// (`site.v2`, `.gitignore`) either, and no extension a folder.
+pub fn kind_in_goal(goal: &str, name: &str) -> Kind {
+    if goal_calls(goal, name, &FOLDER_WORDS) {
+        Kind::Folder
+    } else if goal_calls(goal, name, &FILE_WORDS) || looks_like_file(name) {
+        Kind::File
+    } else if has_extension(name) {
+        Kind::Either
+    } else {
+        Kind::Folder
+    }
+}
+
 /// True when the last part of `path` ends in a common file extension, so
 /// `CREATE_DIR path` almost surely meant a file.
 pub fn looks_like_file(path: &str) -> bool {
@@ -172,8 +244,22 @@ pub fn range_loop(first: &str, last: &str) -> Option<String> {
     Some(format!("REPEAT {} {verb} {path}", b - a + 1))
 }
 
+/// Every name of a range the goal gives as "`first` to `last`"
+/// (`note_00.txt` to `note_09.txt`: ten names, padded as the first is);
+/// none when the names differ in more than their last number or the range
+/// is longer than a hundred.
+pub fn range_names(first: &str, last: &str) -> Vec<String> {
+    let (Some((head, from, tail)), Some((head_last, to, tail_last))) = (split_last_number(first), split_last_number(last)) else { return Vec::new() };
+    let (Ok(a), Ok(b)) = (from.parse::<u32>(), to.parse::<u32>()) else { return Vec::new() };
+    if head != head_last || tail != tail_last || b < a || b - a >= 100 {
+        return Vec::new();
+    }
+    let width = if from.len() > 1 && from.starts_with('0') { from.len() } else { 0 };
+    (a..=b).map(|n| format!("{head}{n:0width$}{tail}")).collect()
+}
+
 /// `day_003.txt` → (`day_`, `003`, `.txt`): the name around its last run of digits.
-fn split_last_number(name: &str) -> Option<(&str, &str, &str)> {
+pub fn split_last_number(name: &str) -> Option<(&str, &str, &str)> {
     let end = name.rfind(|c: char| c.is_ascii_digit())? + 1;
     let start = name[..end].rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
     Some((&name[..start], &name[start..end], &name[end..]))
@@ -267,6 +353,32 @@ mod tests {
         assert_eq!(range_loop("a_1.txt", "b_3.txt"), None);
         assert_eq!(range_loop("v_5.txt", "v_9.txt"), None, "a range from 5 is not a counter");
         assert_eq!(range_loop("x_3.txt", "x_1.txt"), None);
+    }
+
+    #[test]
+    fn a_range_gives_every_name_padded_as_the_first() {
+        assert_eq!(range_names("note_00.txt", "note_03.txt"), ["note_00.txt", "note_01.txt", "note_02.txt", "note_03.txt"]);
+        assert_eq!(range_names("chapter_1.md", "chapter_3.md"), ["chapter_1.md", "chapter_2.md", "chapter_3.md"]);
+        assert!(range_names("a_1.txt", "b_3.txt").is_empty() && range_names("x_0", "x_500").is_empty());
+    }
+
+    #[test]
+    fn the_word_after_folder_or_file_is_a_name_unless_it_is_prose() {
+        assert_eq!(called_names("Create a folder named docs."), ["docs"]);
+        assert_eq!(called_names("Create a folder src with a file main.py that prints 'hi'."), ["src", "main.py"]);
+        assert_eq!(called_names("Count how many .txt files are in the folder docs."), ["docs"]);
+        assert_eq!(called_names("For every file in the folder inbox, make a copy in the folder archive."), ["inbox", "archive"]);
+        assert!(called_names("Show the current date.").is_empty());
+    }
+
+    #[test]
+    fn a_name_is_a_folder_or_a_file_as_the_goal_calls_it() {
+        let goal = "Create a folder site.v2 and a file LICENSE, then hello.txt, .gitignore and run_0.";
+        assert_eq!(kind_in_goal(goal, "site.v2"), Kind::Folder);
+        assert_eq!(kind_in_goal(goal, "LICENSE"), Kind::File);
+        assert_eq!(kind_in_goal(goal, "hello.txt"), Kind::File);
+        assert_eq!(kind_in_goal(goal, ".gitignore"), Kind::Either);
+        assert_eq!(kind_in_goal(goal, "run_0"), Kind::Folder);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod action;
 mod examples;
 mod execute;
 mod goal_paths;
+mod held_paths;
 mod mend;
 mod nodes;
 mod plan;

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 use super::action::Action;
+use super::held_paths::{self, HeldPaths};
 use super::mend;
 use super::plan::{self, Plan};
 use super::prompts;
@@ -52,14 +53,20 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
-        request.json_schema = Some(plan::schema_for(&s.goal));
+        // After a plan refused for its paths, the next is decoded with only
+        // the goal's paths (and what exists) to choose from.
+        let held = held_paths::holds(s).then(|| {
+            let existing = Workspace::new(&s.root).map(|ws| ws.entries(held_paths::EXISTING_OFFERED)).unwrap_or_default();
+            HeldPaths::new(&s.goal, &existing, &s.done_actions())
+        });
+        request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref()));
         // A small model asked again greedily gives the same plan again; after
         // a rejection or a failure the next plan is sampled.
         if !s.proposals.is_empty() {
             request.temperature = Some(RETRY_TEMPERATURE);
         }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
-        let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new(), mends: Vec::new(), mended_from: Vec::new() };
+        let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new(), mends: Vec::new(), mended_from: Vec::new(), held: held.is_some() };
         match plan::read(&proposal.raw) {
             Ok((p, repaired)) => {
                 proposal.plan = Some(p);
@@ -93,10 +100,10 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let shell = s.config.shell;
         let index = s.proposals.len().saturating_sub(1);
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
+        let done = s.done_actions();
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
-        let done: Vec<String> = s.runs.iter().filter(|r| r.ok).map(|r| r.action.clone()).collect();
         if let Some(plan) = proposal.plan.clone() {
             let cx = Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done };
             proposal.rejections.extend(validate::validate(&plan, &cx));
@@ -116,7 +123,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             events::PLAN,
             json!({
                 "iteration": proposal.iteration, "valid": valid, "ms": proposal.plan_ms, "repaired": proposal.repaired, "steps": steps, "diff": diff, "rejections": reasons,
-                "mends": proposal.mends, "mendedFrom": proposal.mended_from.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "held": proposal.held, "mends": proposal.mends, "mendedFrom": proposal.mended_from.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
             }),
         ));
         if valid {

@@ -9,6 +9,8 @@ use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::action;
+use super::held_paths::HeldPaths;
 use super::validate::{Rejection, Rule};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -31,8 +33,9 @@ pub struct Plan {
 #[serde(deny_unknown_fields)]
 pub struct PlanStep {
     pub step: u32,
-    /// One action line of the action language.
-    #[schemars(length(max = 600), regex(pattern = super::action::PATTERN))]
+    /// One action line of the action language (its pattern is set by
+    /// `schema_for`).
+    #[schemars(length(max = 600))]
     pub action: String,
     /// What should be true once the step has run.
     #[schemars(length(max = 200))]
@@ -50,10 +53,18 @@ impl Plan {
 /// for word. The model writes that key first, so the goal's own names are
 /// the last thing it wrote before the plan; free to write any goal, the
 /// 0.5B model wrote the closest worked example's goal and then its plan.
-pub fn schema_for(goal: &str) -> Value {
+/// Each action must match the action language's pattern, with any path or,
+/// when the model is `held` to them, only those paths.
+pub fn schema_for(goal: &str, held: Option<&HeldPaths>) -> Value {
     let mut schema = agentloop_core::json_schema_of::<Plan>();
     if let Some(property) = schema.pointer_mut("/properties/goal") {
         *property = serde_json::json!({"type": "string", "enum": [goal]});
+    }
+    let pattern = held.map_or_else(action::any_path_pattern, HeldPaths::pattern);
+    // The step's schema is a definition the plan's items refer to.
+    let step = schema.pointer("/properties/plan/items/$ref").and_then(Value::as_str).map(|r| r.trim_start_matches('#').to_string());
+    if let Some(action) = schema.pointer_mut(&format!("{}/properties/action", step.unwrap_or_else(|| "/properties/plan/items".into()))) {
+        action["pattern"] = Value::String(pattern);
     }
     schema
 }
@@ -142,7 +153,7 @@ fn drop_trailing_comma(out: &mut String) {
 mod tests {
     #[test]
     fn the_schema_holds_the_goal_word_for_word() {
-        let schema = super::schema_for("Create a file hello.txt");
+        let schema = super::schema_for("Create a file hello.txt", None);
         assert_eq!(schema["properties"]["goal"]["enum"], serde_json::json!(["Create a file hello.txt"]));
         let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
         assert_eq!(keys[0], "goal", "the goal is written first");

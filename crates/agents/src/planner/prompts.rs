@@ -177,7 +177,7 @@ mod tests {
             r#"<json>{{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{{"step": 1, "action": "{actions}", "expects": "e"}}]}}</json>"#
         );
         let plan = read(&raw).ok().map(|(p, _)| p);
-        Proposal { iteration: 1, raw, plan, rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")], repaired: false, plan_ms: 0, retry_hints: vec!["write day_003.txt".into()], mends: Vec::new(), mended_from: Vec::new() }
+        Proposal { iteration: 1, raw, plan, rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")], repaired: false, plan_ms: 0, retry_hints: vec!["write day_003.txt".into()], mends: Vec::new(), mended_from: Vec::new(), held: false }
     }
 
     fn state(proposals: Vec<Proposal>) -> PlannerState {

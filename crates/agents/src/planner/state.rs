@@ -114,6 +114,10 @@ pub struct Proposal {
     pub mends: Vec<String>,
     #[serde(default)]
     pub mended_from: Vec<Rejection>,
+    /// The plan was decoded held to the goal's paths (`held_paths`), after
+    /// a plan refused for its paths.
+    #[serde(default)]
+    pub held: bool,
 }
 
 impl Proposal {
@@ -213,6 +217,12 @@ impl PlannerState {
     /// Consecutive refused proposals at the end.
     pub fn rejects_in_a_row(&self) -> usize {
         self.proposals.iter().rev().take_while(|p| !p.valid()).count()
+    }
+
+    /// The actions of the steps that ran and succeeded: their paths count
+    /// as mentioned and as made.
+    pub fn done_actions(&self) -> Vec<String> {
+        self.runs.iter().filter(|r| r.ok).map(|r| r.action.clone()).collect()
     }
 
     pub fn keys(&self) -> BTreeSet<String> {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::action::{Action, Vars, VERBS};
 use super::examples;
-use super::goal_paths;
+use super::goal_paths::{self, goal_calls, FILE_WORDS, FOLDER_WORDS};
 use super::plan::Plan;
 use super::shell_check::shell_check;
 
@@ -302,18 +302,6 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
         kinds.insert(key, wants);
     }
     conflict
-}
-
-/// Words a goal puts before a file's name ("a file .gitignore").
-const FILE_WORDS: [&str; 3] = ["file", "files", "script"];
-/// Words a goal puts before a folder's name ("a folder site.v1").
-const FOLDER_WORDS: [&str; 4] = ["folder", "folders", "directory", "directories"];
-
-/// The goal calls `path` by one of `words` ("folder site.v1").
-fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
-    let goal = goal.to_lowercase();
-    let path = path.to_lowercase();
-    words.iter().any(|w| goal.contains(&format!("{w} {path}")))
 }
 
 /// What to add for each name the plan misses, in words the model can copy:

@@ -112,6 +112,7 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         "finishReason": outcome.finish_reason,
         "valid": valid,
         "mends": s.proposals.iter().map(|p| p.mends.clone()).collect::<Vec<_>>(),
+        "held": s.proposals.iter().map(|p| p.held).collect::<Vec<_>>(),
         "planMs": s.proposals.iter().map(|p| p.plan_ms).collect::<Vec<_>>(),
         "rejections": s.proposals.iter().map(|p| p.rejections.iter().chain(&p.mended_from).map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "plans": s.proposals.iter().map(|p| p.plan.as_ref().map(|p| p.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
@@ -144,6 +145,8 @@ struct Totals {
     valid_within_3_as_written: u32,
     /// Goals whose first valid plan within 3 was mended.
     mended: u32,
+    /// Goals whose first valid plan within 3 was decoded held to the goal's paths.
+    held: u32,
     executed_ok: u32,
     invalid_executed: u64,
     plan_ms: Vec<u64>,
@@ -160,6 +163,7 @@ impl Totals {
         self.valid_within_3 += u32::from(first_valid.is_some());
         self.valid_within_3_as_written += u32::from(valid.iter().zip(&mended).take(3).any(|(v, m)| *v && !*m));
         self.mended += u32::from(first_valid.is_some_and(|i| mended.get(i) == Some(&true)));
+        self.held += u32::from(first_valid.is_some_and(|i| r["held"][i] == true));
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
@@ -176,6 +180,7 @@ impl Totals {
             "valid_within_3": frac(self.valid_within_3),
             "valid_within_3_as_written": frac(self.valid_within_3_as_written),
             "mended": self.mended,
+            "held": self.held,
             "executed_ok": frac(self.executed_ok),
             "invalid_executed": self.invalid_executed,
             "mean_plan_ms": mean_plan_ms,
