@@ -70,11 +70,15 @@ pub const FILE_WORDS: [&str; 3] = ["file", "files", "script"];
 /// Words a goal puts before a folder's name ("a folder site.v1").
 pub const FOLDER_WORDS: [&str; 4] = ["folder", "folders", "directory", "directories"];
 
-/// The goal calls `path` by one of `words` ("folder site.v1").
+/// The goal calls `path`, whole, by one of `words` ("folder site.v1";
+/// "script hello.sh" does not call `hello` a script).
 pub fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
     let goal = goal.to_lowercase();
     let path = path.to_lowercase();
-    words.iter().any(|w| goal.contains(&format!("{w} {path}")))
+    words.iter().any(|w| {
+        let called = format!("{w} {path}");
+        goal.match_indices(&called).any(|(at, _)| !continues_name(&goal[at + called.len()..]))
+    })
 }
 
 /// Words that follow "folder" or "file" in a goal without being a name
@@ -379,6 +383,7 @@ mod tests {
         assert_eq!(kind_in_goal(goal, "hello.txt"), Kind::File);
         assert_eq!(kind_in_goal(goal, ".gitignore"), Kind::Either);
         assert_eq!(kind_in_goal(goal, "run_0"), Kind::Folder);
+        assert_eq!(kind_in_goal("Create a shell script hello.sh.", "hello"), Kind::Folder, "the script is hello.sh, not hello");
     }
 
     #[test]
