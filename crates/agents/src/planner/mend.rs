@@ -14,7 +14,9 @@
 //! 3. a CREATE_DIR of a file name that a later step writes as a file
 //!    (`CREATE_DIR chapter_1.md`, then `WRITE_FILE chapter_1.md …`) is
 //!    dropped: the write makes the file and its folder;
-//! 4. steps refused on their own (or naming an example's files) that name
+//! 4. lines of WRITE_FILE content a worked example quoted from its own goal
+//!    (`# Inventory\nfirst entry`) are removed, when other text remains;
+//! 5. steps refused on their own (or naming an example's files) that name
 //!    none of the goal's paths are dropped — only when the goal names paths
 //!    and every one of them is still covered by the steps that remain, so
 //!    what is left is judged against what was asked, and a refused step
@@ -48,6 +50,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     run_loops_once(&mut plan, &mut changes);
     count_from_one(&mut plan, cx, &mut changes);
     drop_folders_later_written(&mut plan, &mut changes);
+    drop_example_lines(&mut plan, cx, &mut changes);
     let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
     if !left.is_empty() {
         drop_refused_steps(&mut plan, &left, cx, &mut changes);
@@ -94,6 +97,34 @@ fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
     changes.push(format!("dropped {}: a later step writes that name as a file", described(dropped.iter().map(|(item, _)| item))));
     plan.plan = kept.into_iter().map(|(item, _)| item).collect();
     renumber(plan);
+}
+
+/// Removes the lines of WRITE_FILE content that `example-text` refuses,
+/// when other text remains: the rest is what the model wrote for this goal.
+fn drop_example_lines(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    for item in &mut plan.plan {
+        let Some((mended, removed)) = Action::parse(&item.action).ok().and_then(|a| without_example_lines(&a, cx.goal)) else { continue };
+        changes.push(format!("step {}: removed {}, text from a worked example", item.step, removed.join(", ")));
+        item.action = mended.to_string();
+    }
+}
+
+/// The action without the example's lines in what it writes, and those
+/// lines; None when there are none or nothing else would be left.
+fn without_example_lines(action: &Action, goal: &str) -> Option<(Action, Vec<String>)> {
+    match action {
+        Action::WriteFile { path, content } => {
+            let (copied, kept): (Vec<&str>, Vec<&str>) = content.lines().partition(|line| validate::is_example_line(line, goal));
+            if copied.is_empty() || kept.iter().all(|line| line.trim().is_empty()) {
+                return None;
+            }
+            let removed = copied.iter().map(|line| format!("{:?}", line.trim())).collect();
+            Some((Action::WriteFile { path: path.clone(), content: kept.join("\n") }, removed))
+        }
+        Action::Repeat { times, body } => without_example_lines(body, goal).map(|(body, removed)| (Action::Repeat { times: *times, body: Box::new(body) }, removed)),
+        Action::ForEach { key, body } => without_example_lines(body, goal).map(|(body, removed)| (Action::ForEach { key: key.clone(), body: Box::new(body) }, removed)),
+        _ => None,
+    }
 }
 
 /// `step 2 `CREATE_DIR a.md`, step 4 `…``: the steps a mend dropped.
@@ -189,6 +220,16 @@ mod tests {
         let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
         let m = mended(goal, &["CREATE_DIR chapter_1.md", "WRITE_FILE chapter_1.md # Chapter 1", "CREATE_DIR chapter_3.md", "WRITE_FILE chapter_3.md # Chapter 3"]);
         assert_eq!(m.unwrap(), ["1 WRITE_FILE chapter_1.md # Chapter 1", "2 WRITE_FILE chapter_3.md # Chapter 3"]);
+    }
+
+    #[test]
+    fn lines_a_worked_example_quoted_are_removed_when_other_text_remains() {
+        let goal = "Write a README.md with a title line '# Inventory' and one sentence saying it tracks stock.";
+        let m = mended(goal, &["WRITE_FILE README.md # Inventory\\nfirst entry"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE README.md # Inventory"]);
+        let m = mended(goal, &["WRITE_FILE README.md '# Inventory\\nfirst entry'"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE README.md '# Inventory"], "a stray quote does not hide the example's line");
+        assert_eq!(mended("Create a file notes.md.", &["WRITE_FILE notes.md first entry"]), None, "nothing of the model's own would be left");
     }
 
     #[test]

@@ -224,9 +224,19 @@ fn example_text(action: &Action, goal: &str) -> Option<String> {
         Action::ForEach { body, .. } | Action::Repeat { body, .. } => return example_text(body, goal),
         _ => return None,
     };
-    let goal = goal.to_lowercase();
-    let copied = |line: &&str| examples::quoted_texts().iter().any(|q| q.eq_ignore_ascii_case(line)) && !goal.contains(&line.to_lowercase());
-    content.lines().map(str::trim).find(copied).map(String::from)
+    content.lines().find(|line| is_example_line(line, goal)).map(|line| example_line_text(line).to_string())
+}
+
+/// A line of content that is text a worked example quoted from its own
+/// goal (`first entry`, also as `first entry'`), which `goal` does not quote.
+pub fn is_example_line(line: &str, goal: &str) -> bool {
+    let text = example_line_text(line);
+    examples::quoted_texts().iter().any(|q| q.eq_ignore_ascii_case(text)) && !goal.to_lowercase().contains(&text.to_lowercase())
+}
+
+/// The line without the spaces and stray quotes around it.
+fn example_line_text(line: &str) -> &str {
+    line.trim().trim_matches(|c: char| matches!(c, '\'' | '"' | '`')).trim()
 }
 
 /// A loop variable in a path that no enclosing loop fills. `inside` is the
