@@ -239,19 +239,24 @@ fn example_line_text(line: &str) -> &str {
     line.trim().trim_matches(|c: char| matches!(c, '\'' | '"' | '`')).trim()
 }
 
-/// A loop variable in a path that no enclosing loop fills. `inside` is the
-/// verb of the loop around `action`, if any. Only paths are looked at: a
-/// Python file's content may well hold `{index}` in an f-string.
+/// A loop variable in a path or a command that no enclosing loop fills.
+/// `inside` is the verb of the loop around `action`, if any. File content
+/// is not looked at: a Python file may well hold `{index}` in an f-string.
 fn unfilled_variable(action: &Action, inside: Option<&str>) -> Option<String> {
     match action {
         Action::Repeat { body, .. } => unfilled_variable(body, Some("REPEAT")),
         Action::ForEach { body, .. } => unfilled_variable(body, Some("FOR_EACH")),
         other => {
-            let path = other.path()?;
-            let counter = if path.contains("{number") { "{number}" } else { "{index}" };
-            let uses = [(counter, uses_counter(path), "REPEAT"), ("{item}", path.contains("{item}") || path.contains("{name}"), "FOR_EACH")];
+            // A command gets `{item}` as literal text outside FOR_EACH
+            // (`RUN_COMMAND head -n 1 {item}` ran and failed).
+            let text = match other {
+                Action::RunCommand { command } => command.as_str(),
+                _ => other.path()?,
+            };
+            let counter = if text.contains("{number") { "{number}" } else { "{index}" };
+            let uses = [(counter, uses_counter(text), "REPEAT"), ("{item}", text.contains("{item}") || text.contains("{name}"), "FOR_EACH")];
             let (variable, _, needs) = uses.into_iter().find(|&(_, used, needs)| used && inside != Some(needs))?;
-            Some(format!("{path} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
+            Some(format!("{text} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
         }
     }
 }
