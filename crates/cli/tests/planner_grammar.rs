@@ -5,8 +5,8 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agentloop_agents::planner::{read_plan, Action, Plan};
-use agentloop_core::{json_schema_of, ChatModel, ChatRequest, Message};
+use agentloop_agents::planner::{plan_schema, read_plan, Action};
+use agentloop_core::{ChatModel, ChatRequest, Message};
 use agentloop_llm::catalog::{default_data_dir, SMALL_MODEL};
 use agentloop_llm::{LlamaConfig, LlamaModel};
 
@@ -22,13 +22,12 @@ async fn every_action_a_constrained_model_writes_parses() {
         "Delete everything.",
         "Count the lines of every file in data.",
     ];
-    let schema = json_schema_of::<Plan>();
     for goal in goals {
         let mut request = ChatRequest::new(vec![
             Message::system("Answer with a JSON plan. Actions: CREATE_DIR, WRITE_FILE, READ_FILE, LIST_DIR <path> AS <key>, FOR_EACH <key> <action>, REPEAT <n> <action>, RUN_COMMAND."),
             Message::user(format!("GOAL: {goal}")),
         ]);
-        request.json_schema = Some(schema.clone());
+        request.json_schema = Some(plan_schema(goal, None));
         request.max_tokens = Some(400);
         let answer = model.chat(&request).await.unwrap();
         let Ok((plan, _)) = read_plan(&answer.content) else {

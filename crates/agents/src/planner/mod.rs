@@ -35,7 +35,7 @@ use agentloop_tools::{workspace_tools, Workspace};
 
 pub use action::{Action, Vars, VERBS};
 pub use nodes::{confidence, plan_diff};
-pub use plan::{read as read_plan, Plan, PlanStep};
+pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
 pub use validate::{validate, Context, Rejection, Rule, Shell};
 
