@@ -205,6 +205,11 @@ fn goal_path_rule() {
     let range = "Create five files named file_0.txt to file_4.txt, each containing its number.";
     let found = rejections_for_goal(root.path(), range, &answer(&["WRITE_FILE file_1.txt 1"]), Shell::Sh);
     assert!(found[0].reason.ends_with("add `REPEAT 5 WRITE_FILE file_{index}.txt` with the text the goal gives (it makes file_0.txt to file_4.txt)"), "{found:?}");
+    // A text the goal quotes for the one file to write is in the step: the
+    // model copies steps whole.
+    let logs = "Create a folder logs and a file logs/app.log with the line 'started'.";
+    let found = rejections_for_goal(root.path(), logs, &answer(&["LIST_DIR logs AS log_files", "FOR_EACH log_files RUN_COMMAND head -n 1 {item}"]), Shell::Sh);
+    assert!(found[0].reason.ends_with("add `WRITE_FILE logs/app.log started`"), "{found:?}");
     // A loop that makes the wrong names does not cover them.
     let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
     let found = rejections_for_goal(root.path(), days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]), Shell::Sh);

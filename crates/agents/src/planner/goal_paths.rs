@@ -109,6 +109,28 @@ pub fn called_names(goal: &str) -> Vec<String> {
     out
 }
 
+/// Words after which a goal's quoted text is what a file holds ("with the
+/// line 'started'", "saying 'My project'"); not "prints 'hi'" (a program's
+/// output) nor "of 'ls'" (a command).
+const TEXT_WORDS: [&str; 6] = ["line", "text", "saying", "says", "containing", "reads"];
+
+/// The text the goal quotes as a file's content, when it quotes exactly one.
+pub fn given_text(goal: &str) -> Option<String> {
+    let mut found = Vec::new();
+    for (open, _) in goal.match_indices(" '") {
+        let before = goal[..open].rsplit(' ').next().unwrap_or_default().to_lowercase();
+        let after = &goal[open + 2..];
+        let close = after.match_indices('\'').map(|(at, _)| at).find(|&at| after[at + 1..].chars().next().is_none_or(|c| c.is_whitespace() || ".,;:!?".contains(c)));
+        if let (true, Some(close)) = (TEXT_WORDS.contains(&before.as_str()), close) {
+            found.push(after[..close].to_string());
+        }
+    }
+    match found.as_slice() {
+        [text] if !text.trim().is_empty() => Some(text.clone()),
+        _ => None,
+    }
+}
+
 /// What a name the goal gives may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -248,6 +270,47 @@ pub fn range_loop(first: &str, last: &str) -> Option<String> {
     Some(format!("REPEAT {} {verb} {path}", b - a + 1))
 }
 
+/// The ranges the goal gives as "`first` to `last`" (`note_00.txt to
+/// note_09.txt`), as (first, last).
+pub fn ranges(goal: &str) -> Vec<(String, String)> {
+    named_paths(goal).windows(2).filter(|pair| goal.contains(&format!("{} to {}", pair[0], pair[1]))).map(|pair| (pair[0].clone(), pair[1].clone())).collect()
+}
+
+/// `repeat` made to write exactly the range `first` to `last` when its
+/// path has that range's shape but makes other names: `REPEAT 3 WRITE_FILE
+/// notes/note_{index:03d}.txt …` for note_00.txt to note_09.txt becomes
+/// `REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt …` (count, counter and
+/// padding from the range; the folder and the text kept, the text's counter
+/// switched with the path's). None when it has another shape or already fits.
+pub fn fitted_to_range(repeat: &Action, first: &str, last: &str) -> Option<Action> {
+    let Action::Repeat { body, .. } = repeat else { return None };
+    let Ok(Action::Repeat { times, body: wanted }) = Action::parse(&range_loop(first, last)?) else { return None };
+    let (path, template) = (body.path()?, wanted.path()?);
+    let (head, _, tail) = split_counter(path)?;
+    let (wanted_head, wanted_counter, wanted_tail) = split_counter(template)?;
+    let folder = head.strip_suffix(wanted_head)?;
+    if tail != wanted_tail || !(folder.is_empty() || folder.ends_with('/')) || body.verb() != wanted.verb() {
+        return None;
+    }
+    let new_path = format!("{folder}{wanted_head}{wanted_counter}{tail}");
+    let from_one = wanted_counter.starts_with("{number");
+    let switch = |text: &str| if from_one { text.replace("{index", "{number") } else { text.replace("{number", "{index") };
+    let fitted_body = match body.as_ref() {
+        Action::WriteFile { content, .. } => Action::WriteFile { path: new_path, content: switch(content) },
+        Action::CreateDir { .. } => Action::CreateDir { path: new_path },
+        _ => return None,
+    };
+    let fitted = Action::Repeat { times, body: Box::new(fitted_body) };
+    (fitted != *repeat).then_some(fitted)
+}
+
+/// `notes/note_{index:03d}.txt` → (`notes/note_`, `{index:03d}`, `.txt`).
+fn split_counter(path: &str) -> Option<(&str, &str, &str)> {
+    let start = path.find("{index").or_else(|| path.find("{number"))?;
+    let end = start + path[start..].find('}')? + 1;
+    Some((&path[..start], &path[start..end], &path[end..]))
+}
+
 /// Every name of a range the goal gives as "`first` to `last`"
 /// (`note_00.txt` to `note_09.txt`: ten names, padded as the first is);
 /// none when the names differ in more than their last number or the range
@@ -361,6 +424,7 @@ mod tests {
 
     #[test]
     fn a_range_gives_every_name_padded_as_the_first() {
+        assert_eq!(ranges("Create note_00.txt to note_09.txt and b.txt."), [("note_00.txt".to_string(), "note_09.txt".to_string())]);
         assert_eq!(range_names("note_00.txt", "note_03.txt"), ["note_00.txt", "note_01.txt", "note_02.txt", "note_03.txt"]);
         assert_eq!(range_names("chapter_1.md", "chapter_3.md"), ["chapter_1.md", "chapter_2.md", "chapter_3.md"]);
         assert!(range_names("a_1.txt", "b_3.txt").is_empty() && range_names("x_0", "x_500").is_empty());
@@ -393,5 +457,27 @@ mod tests {
         assert!(!looks_like_file("docs"));
         assert!(!looks_like_file("site.v2"));
         assert!(!looks_like_file(".config"));
+    }
+
+    #[test]
+    fn a_repeat_shaped_like_a_range_is_fitted_to_it() {
+        let fit = |repeat: &str, first, last| fitted_to_range(&Action::parse(repeat).unwrap(), first, last).map(|a| a.to_string());
+        assert_eq!(fit("REPEAT 3 WRITE_FILE notes/note_{index:03d}.txt note {index}", "note_00.txt", "note_09.txt").as_deref(), Some("REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt note {index}"));
+        assert_eq!(fit("REPEAT 3 WRITE_FILE day_{index}.txt day {index}", "day_1.txt", "day_5.txt").as_deref(), Some("REPEAT 5 WRITE_FILE day_{number}.txt day {number}"));
+        assert_eq!(fit("REPEAT 2 CREATE_DIR run_{index}", "run_0", "run_2").as_deref(), Some("REPEAT 3 CREATE_DIR run_{index}"));
+        assert_eq!(fit("REPEAT 10 WRITE_FILE note_{index:02d}.txt note", "note_00.txt", "note_09.txt"), None, "it already fits");
+        assert_eq!(fit("REPEAT 3 WRITE_FILE page_{index}.txt x", "note_00.txt", "note_09.txt"), None, "another name");
+        assert_eq!(fit("REPEAT 3 WRITE_FILE mynote_{index}.txt x", "note_0.txt", "note_9.txt"), None, "a longer name is another name");
+        assert_eq!(fit("REPEAT 3 CREATE_DIR note_{index}.txt", "note_0.txt", "note_9.txt"), None, "a folder is not the range's files");
+    }
+
+    #[test]
+    fn the_text_a_goal_quotes_for_a_file_is_found() {
+        assert_eq!(given_text("Create a folder logs and a file logs/app.log with the line 'started'.").as_deref(), Some("started"));
+        assert_eq!(given_text("Create project/README.md saying 'My project'.").as_deref(), Some("My project"));
+        assert_eq!(given_text("Write a file a.txt with the text 'it's here' now").as_deref(), Some("it's here"), "an apostrophe inside is not the end");
+        assert_eq!(given_text("Create main.py that prints 'hi'."), None, "what a program prints is not the file's text");
+        assert_eq!(given_text("Write the output of 'ls' into listing.txt."), None);
+        assert_eq!(given_text("Files a.txt saying 'x' and b.txt saying 'y'."), None, "two texts: which is whose is not known");
     }
 }

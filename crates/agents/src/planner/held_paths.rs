@@ -111,13 +111,10 @@ impl HeldPaths {
 /// one word after "folder", "file", … (`docs` in "a folder named docs"),
 /// and every name of a range it gives as "`a` to `b`".
 fn goal_names(goal: &str) -> Vec<String> {
-    let named = goal_paths::named_paths(goal);
-    let mut out = named.clone();
+    let mut out = goal_paths::named_paths(goal);
     out.extend(goal_paths::called_names(goal));
-    for pair in named.windows(2) {
-        if goal.contains(&format!("{} to {}", pair[0], pair[1])) {
-            out.extend(goal_paths::range_names(&pair[0], &pair[1]));
-        }
+    for (first, last) in goal_paths::ranges(goal) {
+        out.extend(goal_paths::range_names(&first, &last));
     }
     let mut seen = BTreeSet::new();
     out.retain(|n| seen.insert(n.clone()));

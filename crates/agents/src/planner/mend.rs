@@ -9,8 +9,11 @@
 //! minute and often brings a worse plan; these slips are mended in place:
 //!
 //! 1. a REPEAT whose path has no counter runs once;
-//! 2. a REPEAT that makes the goal's names only when counting from 1 gets
-//!    `{number}` for `{index}`;
+//! 2. a REPEAT shaped like a range the goal gives ("note_00.txt to
+//!    note_09.txt") that makes other names (`REPEAT 3 …
+//!    notes/note_{index:03d}.txt`) makes that range: its count, counter and
+//!    padding; one that makes the goal's names only when counting from 1
+//!    gets `{number}` for `{index}`;
 //! 3. a CREATE_DIR of a file name that a later step writes as a file
 //!    (`CREATE_DIR chapter_1.md`, then `WRITE_FILE chapter_1.md …`) is
 //!    dropped: the write makes the file and its folder;
@@ -48,6 +51,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     let mut plan = plan.clone();
     let mut changes = Vec::new();
     run_loops_once(&mut plan, &mut changes);
+    fit_ranges(&mut plan, cx, &mut changes);
     count_from_one(&mut plan, cx, &mut changes);
     drop_folders_later_written(&mut plan, &mut changes);
     drop_example_lines(&mut plan, cx, &mut changes);
@@ -67,6 +71,18 @@ fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
         let (Some(path), Action::Repeat { times, body }) = (validate::repeated_path(&action), &action) else { continue };
         changes.push(format!("step {}: REPEAT {times} made {path} every time, so it runs once", item.step));
         item.action = body.to_string();
+    }
+}
+
+/// A REPEAT with the shape of a range the goal gives makes that range
+/// (`goal_paths::fitted_to_range`).
+fn fit_ranges(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let ranges = goal_paths::ranges(cx.goal);
+    for item in &mut plan.plan {
+        let Ok(action) = Action::parse(&item.action) else { continue };
+        let Some((fitted, (first, last))) = ranges.iter().find_map(|range| goal_paths::fitted_to_range(&action, &range.0, &range.1).map(|f| (f, range))) else { continue };
+        changes.push(format!("step {}: `{action}` made other names than {first} to {last}, so it is `{fitted}`", item.step));
+        item.action = fitted.to_string();
     }
 }
 
@@ -213,6 +229,16 @@ mod tests {
         let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
         let m = mended(goal, &["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
+    }
+
+    #[test]
+    fn a_loop_shaped_like_the_goals_range_makes_that_range() {
+        let goal = "Create ten empty-ish files note_00.txt to note_09.txt in a folder notes, each with the text 'note'.";
+        let m = mended(goal, &["CREATE_DIR notes", "REPEAT 3 WRITE_FILE notes/note_{index:03d}.txt note {index}", "LIST_DIR notes AS note_files"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt note {index}", "3 LIST_DIR notes AS note_files"]);
+        let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
+        let m = mended(goal, &["REPEAT 2 WRITE_FILE chapter_{index}.md # Chapter {index}"]);
+        assert_eq!(m.unwrap(), ["1 REPEAT 3 WRITE_FILE chapter_{number}.md # Chapter {number}"]);
     }
 
     #[test]

@@ -324,29 +324,46 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
 /// text for a file (a command for an archive, which is not text), the
 /// REPEAT that makes a range the goal gives as "a to b"
 /// (`goal_paths::range_loop`), and "a step that uses" a name that exists.
+/// When one file is to be written and the goal quotes its text ("with the
+/// line 'started'"), the step holds that text: the 0.5B model copies a
+/// step whole, and told to add "`WRITE_FILE a.md` with the text the goal
+/// gives" it wrote those words into the file.
 fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
-    let mut out = Vec::new();
+    // (the step, what it makes) for a write; the whole advice otherwise.
+    let mut steps: Vec<Result<(String, String), String>> = Vec::new();
     let mut names = missing.iter().peekable();
     while let Some(name) = names.next() {
         if let Some(last) = names.peek().filter(|last| goal.contains(&format!("{name} to {last}"))) {
-            out.push(match goal_paths::range_loop(name, last) {
-                Some(step) if step.contains("WRITE_FILE") => format!("`{step}` with the text the goal gives (it makes {name} to {last})"),
-                Some(step) => format!("`{step}` (it makes {name} to {last})"),
-                None => format!("one REPEAT that makes {name} to {last}"),
+            steps.push(match goal_paths::range_loop(name, last) {
+                Some(step) if step.contains("WRITE_FILE") => Ok((step, format!(" (it makes {name} to {last})"))),
+                Some(step) => Err(format!("`{step}` (it makes {name} to {last})")),
+                None => Err(format!("one REPEAT that makes {name} to {last}")),
             });
             names.next();
         } else if root.resolve(name).is_ok_and(|p| p.exists()) {
-            out.push(format!("a step that uses {name}"));
+            steps.push(Err(format!("a step that uses {name}")));
         } else if goal_paths::is_archive(name) {
-            out.push(format!("a RUN_COMMAND that makes {name}"));
+            steps.push(Err(format!("a RUN_COMMAND that makes {name}")));
         } else if goal_paths::has_extension(name) && !goal_calls(goal, name, &FOLDER_WORDS) {
-            out.push(format!("`WRITE_FILE {name}` with the text the goal gives"));
+            steps.push(Ok((format!("WRITE_FILE {name}"), String::new())));
         } else {
-            out.push(format!("`CREATE_DIR {name}`"));
+            steps.push(Err(format!("`CREATE_DIR {name}`")));
         }
     }
-    out
+    let text = goal_paths::given_text(goal).filter(|_| steps.iter().filter(|s| s.is_ok()).count() == 1);
+    steps
+        .into_iter()
+        .map(|step| match (step, &text) {
+            (Ok((step, makes)), Some(text)) => format!("`{step} {text}`{makes}"),
+            (Ok((step, makes)), None) => format!("`{step}` with {GIVEN_TEXT}{makes}"),
+            (Err(advice), _) => advice,
+        })
+        .collect()
 }
+
+/// How a hint refers to a file's text when the goal quotes none; the words
+/// are refused as content (the model copies hints).
+const GIVEN_TEXT: &str = "the text the goal gives";
 
 fn stored_keys(action: &Action, keys: &mut BTreeSet<String>) {
     match action {
@@ -409,6 +426,9 @@ fn placeholder(content: &str) -> Option<&'static str> {
     if ["[^\n]+", "[^\\n]+", "[^ \"\n]+", "[^ \"\\n]+"].contains(&text) {
         return Some("a piece of the action grammar");
     }
+    if lower.contains(GIVEN_TEXT) {
+        return Some("the words of a hint");
+    }
     if ["content", "placeholder", "your content here", "text here", "insert content here", "file content"].contains(&lower.as_str()) {
         return Some("a placeholder");
     }
@@ -421,7 +441,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
-        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+"] {
+        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "with the text the goal gives"] {
             assert!(placeholder(p).is_some(), "{p:?}");
         }
         for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {
