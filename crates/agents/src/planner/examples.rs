@@ -23,6 +23,12 @@ pub struct Example {
 }
 
 impl Example {
+    /// Whether a step is `verb` (not inside a loop: a plan that lacked one
+    /// file shown a loop copied the loop).
+    fn uses(&self, verb: &str) -> bool {
+        self.steps.iter().any(|(action, _)| action.starts_with(&format!("{verb} ")))
+    }
+
     /// The answer as the model should write it, without the `<json>` tags.
     pub fn answer(&self) -> Value {
         let plan: Vec<Value> = self.steps.iter().enumerate().map(|(i, (action, expects))| json!({"step": i + 1, "action": action, "expects": expects})).collect();
@@ -218,13 +224,23 @@ fn likeness(example: &Example, wanted: &BTreeSet<String>) -> f64 {
 
 /// The `n` examples most like `goal`, after skipping the `skip` closest;
 /// least alike first (the closest sits next to the user's goal). Skipping
-/// gives a model stuck on one example's shape other shapes to follow.
-pub fn chosen(goal: &str, n: usize, skip: usize) -> Vec<&'static Example> {
+/// gives a model stuck on one example's shape other shapes to follow. When
+/// none of them uses the verb a refused plan lacked (`needs`), the most
+/// alike example that does takes the closest place, the least alike going.
+pub fn chosen(goal: &str, n: usize, skip: usize, needs: Option<&str>) -> Vec<&'static Example> {
     let wanted: BTreeSet<String> = words(goal).into_iter().collect();
     let mut scored: Vec<(f64, usize, &Example)> = POOL.iter().enumerate().map(|(i, e)| (likeness(e, &wanted), i, e)).collect();
     // Best first, ties in pool order; then the chosen few closest-last.
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().skip(skip).take(n).rev().map(|(_, _, e)| e).collect()
+    let by_likeness: Vec<&Example> = scored.into_iter().map(|(_, _, e)| e).collect();
+    let mut picked: Vec<&Example> = by_likeness.iter().copied().skip(skip).take(n).rev().collect();
+    if let Some(verb) = needs.filter(|verb| !picked.iter().any(|e| e.uses(verb))) {
+        if let Some(closest) = by_likeness.iter().find(|e| e.uses(verb)) {
+            picked.remove(0);
+            picked.push(closest);
+        }
+    }
+    picked
 }
 
 #[cfg(test)]
@@ -265,18 +281,18 @@ mod tests {
 
     #[test]
     fn a_short_example_beats_a_long_one_sharing_only_common_words() {
-        let picked = chosen("Create a file hello.txt containing the text Hello, world!", 2, 0);
+        let picked = chosen("Create a file hello.txt containing the text Hello, world!", 2, 0, None);
         assert!(!picked[1].goal.contains("part_000"), "the five-step parts loop shares only common words, so it is not the closest: {:?}", picked[1].goal);
     }
 
     #[test]
     fn the_closest_example_comes_last() {
-        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3, 0);
+        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3, 0, None);
         assert_eq!(picked.len(), 3);
         assert_eq!(picked[2].goal, "Duplicate settings.ini as settings.ini.bak.");
-        let picked = chosen("Create the folders src/app and src/lib.", 2, 0);
+        let picked = chosen("Create the folders src/app and src/lib.", 2, 0, None);
         assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
-        let skipped = chosen("Create the folders src/app and src/lib.", 2, 1);
+        let skipped = chosen("Create the folders src/app and src/lib.", 2, 1, None);
         assert_eq!(skipped[1].goal, picked[0].goal, "skipping the closest moves the next one up");
     }
 }
