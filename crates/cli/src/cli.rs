@@ -235,6 +235,10 @@ pub struct PlannerBench {
     /// Only the first N goals.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Only the goals whose text holds this (case-insensitive); may be given
+    /// more than once, to rerun the goals a full run missed.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
     /// Plans proposed at most per goal.
     #[arg(long, default_value_t = 4)]
     pub max_iterations: u32,

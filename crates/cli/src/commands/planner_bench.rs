@@ -55,6 +55,12 @@ struct Expect {
 
 pub async fn run(config: &Config, args: PlannerBench) -> Result<ExitCode> {
     let mut goals: Goals = toml::from_str(GOALS).context("the shipped planner goals do not parse")?;
+    if !args.only.is_empty() {
+        goals.goal.retain(|g| picked(&g.goal, &args.only));
+        if goals.goal.is_empty() {
+            anyhow::bail!("no shipped goal holds {}: see crates/cli/bench/planner-goals.toml for their texts", args.only.join(" or "));
+        }
+    }
     if let Some(n) = args.limit {
         goals.goal.truncate(n);
     }
@@ -123,6 +129,12 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         "executedOk": executed_ok,
         "tokens": outcome.progress.tokens(),
     }))
+}
+
+/// Whether `goal` holds one of `only` (case-insensitive).
+fn picked(goal: &str, only: &[String]) -> bool {
+    let goal = goal.to_lowercase();
+    only.iter().any(|o| goal.contains(&o.to_lowercase()))
 }
 
 fn check(root: &Path, e: &Expect) -> std::result::Result<(), String> {
@@ -198,5 +210,13 @@ mod tests {
     fn the_shipped_goals_parse_and_are_at_least_thirty() {
         let goals: Goals = toml::from_str(GOALS).unwrap();
         assert!(goals.goal.len() >= 30, "{}", goals.goal.len());
+    }
+
+    #[test]
+    fn only_picks_goals_by_their_text_in_any_case() {
+        let only = vec!["HELLO.SH".to_string(), "current date".to_string()];
+        assert!(picked("Create a shell script hello.sh that echoes hello, and run it with sh.", &only));
+        assert!(picked("Show the current date.", &only));
+        assert!(!picked("Create a folder named docs.", &only));
     }
 }
