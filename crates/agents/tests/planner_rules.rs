@@ -231,6 +231,35 @@ fn goal_path_rule() {
 }
 
 #[test]
+fn goal_path_rule_wants_a_file_in_the_folder_the_goal_puts_it_in() {
+    let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+    let found = rejections_with_goal(goal, &answer(&["CREATE_DIR notes", "RUN_COMMAND echo buy milk >> todo.txt"]));
+    assert!(found.len() == 1 && found[0].rule == Rule::GoalPath, "{found:?}");
+    assert!(found[0].reason.contains("the goal puts todo.txt in the folder notes") && found[0].reason.ends_with("write notes/todo.txt"), "{found:?}");
+    assert!(rejections_with_goal(goal, &answer(&["WRITE_FILE notes/todo.txt buy milk\\ncall Anna"])).is_empty());
+    // A missing file's step is named in its folder.
+    let src = "Create a folder src with a file main.py that prints 'hi'.";
+    let found = rejections_with_goal(src, &answer(&["CREATE_DIR src"]));
+    assert!(found[0].reason.contains("add `WRITE_FILE src/main.py`"), "{found:?}");
+    let days = "In a folder days, create day_001.txt to day_003.txt, each saying 'log'.";
+    let found = rejections_with_goal(days, &answer(&["CREATE_DIR days"]));
+    assert!(found[0].reason.contains("`REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log`"), "{found:?}");
+}
+
+#[test]
+fn goal_text_rule() {
+    let hello = "Create a file hello.txt containing the text Hello, world!";
+    let found = rejections_with_goal(hello, &answer(&["RUN_COMMAND echo hello > hello.txt"]));
+    assert!(found.len() == 1 && found[0].rule == Rule::GoalText && found[0].reason.contains("\"Hello, world!\""), "{found:?}");
+    assert!(rejections_with_goal(hello, &answer(&["WRITE_FILE hello.txt hello, WORLD!"])).is_empty(), "any case");
+    let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
+    let found = rejections_with_goal(days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{number:03d}.txt day {number}"]));
+    assert!(found.len() == 1 && found[0].rule == Rule::GoalText, "{found:?}");
+    let parts = "In a folder parts, create part_000.txt to part_002.txt each saying 'part N' with its number.";
+    assert!(rejections_with_goal(parts, &answer(&["REPEAT 3 WRITE_FILE parts/part_{index:03d}.txt part {index}"])).is_empty(), "N stands for the number");
+}
+
+#[test]
 fn a_name_the_goal_calls_a_file_is_not_a_folder() {
     let root = tempfile::tempdir().unwrap();
     let found = rejections_for_goal(root.path(), "Create a file .gitignore that ignores target.", &answer(&["CREATE_DIR .gitignore", "WRITE_FILE .gitignore/x target"]), Shell::Sh);

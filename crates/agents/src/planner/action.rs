@@ -23,8 +23,11 @@ pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR
 /// A path in the action language: one word or a double-quoted string.
 pub const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
 
-/// A key LIST_DIR stores and FOR_EACH reads.
-const KEY: &str = "[A-Za-z_][A-Za-z0-9_]*";
+/// A key LIST_DIR stores and FOR_EACH reads, up to 40 characters in the
+/// grammar: held to its paths, the 0.5B model once ran a key on for 600
+/// characters (`inbox_files_RUN_COMMANDcpinbox_files…`) with nothing to
+/// stop it.
+const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
 
 /// The grammar of one action line as a regular expression, for constrained
 /// decoding: a model whose tokens are masked by it cannot write an action
@@ -372,6 +375,8 @@ mod tests {
             assert!(pattern.is_match(line), "the pattern refuses {line:?}");
             assert!(Action::parse(line).is_ok(), "{line:?} matches but does not parse");
         }
+        let run_on_key = format!("FOR_EACH {} RUN_COMMAND cat {{item}}", "inbox_files_".repeat(4));
+        assert!(!pattern.is_match(&run_on_key), "a key runs to 40 characters at most");
         let bad = ["LIST_DIR logs", "REPEAT CREATE_DIR x", "REPEAT 3", "DELETE_FILE a", "CREATE_DIR a b", "FOR_EACH files CREATE_DIR {name}", "WRITE_FILE a.txt", "RUN_COMMAND "];
         for line in bad {
             assert!(!pattern.is_match(line), "the pattern lets through {line:?}");

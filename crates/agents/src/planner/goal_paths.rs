@@ -125,10 +125,96 @@ pub fn given_text(goal: &str) -> Option<String> {
             found.push(after[..close].to_string());
         }
     }
+    // "containing the text Hello, world!": unquoted, the rest of the goal.
+    let lower = goal.to_lowercase();
+    if let Some(at) = lower.find(" the text ").filter(|_| found.is_empty()) {
+        let rest = goal[at + " the text ".len()..].trim().trim_end_matches('.');
+        if !rest.starts_with(['\'', '"']) {
+            found.push(rest.to_string());
+        }
+    }
     match found.as_slice() {
         [text] if !text.trim().is_empty() => Some(text.clone()),
         _ => None,
     }
+}
+
+/// Words that put the file after a folder's name inside it ("a folder src
+/// with a file main.py", "a folder notes and inside it a file todo.txt").
+const INSIDE_WORDS: [&str; 5] = ["with", "inside", "containing", "holding", "in it"];
+
+/// The files the goal puts in a folder it names, as (file, folder): every
+/// bare file name of a goal that works "in a folder X" ("note_00.txt to
+/// note_09.txt in a folder notes", "In a folder days, create day_001.txt"),
+/// and the file right after "folder X with …" or "folder X and inside it …".
+/// A file two folders claim is left out: where it goes is not known.
+pub fn placed_files(goal: &str) -> Vec<(String, String)> {
+    let lower = goal.to_lowercase();
+    let files: Vec<String> = named_paths(goal).into_iter().filter(|n| !n.contains('/') && has_extension(n)).collect();
+    let mut placed: Vec<(String, String)> = Vec::new();
+    fn claim(file: &str, folder: &str, placed: &mut Vec<(String, String)>) {
+        if !placed.iter().any(|(f, d)| f == file && d == folder) {
+            placed.push((file.to_string(), folder.to_string()));
+        }
+    }
+    for phrase in ["in a folder ", "inside a folder ", "in a directory "] {
+        for (at, _) in lower.match_indices(phrase) {
+            if let Some(folder) = next_name(&goal[at + phrase.len()..]) {
+                for file in &files {
+                    claim(file, &folder, &mut placed);
+                }
+            }
+        }
+    }
+    for (at, _) in lower.match_indices("folder ") {
+        let rest = &goal[at + "folder ".len()..];
+        let Some(folder) = next_name(rest) else { continue };
+        let after = &rest[rest.find(folder.as_str()).map_or(0, |i| i + folder.len())..];
+        // The first file named after the folder, and the words between.
+        let Some((file, between)) = files.iter().filter_map(|f| after.find(f.as_str()).map(|i| (f, after[..i].to_lowercase()))).min_by_key(|(_, between)| between.len()) else { continue };
+        let words: Vec<&str> = between.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        let inside = INSIDE_WORDS.iter().any(|w| between.contains(&format!(" {w} ")) || words.first() == Some(w)) && !words.iter().any(|w| FOLDER_WORDS.contains(w));
+        if inside {
+            claim(file, &folder, &mut placed);
+        }
+    }
+    let claimed_twice = |file: &str| placed.iter().filter(|(f, _)| f == file).count() > 1;
+    let once: Vec<(String, String)> = placed.iter().filter(|(f, _)| !claimed_twice(f)).cloned().collect();
+    once.into_iter().filter(|(_, folder)| !has_extension(folder)).collect()
+}
+
+/// The first name-like word of `text` ("named" and "called" skipped), as
+/// the goal spells it.
+fn next_name(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace().map(|w| w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')')).trim_end_matches('.'));
+    let name = words.find(|w| !matches!(w.to_lowercase().as_str(), "named" | "called"))?;
+    let name_like = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) && !name.contains("..") && !name.starts_with('/');
+    (name_like && !NOT_NAMES.contains(&name.to_lowercase().as_str())).then(|| name.to_string())
+}
+
+/// The files the plan writes or names outside the folder the goal puts
+/// them in, as (file, folder): it mentions `todo.txt` but never
+/// `notes/todo.txt`, and no command changes into `notes`. Files that exist
+/// under the root already (`root_has`) are sources, not placed.
+pub fn misplaced(goal: &str, plan: &[Action], done: &[String], root_has: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+    let mut text: Vec<String> = done.to_vec();
+    for action in plan {
+        expand(action, &mut text);
+    }
+    let text = text.join("\n");
+    placed_files(goal)
+        .into_iter()
+        .filter(|(file, folder)| {
+            let inside = format!("{folder}/{file}");
+            !root_has(file) && mentions(&text, file) && !mentions(&text, &inside) && !text.contains(&format!("cd {folder}"))
+        })
+        .collect()
+}
+
+/// `name` inside the folder the goal puts it in (`notes/todo.txt`), or as
+/// it is.
+pub fn in_its_folder(goal: &str, name: &str) -> String {
+    placed_files(goal).into_iter().find(|(file, _)| file == name).map_or_else(|| name.to_string(), |(file, folder)| format!("{folder}/{file}"))
 }
 
 /// What a name the goal gives may be.
@@ -472,6 +558,37 @@ mod tests {
     }
 
     #[test]
+    fn files_the_goal_puts_in_a_folder_are_found() {
+        let placed = |goal| placed_files(goal).into_iter().map(|(f, d)| format!("{d}/{f}")).collect::<Vec<_>>();
+        assert_eq!(placed("Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna."), ["notes/todo.txt"]);
+        assert_eq!(placed("Create a folder src with a file main.py that prints 'hi'."), ["src/main.py"]);
+        assert_eq!(placed("In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'."), ["days/day_001.txt", "days/day_002.txt", "days/day_003.txt"]);
+        assert_eq!(placed("Create ten empty-ish files note_00.txt to note_09.txt in a folder notes, each with the text 'note'.").len(), 2, "the range's two ends");
+        assert!(placed("Create a folder logs and a file logs/app.log with the line 'started'.").is_empty(), "the path already says where");
+        assert!(placed("Create a folder docs and a file README.md.").is_empty(), "'and' alone does not put it inside");
+        assert_eq!(placed("Create a folder alpha with a file x.txt, and a folder beta with a file y.txt."), ["alpha/x.txt", "beta/y.txt"]);
+        assert!(placed("Copy report.txt into the folder backup.").is_empty());
+        assert!(placed("Create a folder site.v2 with an index.html").is_empty(), "a folder with an extension is left alone");
+    }
+
+    #[test]
+    fn a_file_named_outside_its_folder_is_misplaced() {
+        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+        let at_root = [Action::parse("RUN_COMMAND echo buy milk >> todo.txt").unwrap()];
+        assert_eq!(misplaced(goal, &at_root, &[], |_| false), [("todo.txt".to_string(), "notes".to_string())]);
+        let inside = [Action::parse("WRITE_FILE notes/todo.txt buy milk").unwrap()];
+        assert!(misplaced(goal, &inside, &[], |_| false).is_empty());
+        let cd = [Action::parse("RUN_COMMAND mkdir -p notes && cd notes && echo milk > todo.txt").unwrap()];
+        assert!(misplaced(goal, &cd, &[], |_| false).is_empty());
+        assert!(misplaced(goal, &at_root, &[], |name| name == "todo.txt").is_empty(), "an existing file is a source");
+        let goal = "In a folder days, create day_001.txt and day_002.txt, each saying 'log'.";
+        let repeat = [Action::parse("REPEAT 2 WRITE_FILE day_{number:03d}.txt log").unwrap()];
+        assert_eq!(misplaced(goal, &repeat, &[], |_| false).len(), 2);
+        assert_eq!(in_its_folder(goal, "day_002.txt"), "days/day_002.txt");
+        assert_eq!(in_its_folder(goal, "other.txt"), "other.txt");
+    }
+
+    #[test]
     fn the_text_a_goal_quotes_for_a_file_is_found() {
         assert_eq!(given_text("Create a folder logs and a file logs/app.log with the line 'started'.").as_deref(), Some("started"));
         assert_eq!(given_text("Create project/README.md saying 'My project'.").as_deref(), Some("My project"));
@@ -479,5 +596,7 @@ mod tests {
         assert_eq!(given_text("Create main.py that prints 'hi'."), None, "what a program prints is not the file's text");
         assert_eq!(given_text("Write the output of 'ls' into listing.txt."), None);
         assert_eq!(given_text("Files a.txt saying 'x' and b.txt saying 'y'."), None, "two texts: which is whose is not known");
+        assert_eq!(given_text("Create a file hello.txt containing the text Hello, world!").as_deref(), Some("Hello, world!"), "unquoted after 'the text': the rest");
+        assert_eq!(given_text("Write a.txt with the text 'note' and more."), Some("note".to_string()));
     }
 }

@@ -19,7 +19,18 @@
 //!    dropped: the write makes the file and its folder;
 //! 4. lines of WRITE_FILE content a worked example quoted from its own goal
 //!    (`# Inventory\nfirst entry`) are removed, when other text remains;
-//! 5. steps refused on their own (or naming an example's files) that name
+//! 5. a FOR_EACH over a key no step stored, where the key is a folder's
+//!    name (`inbox_files` for the folder `inbox`, which exists or an
+//!    earlier step creates), gets the `LIST_DIR inbox AS inbox_files`
+//!    before it that the `for-each-key` reason asks for;
+//! 6. a file the goal puts in a folder (`notes/todo.txt` for "a folder
+//!    notes and inside it a file todo.txt") that the plan names at the root
+//!    is named in its folder: in WRITE_FILE and READ_FILE paths (a REPEAT's
+//!    too) and as a whole word in a command that does not `cd`;
+//! 7. when the goal gives a file's text ("each saying 'log'") that no step
+//!    holds, and the plan writes one of the goal's files with one
+//!    WRITE_FILE (a REPEAT's too), that step writes the goal's text;
+//! 8. steps refused on their own (or naming an example's files) that name
 //!    none of the goal's paths are dropped — only when the goal names paths
 //!    and every one of them is still covered by the steps that remain, so
 //!    what is left is judged against what was asked, and a refused step
@@ -28,7 +39,7 @@
 //!
 //! A plan that tries to leave the root is never mended: it is refused whole.
 
-use super::action::Action;
+use super::action::{Action, Vars};
 use super::examples;
 use super::goal_paths;
 use super::plan::{Plan, PlanStep};
@@ -55,6 +66,9 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     count_from_one(&mut plan, cx, &mut changes);
     drop_folders_later_written(&mut plan, &mut changes);
     drop_example_lines(&mut plan, cx, &mut changes);
+    list_before_loops(&mut plan, cx, &mut changes);
+    place_files(&mut plan, cx, &mut changes);
+    write_given_text(&mut plan, cx, &mut changes);
     let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
     if !left.is_empty() {
         drop_refused_steps(&mut plan, &left, cx, &mut changes);
@@ -141,6 +155,156 @@ fn without_example_lines(action: &Action, goal: &str) -> Option<(Action, Vec<Str
         Action::ForEach { key, body } => without_example_lines(body, goal).map(|(body, removed)| (Action::ForEach { key: key.clone(), body: Box::new(body) }, removed)),
         _ => None,
     }
+}
+
+/// Adds `LIST_DIR folder AS key` before a FOR_EACH over a key nothing
+/// stored, when the key names a folder (`folder_of_key`).
+fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let mut keys = cx.known_keys.clone();
+    let mut created: Vec<&str> = Vec::new();
+    let mut steps = Vec::with_capacity(plan.plan.len() + 1);
+    let mut listed = false;
+    for (item, action) in plan.plan.iter().zip(&parsed) {
+        match action {
+            Action::ForEach { key, .. } if !keys.contains(key) => {
+                if let Some(folder) = folder_of_key(key, cx, &created) {
+                    let list = Action::ListDir { path: folder.clone(), key: key.clone() };
+                    changes.push(format!("step {}: FOR_EACH used `{key}`, which nothing stored, so `{list}` comes before it", item.step));
+                    steps.push(PlanStep { step: item.step, action: list.to_string(), expects: format!("the entries of {folder} are stored as {key}") });
+                    keys.insert(key.clone());
+                    listed = true;
+                }
+            }
+            Action::CreateDir { path } => created.push(path),
+            Action::ListDir { key, .. } => {
+                keys.insert(key.clone());
+            }
+            _ => {}
+        }
+        steps.push(item.clone());
+    }
+    if listed {
+        plan.plan = steps;
+        renumber(plan);
+    }
+}
+
+/// The folder a FOR_EACH key names: the key itself (`inbox`) or its stem
+/// before one last word (`inbox_files`, `data_list`), when that folder
+/// exists under the root or an earlier step creates it. A run-on key
+/// (`inbox_files_RUN_COMMANDcp…`) names none.
+fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String> {
+    let stem = key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
+    [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || cx.root.resolve(folder).is_ok_and(|p| p.is_dir())).map(String::from)
+}
+
+/// The goal's text in the plan's one WRITE_FILE of a goal's file, when no
+/// step holds that text (`validate::missing_text`).
+fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    // A text with a stand-in for a number ('part N') is not written as it is.
+    let Some(text) = validate::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let named = goal_paths::named_paths(cx.goal).len();
+    let writes_goal_file = |a: &Action| matches!(write_of(a), Some(Action::WriteFile { .. })) && goal_paths::uncovered(cx.goal, std::slice::from_ref(a), &[]).len() < named;
+    let writes: Vec<usize> = parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. }))).map(|(i, _)| i).collect();
+    let [i] = writes.as_slice() else { return };
+    if !writes_goal_file(&parsed[*i]) {
+        return;
+    }
+    let with_text = |body: &Action| match body {
+        Action::WriteFile { path, .. } => Action::WriteFile { path: path.clone(), content: text.clone() },
+        other => other.clone(),
+    };
+    let mended = match &parsed[*i] {
+        Action::Repeat { times, body } => Action::Repeat { times: *times, body: Box::new(with_text(body)) },
+        other => with_text(other),
+    };
+    changes.push(format!("step {}: the goal gives the text {text:?}, so `{}` writes it", plan.plan[*i].step, parsed[*i]));
+    plan.plan[*i].action = mended.to_string();
+}
+
+/// The write an action makes: itself, or a REPEAT's body.
+fn write_of(action: &Action) -> Option<&Action> {
+    match action {
+        Action::Repeat { body, .. } => Some(body),
+        Action::WriteFile { .. } => Some(action),
+        _ => None,
+    }
+}
+
+/// Names each misplaced file (`goal_paths::misplaced`) in the folder the
+/// goal puts it in.
+fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.root.resolve(name).is_ok_and(|p| p.exists()));
+    if misplaced.is_empty() {
+        return;
+    }
+    for (item, action) in plan.plan.iter_mut().zip(parsed) {
+        let placed = in_folder(&action, &misplaced);
+        if placed != action {
+            changes.push(format!("step {}: the goal puts {} in a folder, so `{action}` is `{placed}`", item.step, misplaced.iter().map(|(f, d)| format!("{f} in {d}")).collect::<Vec<_>>().join(", ")));
+            item.action = placed.to_string();
+        }
+    }
+}
+
+/// `action` with each of `misplaced`'s files named in its folder.
+fn in_folder(action: &Action, misplaced: &[(String, String)]) -> Action {
+    let folder_of = |path: &str, filled: &[String]| misplaced.iter().find(|(file, _)| !path.contains('/') && filled.iter().any(|f| f == file)).map(|(_, folder)| folder.clone());
+    match action {
+        Action::WriteFile { path, content } => match folder_of(path, std::slice::from_ref(path)) {
+            Some(folder) => Action::WriteFile { path: format!("{folder}/{path}"), content: content.clone() },
+            None => action.clone(),
+        },
+        Action::ReadFile { path } => match folder_of(path, std::slice::from_ref(path)) {
+            Some(folder) => Action::ReadFile { path: format!("{folder}/{path}") },
+            None => action.clone(),
+        },
+        Action::Repeat { times, body } => {
+            let Some(path) = body.path() else { return action.clone() };
+            let filled: Vec<String> = (0..(*times).min(1000)).filter_map(|i| body.fill(&Vars::index(i)).path().map(String::from)).collect();
+            let Some(folder) = folder_of(path, &filled) else { return action.clone() };
+            let moved = match body.as_ref() {
+                Action::WriteFile { content, .. } => Action::WriteFile { path: format!("{folder}/{path}"), content: content.clone() },
+                Action::ReadFile { .. } => Action::ReadFile { path: format!("{folder}/{path}") },
+                _ => return action.clone(),
+            };
+            Action::Repeat { times: *times, body: Box::new(moved) }
+        }
+        Action::RunCommand { command } if !command.contains("cd ") => {
+            let mut command = command.clone();
+            for (file, folder) in misplaced {
+                command = with_word_replaced(&command, file, &format!("{folder}/{file}"));
+            }
+            Action::RunCommand { command }
+        }
+        _ => action.clone(),
+    }
+}
+
+/// `text` with each whole-word `word` (not part of a longer name or path)
+/// replaced by `by`.
+fn with_word_replaced(text: &str, word: &str, by: &str) -> String {
+    let is_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    let mut out = String::with_capacity(text.len() + by.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let mut after = rest[at + word.len()..].chars();
+        let goes_on = match after.next() {
+            Some('.') => after.next().is_some_and(char::is_alphanumeric),
+            Some(c) => is_name(c),
+            None => false,
+        };
+        out.push_str(&rest[..at]);
+        let whole = !before.is_some_and(is_name) && !goes_on;
+        out.push_str(if whole { by } else { word });
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `step 2 `CREATE_DIR a.md`, step 4 `…``: the steps a mend dropped.
@@ -256,6 +420,55 @@ mod tests {
         let m = mended(goal, &["WRITE_FILE README.md '# Inventory\\nfirst entry'"]);
         assert_eq!(m.unwrap(), ["1 WRITE_FILE README.md '# Inventory"], "a stray quote does not hide the example's line");
         assert_eq!(mended("Create a file notes.md.", &["WRITE_FILE notes.md first entry"]), None, "nothing of the model's own would be left");
+    }
+
+    #[test]
+    fn a_loop_over_a_key_never_stored_lists_the_folder_the_key_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("inbox")).unwrap();
+        let root = Workspace::new(dir.path()).unwrap();
+        let keys = BTreeSet::new();
+        let goal = "For every file in the folder inbox, make a copy in the folder archive.";
+        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
+        let mended = |actions: &[&str]| {
+            let p = plan(actions);
+            let rejections = validate::validate(&p, &cx);
+            assert!(rejections.iter().any(|r| r.rule == Rule::ForEachKey), "{rejections:?}");
+            mend(&p, &rejections, &cx).map(|m| m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect::<Vec<_>>())
+        };
+        let m = mended(&["CREATE_DIR archive", "FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR archive", "2 LIST_DIR inbox AS inbox_files", "3 FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
+        let m = mended(&["CREATE_DIR archive", "FOR_EACH archive RUN_COMMAND wc -c {item}"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR archive", "2 LIST_DIR archive AS archive", "3 FOR_EACH archive RUN_COMMAND wc -c {item}"], "a folder an earlier step makes");
+        assert_eq!(mended(&["CREATE_DIR archive", "FOR_EACH mail_files RUN_COMMAND cp {item} archive/"]), None, "no folder mail");
+        assert_eq!(mended(&["CREATE_DIR archive", "FOR_EACH inbox_files_RUN_COMMANDcp RUN_COMMAND cp {item} archive/"]), None, "a run-on key names no folder");
+    }
+
+    #[test]
+    fn a_file_the_goal_puts_in_a_folder_is_named_there() {
+        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+        let m = mended(goal, &["RUN_COMMAND echo buy milk >> todo.txt", "RUN_COMMAND echo call Anna >> todo.txt"]);
+        assert_eq!(m.unwrap(), ["1 RUN_COMMAND echo buy milk >> notes/todo.txt", "2 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
+        let goal = "Create a folder src with a file main.py that prints 'hi'.";
+        assert_eq!(mended(goal, &["WRITE_FILE main.py print('hi')", "READ_FILE main.py"]).unwrap(), ["1 WRITE_FILE src/main.py print('hi')", "2 READ_FILE src/main.py"]);
+        let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
+        assert_eq!(mended(goal, &["REPEAT 3 WRITE_FILE day_{number:03d}.txt log"]).unwrap(), ["1 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
+    }
+
+    #[test]
+    fn the_one_write_of_a_goals_file_writes_the_text_the_goal_gives() {
+        let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
+        let m = mended(goal, &["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{number:03d}.txt day {number}"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
+        let goal = "Create a file hello.txt containing the text Hello, world!";
+        assert_eq!(mended(goal, &["WRITE_FILE hello.txt hello"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"]);
+        assert_eq!(mended(goal, &["RUN_COMMAND echo hello > hello.txt"]), None, "a command is not rewritten");
+        assert_eq!(mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]), None, "which write is meant is not known");
+    }
+
+    #[test]
+    fn only_whole_words_are_replaced() {
+        assert_eq!(with_word_replaced("cat todo.txt old_todo.txt todo.txt.bak notes/todo.txt >todo.txt", "todo.txt", "n/todo.txt"), "cat n/todo.txt old_todo.txt todo.txt.bak notes/todo.txt >n/todo.txt");
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub enum Rule {
     /// `{index}` in a path outside REPEAT, or `{item}`/`{name}` outside
     /// FOR_EACH: nothing fills it, so the step would use the braces as a name.
     LoopVariable,
+    /// The goal gives a file's text ("each saying 'log'") and no step holds
+    /// it: the plan writes something else than was asked.
+    GoalText,
 }
 
 impl fmt::Display for Rule {
@@ -153,6 +156,16 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
             format!("{} come from the worked examples, not from this goal: use only the names the goal gives", borrowed.join(", ")),
         ));
     }
+    // A plan missing a goal's file is told the file's text by goal-path.
+    if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
+        out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: write exactly that text in the file")));
+    }
+    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.root.resolve(name).is_ok_and(|p| p.exists())) } else { Vec::new() };
+    if !misplaced.is_empty() {
+        let inside: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{folder}/{file}")).collect();
+        let said: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{file} in the folder {folder}")).collect();
+        out.push(Rejection::new(Rule::GoalPath, None, format!("the goal puts {} but the plan names it outside: write {}", said.join(", "), inside.join(", "))));
+    }
     if !missing.is_empty() {
         let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
             Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), goal_paths::counting_from_one(path)),
@@ -161,6 +174,21 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
     out
+}
+
+/// The text the goal gives for a file (`goal_paths::given_text`) when no
+/// step (nor one already run) holds it, in any case. A whole-word `N`
+/// stands for a number ('part N' with its number): the words before it
+/// are what must be there.
+pub fn missing_text(goal: &str, plan: &Plan, done: &[String]) -> Option<String> {
+    let text = goal_paths::given_text(goal)?;
+    let words: Vec<&str> = text.split_whitespace().take_while(|w| *w != "N").collect();
+    let wanted = words.join(" ").to_lowercase().replace('\n', "\\n");
+    if wanted.is_empty() {
+        return None;
+    }
+    let holds = |action: &str| action.to_lowercase().contains(&wanted);
+    (!plan.plan.iter().any(|i| holds(&i.action)) && !done.iter().any(|a| holds(a))).then_some(text)
 }
 
 /// The rules that look at one parsed action (and the actions inside it).
@@ -334,7 +362,8 @@ fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String
     let mut names = missing.iter().peekable();
     while let Some(name) = names.next() {
         if let Some(last) = names.peek().filter(|last| goal.contains(&format!("{name} to {last}"))) {
-            steps.push(match goal_paths::range_loop(name, last) {
+            let folder = goal_paths::in_its_folder(goal, name).strip_suffix(name.as_str()).map(String::from).unwrap_or_default();
+            steps.push(match goal_paths::range_loop(name, last).map(|step| step.replace("WRITE_FILE ", &format!("WRITE_FILE {folder}"))) {
                 Some(step) if step.contains("WRITE_FILE") => Ok((step, format!(" (it makes {name} to {last})"))),
                 Some(step) => Err(format!("`{step}` (it makes {name} to {last})")),
                 None => Err(format!("one REPEAT that makes {name} to {last}")),
@@ -345,7 +374,7 @@ fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String
         } else if goal_paths::is_archive(name) {
             steps.push(Err(format!("a RUN_COMMAND that makes {name}")));
         } else if goal_paths::has_extension(name) && !goal_calls(goal, name, &FOLDER_WORDS) {
-            steps.push(Ok((format!("WRITE_FILE {name}"), String::new())));
+            steps.push(Ok((format!("WRITE_FILE {}", goal_paths::in_its_folder(goal, name)), String::new())));
         } else {
             steps.push(Err(format!("`CREATE_DIR {name}`")));
         }
