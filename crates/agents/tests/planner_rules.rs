@@ -260,6 +260,13 @@ fn goal_text_rule() {
 }
 
 #[test]
+fn missing_folder_rule() {
+    refused_for(&answer(&["RUN_COMMAND echo buy milk >> notes/todo.txt"]), Rule::MissingFolder, "add `CREATE_DIR notes` before it");
+    assert!(rejections(&answer(&["CREATE_DIR notes", "RUN_COMMAND echo buy milk >> notes/todo.txt"])).is_empty());
+    assert!(rejections(&answer(&["RUN_COMMAND mkdir -p notes && echo buy milk >> notes/todo.txt"])).is_empty());
+}
+
+#[test]
 fn a_name_the_goal_calls_a_file_is_not_a_folder() {
     let root = tempfile::tempdir().unwrap();
     let found = rejections_for_goal(root.path(), "Create a file .gitignore that ignores target.", &answer(&["CREATE_DIR .gitignore", "WRITE_FILE .gitignore/x target"]), Shell::Sh);

@@ -29,35 +29,48 @@ pub const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
 /// stop it.
 const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
 
+/// The paths a verb may name, as regular expressions: `new_folder` for
+/// CREATE_DIR, `folder` for LIST_DIR, `file` for READ_FILE and WRITE_FILE;
+/// `None` leaves out the verbs that take one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PathChoices<'a> {
+    pub new_folder: Option<&'a str>,
+    pub folder: Option<&'a str>,
+    pub file: Option<&'a str>,
+}
+
 /// The grammar of one action line as a regular expression, for constrained
 /// decoding: a model whose tokens are masked by it cannot write an action
 /// that does not parse (LIST_DIR without `AS key`, REPEAT without a count,
 /// a verb of its own). What it means — paths, keys, content — is still
 /// judged by validation.
 ///
-/// `new_folder` is what a CREATE_DIR path may be, `folder` a LIST_DIR
-/// path, `file` a READ_FILE or WRITE_FILE path: [`ANY_PATH`] for each in
-/// general, the goal's own names when the model is held to them
-/// (`held_paths`); `None` leaves out the verbs that take one.
-pub fn pattern(new_folder: Option<&str>, folder: Option<&str>, file: Option<&str>) -> String {
+/// The paths are [`ANY_PATH`] in general, the goal's own names when the
+/// model is held to them (`held_paths`), and may differ by where the action
+/// stands: at the top (`top`), inside FOR_EACH (`each`, which may name
+/// `{item}`) or inside REPEAT (`repeat`, which may name `{index}`).
+pub fn pattern(top: PathChoices<'_>, each: PathChoices<'_>, repeat: PathChoices<'_>) -> String {
     // Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
-    let mut plain = Vec::new();
-    if let Some(file) = file {
-        plain.push(format!("READ_FILE {file}"));
-        plain.push(format!(r"WRITE_FILE {file} [^\n]+"));
-    }
-    if let Some(folder) = folder {
-        plain.push(format!("LIST_DIR {folder} AS {KEY}"));
-    }
-    plain.push(r"RUN_COMMAND [^\n]+".to_string());
-    let plain = format!("({})", plain.join("|"));
-    let create = new_folder.map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
-    format!("^({create}{plain}|FOR_EACH {KEY} {plain}|REPEAT [1-9][0-9]{{0,2}} ({create}{plain}))$")
+    let plain = |paths: PathChoices<'_>| {
+        let mut plain = Vec::new();
+        if let Some(file) = paths.file {
+            plain.push(format!("READ_FILE {file}"));
+            plain.push(format!(r"WRITE_FILE {file} [^\n]+"));
+        }
+        if let Some(folder) = paths.folder {
+            plain.push(format!("LIST_DIR {folder} AS {KEY}"));
+        }
+        plain.push(r"RUN_COMMAND [^\n]+".to_string());
+        format!("({})", plain.join("|"))
+    };
+    let create = |paths: PathChoices<'_>| paths.new_folder.map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
+    format!("^({}{}|FOR_EACH {KEY} {}|REPEAT [1-9][0-9]{{0,2}} ({}{}))$", create(top), plain(top), plain(each), create(repeat), plain(repeat))
 }
 
 /// The pattern with any path allowed.
 pub fn any_path_pattern() -> String {
-    pattern(Some(ANY_PATH), Some(ANY_PATH), Some(ANY_PATH))
+    let any = PathChoices { new_folder: Some(ANY_PATH), folder: Some(ANY_PATH), file: Some(ANY_PATH) };
+    pattern(any, any, any)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -100,10 +100,22 @@ impl HeldPaths {
         }
     }
 
-    /// The action pattern with only these paths.
+    /// The action pattern with only these paths, each where something
+    /// fills its variables: `{item}` and `{name}` inside FOR_EACH, `{index}`
+    /// and `{number}` inside REPEAT, neither at the top (held to its paths,
+    /// the 0.5B model wrote `WRITE_FILE project/src/{name} …` at the top
+    /// in three plans running).
     pub fn pattern(&self) -> String {
-        let new_folders: BTreeSet<String> = self.folders.iter().filter(|f| *f != ".").cloned().collect();
-        action::pattern(alternatives(&new_folders).as_deref(), alternatives(&self.folders).as_deref(), alternatives(&self.files).as_deref())
+        let for_each = |p: &String| !p.contains("{index") && !p.contains("{number");
+        let repeat = |p: &String| !p.contains("{item}") && !p.contains("{name}");
+        let top = |p: &String| !p.contains('{');
+        let choices = |keep: &dyn Fn(&String) -> bool| {
+            let pick = |set: &BTreeSet<String>| alternatives(&set.iter().filter(|p| keep(p)).cloned().collect());
+            let new_folders: BTreeSet<String> = self.folders.iter().filter(|f| *f != ".").cloned().collect();
+            (pick(&new_folders), pick(&self.folders), pick(&self.files))
+        };
+        let (top, each, rep) = (choices(&top), choices(&for_each), choices(&repeat));
+        action::pattern(as_choices(&top), as_choices(&each), as_choices(&rep))
     }
 }
 
@@ -133,6 +145,11 @@ fn loop_forms(name: &str) -> Vec<String> {
     counters.into_iter().map(|c| format!("{head}{{{c}}}{tail}")).collect()
 }
 
+/// (new folder, folder, file) alternatives as the pattern takes them.
+fn as_choices(paths: &(Option<String>, Option<String>, Option<String>)) -> action::PathChoices<'_> {
+    action::PathChoices { new_folder: paths.0.as_deref(), folder: paths.1.as_deref(), file: paths.2.as_deref() }
+}
+
 /// `(a|b|c)` for the paths, each as the action language writes it (quoted
 /// when it holds a space); None for no paths.
 fn alternatives(paths: &BTreeSet<String>) -> Option<String> {
@@ -160,6 +177,16 @@ mod tests {
             assert!(p.is_match(line), "{line}");
         }
         assert!(!p.is_match("WRITE_FILE project/src ## My project"), "project/src is a folder");
+    }
+
+    #[test]
+    fn loop_variables_are_offered_only_inside_the_loop_that_fills_them() {
+        let p = held("Create a project layout: folders project/src and project/tests, and a file project/README.md saying 'My project'.");
+        assert!(!p.is_match("WRITE_FILE project/src/{name} My project"), "nothing fills {{name}} at the top");
+        assert!(p.is_match("FOR_EACH files WRITE_FILE project/src/{name} copy"));
+        let p = held("Create five files named file_0.txt to file_4.txt, each containing its number.");
+        assert!(!p.is_match("WRITE_FILE file_{index}.txt {index}") && p.is_match("REPEAT 5 WRITE_FILE file_{index}.txt {index}"));
+        assert!(!p.is_match("REPEAT 5 WRITE_FILE {name} x"), "nothing fills {{name}} in REPEAT");
     }
 
     #[test]

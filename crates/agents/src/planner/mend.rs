@@ -23,25 +23,33 @@
 //!    name (`inbox_files` for the folder `inbox`, which exists or an
 //!    earlier step creates), gets the `LIST_DIR inbox AS inbox_files`
 //!    before it that the `for-each-key` reason asks for;
-//! 6. a file the goal puts in a folder (`notes/todo.txt` for "a folder
+//! 6. a plan that misses exactly one file the goal names (one to make) and
+//!    writes exactly one new file the goal never names, by WRITE_FILE or a
+//!    redirect, wrote the goal's file under another name (`echo started >>
+//!    logs.txt` for "a file logs/app.log with the line 'started'"): that
+//!    name becomes the goal's in every step;
+//! 7. a file the goal puts in a folder (`notes/todo.txt` for "a folder
 //!    notes and inside it a file todo.txt") that the plan names at the root
 //!    is named in its folder: in WRITE_FILE and READ_FILE paths (a REPEAT's
 //!    too) and as a whole word in a command that does not `cd`;
-//! 7. when the goal gives a file's text ("each saying 'log'") that no step
+//! 8. a command that redirects into a folder nothing makes gets the
+//!    CREATE_DIR before it (`missing-folder`);
+//! 9. when the goal gives a file's text ("each saying 'log'") that no step
 //!    holds, and the plan writes one of the goal's files with one
 //!    WRITE_FILE (a REPEAT's too), that step writes the goal's text;
-//! 8. steps refused on their own (or naming an example's files) that name
-//!    none of the goal's paths are dropped — only when the goal names paths
-//!    and every one of them is still covered by the steps that remain, so
-//!    what is left is judged against what was asked, and a refused step
-//!    about the goal's own files (`RUN_COMMAND wcc story.txt`) is never
-//!    silently lost.
+//! 10. steps refused on their own (or naming an example's files) that name
+//!     none of the goal's paths are dropped — only when the goal names paths
+//!     and every one of them is still covered by the steps that remain, so
+//!     what is left is judged against what was asked, and a refused step
+//!     about the goal's own files (`RUN_COMMAND wcc story.txt`) is never
+//!     silently lost.
 //!
 //! A plan that tries to leave the root is never mended: it is refused whole.
 
 use super::action::{Action, Vars};
 use super::examples;
 use super::goal_paths;
+use super::missing_folder;
 use super::plan::{Plan, PlanStep};
 use super::validate::{self, Context, Rejection, Rule};
 
@@ -67,7 +75,9 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     drop_folders_later_written(&mut plan, &mut changes);
     drop_example_lines(&mut plan, cx, &mut changes);
     list_before_loops(&mut plan, cx, &mut changes);
+    name_the_goals_file(&mut plan, cx, &mut changes);
     place_files(&mut plan, cx, &mut changes);
+    create_missing_folders(&mut plan, cx, &mut changes);
     write_given_text(&mut plan, cx, &mut changes);
     let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
     if !left.is_empty() {
@@ -197,6 +207,55 @@ fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String> {
     let stem = key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
     [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || cx.root.resolve(folder).is_ok_and(|p| p.is_dir())).map(String::from)
+}
+
+/// Gives the goal's one missing file's name to the one new file the plan
+/// writes that the goal never names.
+fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let on_disk = |p: &str| cx.root.resolve(p).is_ok_and(|p| p.exists());
+    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    let [wanted] = missing.as_slice() else { return };
+    if !goal_paths::has_extension(wanted) || goal_paths::is_archive(wanted) || on_disk(wanted) || !goal_paths::kind_in_goal(cx.goal, wanted).may_be_file() {
+        return;
+    }
+    let named = goal_paths::named_paths(cx.goal);
+    let mut written: Vec<String> = parsed.iter().flat_map(written_files).filter(|p| !p.contains('{') && !on_disk(p) && !named.iter().any(|n| p == n || p.ends_with(&format!("/{n}")))).collect();
+    written.dedup();
+    let [other] = written.as_slice() else { return };
+    for item in &mut plan.plan {
+        let renamed = with_word_replaced(&item.action, other, wanted);
+        if renamed != item.action && Action::parse(&renamed).is_ok() {
+            changes.push(format!("step {}: the plan wrote {other}, which the goal never names, and not {wanted}, which it does: `{}` is `{renamed}`", item.step, item.action));
+            item.action = renamed;
+        }
+    }
+}
+
+/// The files a step writes: WRITE_FILE's path and the targets of a
+/// command's redirects (loops left out: their names are the loop's).
+fn written_files(action: &Action) -> Vec<String> {
+    match action {
+        Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
+        Action::RunCommand { .. } => missing_folder::redirect_targets(action),
+        _ => Vec::new(),
+    }
+}
+
+/// Adds `CREATE_DIR folder` before each step that redirects into a folder
+/// nothing makes (`missing_folder`).
+fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let missing = missing_folder::missing_folders(&parsed, cx.done, |f| validate::is_folder(cx.root, f));
+    for (i, folder) in missing.iter().rev() {
+        let create = Action::CreateDir { path: folder.clone() };
+        let Some(step) = plan.plan.get(*i).map(|item| item.step) else { continue };
+        changes.push(format!("step {step} writes into {folder}, which nothing made, so `{create}` comes before it"));
+        plan.plan.insert(*i, PlanStep { step, action: create.to_string(), expects: format!("the folder {folder} exists") });
+    }
+    if !missing.is_empty() {
+        renumber(plan);
+    }
 }
 
 /// The goal's text in the plan's one WRITE_FILE of a goal's file, when no
@@ -448,7 +507,7 @@ mod tests {
     fn a_file_the_goal_puts_in_a_folder_is_named_there() {
         let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
         let m = mended(goal, &["RUN_COMMAND echo buy milk >> todo.txt", "RUN_COMMAND echo call Anna >> todo.txt"]);
-        assert_eq!(m.unwrap(), ["1 RUN_COMMAND echo buy milk >> notes/todo.txt", "2 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 RUN_COMMAND echo buy milk >> notes/todo.txt", "3 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
         let goal = "Create a folder src with a file main.py that prints 'hi'.";
         assert_eq!(mended(goal, &["WRITE_FILE main.py print('hi')", "READ_FILE main.py"]).unwrap(), ["1 WRITE_FILE src/main.py print('hi')", "2 READ_FILE src/main.py"]);
         let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
@@ -464,6 +523,25 @@ mod tests {
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hello"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"]);
         assert_eq!(mended(goal, &["RUN_COMMAND echo hello > hello.txt"]), None, "a command is not rewritten");
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]), None, "which write is meant is not known");
+    }
+
+    #[test]
+    fn the_one_file_written_under_another_name_gets_the_goals_name() {
+        let goal = "Create a folder logs and a file logs/app.log with the line 'started'.";
+        let m = mended(goal, &["RUN_COMMAND echo started >> logs.txt"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR logs", "2 RUN_COMMAND echo started >> logs/app.log"]);
+        let goal = "Create a folder src with a file main.py that prints 'hi'.";
+        let m = mended(goal, &["WRITE_FILE src.py print('hi')", "RUN_COMMAND head -n 1 {item}"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE src/main.py print('hi')"]);
+        let goal = "Create files a.txt and b.txt, each saying 'x'.";
+        assert_eq!(mended(goal, &["WRITE_FILE a.txt x", "WRITE_FILE c.txt x", "WRITE_FILE d.txt x"]), None, "two unnamed files: which is b.txt is not known");
+    }
+
+    #[test]
+    fn a_redirect_into_a_folder_nothing_makes_gets_the_folder_first() {
+        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+        let m = mended(goal, &["RUN_COMMAND echo buy milk >> notes/todo.txt", "RUN_COMMAND echo call Anna >> notes/todo.txt"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 RUN_COMMAND echo buy milk >> notes/todo.txt", "3 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
     }
 
     #[test]

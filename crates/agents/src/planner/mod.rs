@@ -20,6 +20,7 @@ mod execute;
 mod goal_paths;
 mod held_paths;
 mod mend;
+mod missing_folder;
 mod nodes;
 mod plan;
 mod prompts;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::action::{Action, Vars, VERBS};
 use super::examples;
 use super::goal_paths::{self, goal_calls, FILE_WORDS, FOLDER_WORDS};
+use super::missing_folder;
 use super::plan::Plan;
 use super::shell_check::shell_check;
 
@@ -57,6 +58,9 @@ pub enum Rule {
     /// The goal gives a file's text ("each saying 'log'") and no step holds
     /// it: the plan writes something else than was asked.
     GoalText,
+    /// A command redirects into a folder that does not exist and no earlier
+    /// step makes: the shell makes no folders, so the step would fail.
+    MissingFolder,
 }
 
 impl fmt::Display for Rule {
@@ -156,6 +160,12 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
             format!("{} come from the worked examples, not from this goal: use only the names the goal gives", borrowed.join(", ")),
         ));
     }
+    if all_parse {
+        for (i, folder) in missing_folder::missing_folders(&parsed, cx.done, |f| is_folder(cx.root, f)) {
+            let step = plan.plan.get(i).map(|item| item.step);
+            out.push(Rejection::new(Rule::MissingFolder, step, format!("the command writes into {folder}, which does not exist and no earlier step makes (a redirect makes no folders): add `CREATE_DIR {folder}` before it")));
+        }
+    }
     // A plan missing a goal's file is told the file's text by goal-path.
     if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
         out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: write exactly that text in the file")));
@@ -174,6 +184,11 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
     out
+}
+
+/// Whether `path` is a folder under the root.
+pub fn is_folder(root: &Workspace, path: &str) -> bool {
+    root.resolve(path).is_ok_and(|p| p.is_dir())
 }
 
 /// The text the goal gives for a file (`goal_paths::given_text`) when no
