@@ -99,12 +99,7 @@ pub fn called_names(goal: &str) -> Vec<String> {
         if !FOLDER_WORDS.contains(&word.as_str()) && !FILE_WORDS.contains(&word.as_str()) {
             continue;
         }
-        let mut next = words[i + 1..].iter().map(|w| w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')')).trim_end_matches('.'));
-        let Some(name) = next.find(|w| !matches!(w.to_lowercase().as_str(), "named" | "called")) else { continue };
-        let name_like = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) && !name.contains("..");
-        if name_like && !NOT_NAMES.contains(&name.to_lowercase().as_str()) && !name.starts_with('/') {
-            out.push(name.to_string());
-        }
+        out.extend(next_name(&words[i + 1..].join(" ")));
     }
     out
 }
@@ -179,8 +174,7 @@ pub fn placed_files(goal: &str) -> Vec<(String, String)> {
         }
     }
     let claimed_twice = |file: &str| placed.iter().filter(|(f, _)| f == file).count() > 1;
-    let once: Vec<(String, String)> = placed.iter().filter(|(f, _)| !claimed_twice(f)).cloned().collect();
-    once.into_iter().filter(|(_, folder)| !has_extension(folder)).collect()
+    placed.iter().filter(|(file, folder)| !claimed_twice(file) && !has_extension(folder)).cloned().collect()
 }
 
 /// The first name-like word of `text` ("named" and "called" skipped), as

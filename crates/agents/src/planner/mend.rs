@@ -206,14 +206,14 @@ fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 /// (`inbox_files_RUN_COMMANDcp…`) names none.
 fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String> {
     let stem = key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
-    [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || cx.root.resolve(folder).is_ok_and(|p| p.is_dir())).map(String::from)
+    [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || validate::is_folder(cx.root, folder)).map(String::from)
 }
 
 /// Gives the goal's one missing file's name to the one new file the plan
 /// writes that the goal never names.
 fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let on_disk = |p: &str| cx.root.resolve(p).is_ok_and(|p| p.exists());
+    let on_disk = |p: &str| validate::on_disk(cx.root, p);
     let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
     let [wanted] = missing.as_slice() else { return };
     if !goal_paths::has_extension(wanted) || goal_paths::is_archive(wanted) || on_disk(wanted) || !goal_paths::kind_in_goal(cx.goal, wanted).may_be_file() {
@@ -264,11 +264,10 @@ fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>
     // A text with a stand-in for a number ('part N') is not written as it is.
     let Some(text) = validate::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let named = goal_paths::named_paths(cx.goal).len();
-    let writes_goal_file = |a: &Action| matches!(write_of(a), Some(Action::WriteFile { .. })) && goal_paths::uncovered(cx.goal, std::slice::from_ref(a), &[]).len() < named;
     let writes: Vec<usize> = parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. }))).map(|(i, _)| i).collect();
     let [i] = writes.as_slice() else { return };
-    if !writes_goal_file(&parsed[*i]) {
+    // The one write must be of a file the goal names.
+    if goal_paths::uncovered(cx.goal, std::slice::from_ref(&parsed[*i]), &[]).len() == goal_paths::named_paths(cx.goal).len() {
         return;
     }
     let with_text = |body: &Action| match body {
@@ -296,7 +295,7 @@ fn write_of(action: &Action) -> Option<&Action> {
 /// goal puts it in.
 fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.root.resolve(name).is_ok_and(|p| p.exists()));
+    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| validate::on_disk(cx.root, name));
     if misplaced.is_empty() {
         return;
     }
@@ -311,26 +310,16 @@ fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
 
 /// `action` with each of `misplaced`'s files named in its folder.
 fn in_folder(action: &Action, misplaced: &[(String, String)]) -> Action {
-    let folder_of = |path: &str, filled: &[String]| misplaced.iter().find(|(file, _)| !path.contains('/') && filled.iter().any(|f| f == file)).map(|(_, folder)| folder.clone());
+    let folder_of = |path: &str, filled: &[String]| misplaced.iter().find(|(file, _)| !path.contains('/') && filled.iter().any(|f| f == file)).map(|(_, folder)| folder.as_str());
     match action {
-        Action::WriteFile { path, content } => match folder_of(path, std::slice::from_ref(path)) {
-            Some(folder) => Action::WriteFile { path: format!("{folder}/{path}"), content: content.clone() },
-            None => action.clone(),
-        },
-        Action::ReadFile { path } => match folder_of(path, std::slice::from_ref(path)) {
-            Some(folder) => Action::ReadFile { path: format!("{folder}/{path}") },
-            None => action.clone(),
-        },
+        Action::WriteFile { path, .. } | Action::ReadFile { path } => folder_of(path, std::slice::from_ref(path)).and_then(|folder| moved_into(action, folder)).unwrap_or_else(|| action.clone()),
         Action::Repeat { times, body } => {
             let Some(path) = body.path() else { return action.clone() };
             let filled: Vec<String> = (0..(*times).min(1000)).filter_map(|i| body.fill(&Vars::index(i)).path().map(String::from)).collect();
-            let Some(folder) = folder_of(path, &filled) else { return action.clone() };
-            let moved = match body.as_ref() {
-                Action::WriteFile { content, .. } => Action::WriteFile { path: format!("{folder}/{path}"), content: content.clone() },
-                Action::ReadFile { .. } => Action::ReadFile { path: format!("{folder}/{path}") },
-                _ => return action.clone(),
-            };
-            Action::Repeat { times: *times, body: Box::new(moved) }
+            match folder_of(path, &filled).and_then(|folder| moved_into(body, folder)) {
+                Some(body) => Action::Repeat { times: *times, body: Box::new(body) },
+                None => action.clone(),
+            }
         }
         Action::RunCommand { command } if !command.contains("cd ") => {
             let mut command = command.clone();
@@ -340,6 +329,15 @@ fn in_folder(action: &Action, misplaced: &[(String, String)]) -> Action {
             Action::RunCommand { command }
         }
         _ => action.clone(),
+    }
+}
+
+/// A WRITE_FILE or READ_FILE with its path inside `folder`.
+fn moved_into(action: &Action, folder: &str) -> Option<Action> {
+    match action {
+        Action::WriteFile { path, content } => Some(Action::WriteFile { path: format!("{folder}/{path}"), content: content.clone() }),
+        Action::ReadFile { path } => Some(Action::ReadFile { path: format!("{folder}/{path}") }),
+        _ => None,
     }
 }
 

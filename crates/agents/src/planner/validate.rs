@@ -170,7 +170,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
         out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: write exactly that text in the file")));
     }
-    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.root.resolve(name).is_ok_and(|p| p.exists())) } else { Vec::new() };
+    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| on_disk(cx.root, name)) } else { Vec::new() };
     if !misplaced.is_empty() {
         let inside: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{folder}/{file}")).collect();
         let said: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{file} in the folder {folder}")).collect();
@@ -189,6 +189,11 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
 /// Whether `path` is a folder under the root.
 pub fn is_folder(root: &Workspace, path: &str) -> bool {
     root.resolve(path).is_ok_and(|p| p.is_dir())
+}
+
+/// Whether `path` exists under the root, as a file or a folder.
+pub fn on_disk(root: &Workspace, path: &str) -> bool {
+    root.resolve(path).is_ok_and(|p| p.exists())
 }
 
 /// The text the goal gives for a file (`goal_paths::given_text`) when no
@@ -384,7 +389,7 @@ fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String
                 None => Err(format!("one REPEAT that makes {name} to {last}")),
             });
             names.next();
-        } else if root.resolve(name).is_ok_and(|p| p.exists()) {
+        } else if on_disk(root, name) {
             steps.push(Err(format!("a step that uses {name}")));
         } else if goal_paths::is_archive(name) {
             steps.push(Err(format!("a RUN_COMMAND that makes {name}")));
