@@ -191,11 +191,7 @@ fn next_name(text: &str) -> Option<String> {
 /// `notes/todo.txt`, and no command changes into `notes`. Files that exist
 /// under the root already (`root_has`) are sources, not placed.
 pub fn misplaced(goal: &str, plan: &[Action], done: &[String], root_has: impl Fn(&str) -> bool) -> Vec<(String, String)> {
-    let mut text: Vec<String> = done.to_vec();
-    for action in plan {
-        expand(action, &mut text);
-    }
-    let text = text.join("\n");
+    let text = expanded(plan, done);
     placed_files(goal)
         .into_iter()
         .filter(|(file, folder)| {
@@ -259,18 +255,24 @@ pub fn looks_like_file(path: &str) -> bool {
 /// names does not count. A name counts only whole: `run_0.html` does not
 /// mention the folder `run_0`.
 pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
+    let text = expanded(plan, done);
+    named_paths(goal).into_iter().filter(|p| !mentions(&text, p.trim_start_matches("./"))).collect()
+}
+
+/// The steps already run and the plan's actions as text, one a line, each
+/// REPEAT written out: what "the plan mentions a name" looks at.
+pub fn expanded(plan: &[Action], done: &[String]) -> String {
     let mut text: Vec<String> = done.to_vec();
     for action in plan {
         expand(action, &mut text);
     }
-    let text = text.join("\n");
-    named_paths(goal).into_iter().filter(|p| !mentions(&text, p.trim_start_matches("./"))).collect()
+    text.join("\n")
 }
 
 /// Whether `text` holds `name` as a whole name: not inside a longer word
 /// (`run_0.html`, `my_run_0`), though a folder may be part of a longer path
 /// (`run_0/a.txt`, `2024/q1`).
-fn mentions(text: &str, name: &str) -> bool {
+pub fn mentions(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         !before.is_some_and(is_name_char) && !continues_name(&text[at + name.len()..])

@@ -122,7 +122,7 @@ impl HeldPaths {
 /// The goal's names: the paths it names (`goal_paths::named_paths`), the
 /// one word after "folder", "file", … (`docs` in "a folder named docs"),
 /// and every name of a range it gives as "`a` to `b`".
-fn goal_names(goal: &str) -> Vec<String> {
+pub fn goal_names(goal: &str) -> Vec<String> {
     let mut out = goal_paths::named_paths(goal);
     out.extend(goal_paths::called_names(goal));
     for (first, last) in goal_paths::ranges(goal) {

@@ -36,8 +36,13 @@
 //!    CREATE_DIR before it (`missing-folder`);
 //! 9. when the goal gives a file's text ("each saying 'log'") that no step
 //!    holds, and the plan writes one of the goal's files with one
-//!    WRITE_FILE (a REPEAT's too), that step writes the goal's text;
-//! 10. steps refused on their own (or naming an example's files) that name
+//!    WRITE_FILE (a REPEAT's too) or one plain `echo … > file`, that step
+//!    writes the goal's text (`WRITE_FILE hello.txt Hello, world!`);
+//! 10. when every name the plan still misses has a whole step in the
+//!     goal's own words (`CREATE_DIR project/src`; `WRITE_FILE logs/app.log
+//!     started`, the text the goal gives) and the plan does part of the
+//!     goal, those steps are put first: a completion, never a plan of its own;
+//! 11. steps refused on their own (or naming an example's files) that name
 //!     none of the goal's paths are dropped — only when the goal names paths
 //!     and every one of them is still covered by the steps that remain, so
 //!     what is left is judged against what was asked, and a refused step
@@ -49,6 +54,7 @@
 use super::action::{Action, Vars};
 use super::examples;
 use super::goal_paths;
+use super::held_paths;
 use super::missing_folder;
 use super::plan::{Plan, PlanStep};
 use super::validate::{self, Context, Rejection, Rule};
@@ -79,6 +85,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     place_files(&mut plan, cx, &mut changes);
     create_missing_folders(&mut plan, cx, &mut changes);
     write_given_text(&mut plan, cx, &mut changes);
+    add_missing_steps(&mut plan, cx, &mut changes);
     let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
     if !left.is_empty() {
         drop_refused_steps(&mut plan, &left, cx, &mut changes);
@@ -258,13 +265,40 @@ fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<S
     }
 }
 
+/// Puts first the whole steps the goal's missing names need, when each has
+/// one (`validate::needed_steps`: a folder to create, a file whose text the
+/// goal gives) and the plan already does part of the goal (names one of its
+/// names): a completion of the model's plan, never a plan of its own.
+fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    if missing.is_empty() {
+        return;
+    }
+    let text = goal_paths::expanded(&parsed, &[]);
+    if !held_paths::goal_names(cx.goal).iter().any(|name| !missing.contains(name) && goal_paths::mentions(&text, name)) {
+        return;
+    }
+    let mut added = Vec::new();
+    for needed in validate::needed_steps(cx.goal, &missing, cx.root) {
+        match needed {
+            validate::Needed::Step { step, .. } if Action::parse(&step).is_ok() => added.push(step),
+            _ => return,
+        }
+    }
+    changes.push(format!("added {} first: the goal names what they make and no step made it", added.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")));
+    let new_steps = added.into_iter().map(|action| PlanStep { step: 0, expects: "what the goal names exists".into(), action });
+    plan.plan.splice(0..0, new_steps);
+    renumber(plan);
+}
+
 /// The goal's text in the plan's one WRITE_FILE of a goal's file, when no
 /// step holds that text (`validate::missing_text`).
 fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     // A text with a stand-in for a number ('part N') is not written as it is.
     let Some(text) = validate::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let writes: Vec<usize> = parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. }))).map(|(i, _)| i).collect();
+    let writes: Vec<usize> = parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. })) || echo_into(a).is_some()).map(|(i, _)| i).collect();
     let [i] = writes.as_slice() else { return };
     // The one write must be of a file the goal names.
     if goal_paths::uncovered(cx.goal, std::slice::from_ref(&parsed[*i]), &[]).len() == goal_paths::named_paths(cx.goal).len() {
@@ -274,12 +308,24 @@ fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>
         Action::WriteFile { path, .. } => Action::WriteFile { path: path.clone(), content: text.clone() },
         other => other.clone(),
     };
-    let mended = match &parsed[*i] {
-        Action::Repeat { times, body } => Action::Repeat { times: *times, body: Box::new(with_text(body)) },
-        other => with_text(other),
+    let mended = match (&parsed[*i], echo_into(&parsed[*i])) {
+        (_, Some(path)) => Action::WriteFile { path, content: text.clone() },
+        (Action::Repeat { times, body }, None) => Action::Repeat { times: *times, body: Box::new(with_text(body)) },
+        (other, None) => with_text(other),
     };
     changes.push(format!("step {}: the goal gives the text {text:?}, so `{}` writes it", plan.plan[*i].step, parsed[*i]));
     plan.plan[*i].action = mended.to_string();
+}
+
+/// The file a plain `echo … > file` (or `>>`, or printf) writes: a command
+/// that does nothing else, so it is a WRITE_FILE of that file.
+fn echo_into(action: &Action) -> Option<String> {
+    let Action::RunCommand { command } = action else { return None };
+    let command = command.trim();
+    let plain = (command.starts_with("echo ") || command.starts_with("printf ")) && !command.contains(['|', ';', '&', '`', '$', '<']);
+    let [target] = missing_folder::redirect_targets(action).try_into().ok()?;
+    let last_word = command.rsplit([' ', '>']).next().unwrap_or_default().trim_matches(|c| c == '"' || c == '\'');
+    (plain && last_word.trim_start_matches("./") == target).then_some(target)
 }
 
 /// The write an action makes: itself, or a REPEAT's body.
@@ -302,7 +348,7 @@ fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     for (item, action) in plan.plan.iter_mut().zip(parsed) {
         let placed = in_folder(&action, &misplaced);
         if placed != action {
-            changes.push(format!("step {}: the goal puts {} in a folder, so `{action}` is `{placed}`", item.step, misplaced.iter().map(|(f, d)| format!("{f} in {d}")).collect::<Vec<_>>().join(", ")));
+            changes.push(format!("step {}: the goal puts {}, so `{action}` is `{placed}`", item.step, misplaced.iter().map(|(f, d)| format!("{f} in the folder {d}")).collect::<Vec<_>>().join(", ")));
             item.action = placed.to_string();
         }
     }
@@ -519,7 +565,8 @@ mod tests {
         assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
         let goal = "Create a file hello.txt containing the text Hello, world!";
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hello"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"]);
-        assert_eq!(mended(goal, &["RUN_COMMAND echo hello > hello.txt"]), None, "a command is not rewritten");
+        assert_eq!(mended(goal, &["RUN_COMMAND echo hello > hello.txt"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"], "a plain echo into the file is its write");
+        assert_eq!(mended(goal, &["RUN_COMMAND echo hello | tr a-z A-Z > hello.txt"]), None, "a command that does more is not rewritten");
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]), None, "which write is meant is not known");
     }
 
@@ -531,7 +578,7 @@ mod tests {
         let goal = "Create a folder src with a file main.py that prints 'hi'.";
         let m = mended(goal, &["WRITE_FILE src.py print('hi')", "RUN_COMMAND head -n 1 {item}"]);
         assert_eq!(m.unwrap(), ["1 WRITE_FILE src/main.py print('hi')"]);
-        let goal = "Create files a.txt and b.txt, each saying 'x'.";
+        let goal = "Create files a.txt and b.txt, each with a line of your choice.";
         assert_eq!(mended(goal, &["WRITE_FILE a.txt x", "WRITE_FILE c.txt x", "WRITE_FILE d.txt x"]), None, "two unnamed files: which is b.txt is not known");
     }
 
@@ -555,9 +602,24 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_missing_a_goal_name_is_not_mended() {
+    fn the_whole_steps_the_goal_spells_out_complete_a_plan_that_does_part_of_it() {
         let goal = "Create a project layout: folders project/src and project/tests, and a file project/README.md saying 'My project'.";
-        assert_eq!(mended(goal, &["CREATE_DIR project/src", "CREATE_DIR project/tests", "CREATE_DIR project/README.md"]), None);
+        let m = mended(goal, &["WRITE_FILE project/README.md My project"]);
+        assert_eq!(m.unwrap(), ["1 CREATE_DIR project/src", "2 CREATE_DIR project/tests", "3 WRITE_FILE project/README.md My project"]);
+        let m = mended(goal, &["CREATE_DIR project/src", "CREATE_DIR project/tests"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE project/README.md My project", "2 CREATE_DIR project/src", "3 CREATE_DIR project/tests"]);
+        let logs = "Create a folder logs and a file logs/app.log with the line 'started'.";
+        let m = mended(logs, &["LIST_DIR logs AS log_files", "FOR_EACH log_files RUN_COMMAND head -n 1 {item}"]);
+        assert_eq!(m.unwrap(), ["1 WRITE_FILE logs/app.log started", "2 LIST_DIR logs AS log_files", "3 FOR_EACH log_files RUN_COMMAND head -n 1 {item}"]);
+    }
+
+    #[test]
+    fn a_plan_missing_a_goal_name_is_not_completed_without_the_goals_words() {
+        let goal = "Create a project layout: folders project/src and project/tests, and a file project/README.md.";
+        assert_eq!(mended(goal, &["CREATE_DIR project/src", "CREATE_DIR project/tests"]), None, "the goal gives no text for the README");
+        let goal = "Create a project layout: folders project/src and project/tests, and a file project/README.md saying 'My project'.";
+        assert_eq!(mended(goal, &["CREATE_DIR build/debug"]), None, "a plan that does none of the goal is not completed");
+        assert_eq!(mended("Make a compressed tar archive backup.tar.gz of the folder site.", &["LIST_DIR site AS files"]), None, "an archive needs a command");
     }
 
     #[test]

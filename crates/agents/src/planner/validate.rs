@@ -168,7 +168,12 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     // A plan missing a goal's file is told the file's text by goal-path.
     if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
-        out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: write exactly that text in the file")));
+        let files: Vec<String> = goal_paths::named_paths(cx.goal).into_iter().filter(|n| goal_paths::looks_like_file(n) && !goal_paths::is_archive(n)).collect();
+        let how = match files.as_slice() {
+            [file] => format!("write it with `WRITE_FILE {} {text}`", goal_paths::in_its_folder(cx.goal, file)),
+            _ => "write exactly that text in the file".to_string(),
+        };
+        out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: {how}")));
     }
     let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| on_disk(cx.root, name)) } else { Vec::new() };
     if !misplaced.is_empty() {
@@ -377,37 +382,66 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
 /// step whole, and told to add "`WRITE_FILE a.md` with the text the goal
 /// gives" it wrote those words into the file.
 fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
-    // (the step, what it makes) for a write; the whole advice otherwise.
-    let mut steps: Vec<Result<(String, String), String>> = Vec::new();
+    needed_steps(goal, missing, root)
+        .into_iter()
+        .map(|needed| match needed {
+            Needed::Step { step, makes } => format!("`{step}`{makes}"),
+            Needed::Write { step, makes } => format!("`{step}` with {GIVEN_TEXT}{makes}"),
+            Needed::Advice(advice) => advice,
+        })
+        .collect()
+}
+
+/// What one missing name (or range) of the goal needs.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Needed {
+    /// A whole step, the goal's words only: `CREATE_DIR project/src`,
+    /// `WRITE_FILE logs/app.log started` (the text the goal gives), `REPEAT 3
+    /// CREATE_DIR run_{index}`; `makes` says which names a loop makes.
+    Step { step: String, makes: String },
+    /// A write whose text the goal does not give: `WRITE_FILE notes.md`.
+    Write { step: String, makes: String },
+    /// Words only: "a step that uses input.txt", "a RUN_COMMAND that makes backup.tar.gz".
+    Advice(String),
+}
+
+/// The step each missing name needs (`missing` in the goal's order, as
+/// `goal_paths::uncovered` gives them). The text the goal gives goes into
+/// the write when there is one write (`goal_paths::given_text`).
+pub fn needed_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<Needed> {
+    let mut steps = Vec::new();
     let mut names = missing.iter().peekable();
     while let Some(name) = names.next() {
         if let Some(last) = names.peek().filter(|last| goal.contains(&format!("{name} to {last}"))) {
             let folder = goal_paths::in_its_folder(goal, name).strip_suffix(name.as_str()).map(String::from).unwrap_or_default();
+            let makes = format!(" (it makes {name} to {last})");
             steps.push(match goal_paths::range_loop(name, last).map(|step| step.replace("WRITE_FILE ", &format!("WRITE_FILE {folder}"))) {
-                Some(step) if step.contains("WRITE_FILE") => Ok((step, format!(" (it makes {name} to {last})"))),
-                Some(step) => Err(format!("`{step}` (it makes {name} to {last})")),
-                None => Err(format!("one REPEAT that makes {name} to {last}")),
+                Some(step) if step.contains("WRITE_FILE") => Needed::Write { step, makes },
+                Some(step) => Needed::Step { step, makes },
+                None => Needed::Advice(format!("one REPEAT that makes {name} to {last}")),
             });
             names.next();
         } else if on_disk(root, name) {
-            steps.push(Err(format!("a step that uses {name}")));
+            steps.push(Needed::Advice(format!("a step that uses {name}")));
         } else if goal_paths::is_archive(name) {
-            steps.push(Err(format!("a RUN_COMMAND that makes {name}")));
+            steps.push(Needed::Advice(format!("a RUN_COMMAND that makes {name}")));
         } else if goal_paths::has_extension(name) && !goal_calls(goal, name, &FOLDER_WORDS) {
-            steps.push(Ok((format!("WRITE_FILE {}", goal_paths::in_its_folder(goal, name)), String::new())));
+            steps.push(Needed::Write { step: format!("WRITE_FILE {}", goal_paths::in_its_folder(goal, name)), makes: String::new() });
         } else {
-            steps.push(Err(format!("`CREATE_DIR {name}`")));
+            steps.push(Needed::Step { step: format!("CREATE_DIR {name}"), makes: String::new() });
         }
     }
-    let text = goal_paths::given_text(goal).filter(|_| steps.iter().filter(|s| s.is_ok()).count() == 1);
-    steps
-        .into_iter()
-        .map(|step| match (step, &text) {
-            (Ok((step, makes)), Some(text)) => format!("`{step} {text}`{makes}"),
-            (Ok((step, makes)), None) => format!("`{step}` with {GIVEN_TEXT}{makes}"),
-            (Err(advice), _) => advice,
-        })
-        .collect()
+    let writes = steps.iter().filter(|s| matches!(s, Needed::Write { .. })).count();
+    match goal_paths::given_text(goal).filter(|_| writes == 1) {
+        Some(text) => steps
+            .into_iter()
+            .map(|needed| match needed {
+                Needed::Write { step, makes } => Needed::Step { step: format!("{step} {text}"), makes },
+                other => other,
+            })
+            .collect(),
+        None => steps,
+    }
 }
 
 /// How a hint refers to a file's text when the goal quotes none; the words
