@@ -135,6 +135,9 @@ fn loop_variable_rule() {
     refused_for(&answer(&["READ_FILE day_{number:03d}.txt"]), Rule::LoopVariable, "uses {number}, which only REPEAT fills");
     refused_for(&answer(&["REPEAT 2 WRITE_FILE {item}_{index}.bak x"]), Rule::LoopVariable, "only FOR_EACH fills");
     refused_for(&answer(&["RUN_COMMAND head -n 1 {item}"]), Rule::LoopVariable, "{item}, which only FOR_EACH fills");
+    // {item} is a whole path: under another folder it names nothing.
+    refused_for(&answer(&["LIST_DIR . AS all", "FOR_EACH all RUN_COMMAND cp {item} archive/{item}"]), Rule::LoopVariable, "write archive/{name}");
+    assert!(rejections(&answer(&["LIST_DIR . AS all", "FOR_EACH all RUN_COMMAND cp {item} archive/{name}"])).is_empty());
     assert!(rejections(&answer(&["WRITE_FILE gen.py for index in range(3): print(f'{index}')"])).is_empty(), "content may hold braces");
     assert!(rejections(&answer(&["RUN_COMMAND awk '{print $1}' /dev/null"])).is_empty(), "a command may hold other braces");
 }

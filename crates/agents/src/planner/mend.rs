@@ -8,7 +8,8 @@
 //! with a stray step pasted from a worked example. Asking again costs a
 //! minute and often brings a worse plan; these slips are mended in place:
 //!
-//! 1. a REPEAT whose path has no counter runs once;
+//! 1. a REPEAT whose path has no counter runs once, and a FOR_EACH that
+//!    puts `{item}` under a folder (`archive/{item}`) names `{name}` there;
 //! 2. a REPEAT shaped like a range the goal gives ("note_00.txt to
 //!    note_09.txt") that makes other names (`REPEAT 3 …
 //!    notes/note_{index:03d}.txt`) makes that range: its count, counter and
@@ -76,6 +77,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     let mut plan = plan.clone();
     let mut changes = Vec::new();
     run_loops_once(&mut plan, &mut changes);
+    name_items_by_name(&mut plan, &mut changes);
     fit_ranges(&mut plan, cx, &mut changes);
     count_from_one(&mut plan, cx, &mut changes);
     drop_folders_later_written(&mut plan, &mut changes);
@@ -103,6 +105,32 @@ fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
         changes.push(format!("step {}: REPEAT {times} made {path} every time, so it runs once", item.step));
         item.action = body.to_string();
     }
+}
+
+/// `FOR_EACH k … archive/{item}` names `archive/{name}`: `{item}` is the
+/// entry's whole path (`validate::item_inside_a_folder`).
+fn name_items_by_name(plan: &mut Plan, changes: &mut Vec<String>) {
+    for item in &mut plan.plan {
+        let Some(word) = Action::parse(&item.action).ok().as_ref().and_then(validate::item_inside_a_folder) else { continue };
+        let Some((key, body)) = item.action.strip_prefix("FOR_EACH ").and_then(|rest| rest.split_once(' ')) else { continue };
+        let mended = format!("FOR_EACH {key} {}", with_item_named(body));
+        changes.push(format!("step {}: {word} put the entry's whole path under a folder, so `{}` is `{mended}`", item.step, item.action));
+        item.action = mended;
+    }
+}
+
+/// `folder/{item}` as `folder/{name}`; a `{item}` standing alone is kept.
+fn with_item_named(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("/{item}") {
+        let after_name = rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        out.push_str(&rest[..at]);
+        out.push_str(if after_name { "/{name}" } else { "/{item}" });
+        rest = &rest[at + "/{item}".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A REPEAT with the shape of a range the goal gives makes that range
@@ -226,7 +254,8 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
     if !goal_paths::has_extension(wanted) || goal_paths::is_archive(wanted) || on_disk(wanted) || !goal_paths::kind_in_goal(cx.goal, wanted).may_be_file() {
         return;
     }
-    let named = goal_paths::named_paths(cx.goal);
+    // Every name of a range too: chapter_2.md is the goal's in "chapter_1.md to chapter_3.md".
+    let named = held_paths::goal_names(cx.goal);
     let mut written: Vec<String> = parsed.iter().flat_map(written_files).filter(|p| !p.contains('{') && !on_disk(p) && !named.iter().any(|n| p == n || p.ends_with(&format!("/{n}")))).collect();
     written.dedup();
     let [other] = written.as_slice() else { return };
@@ -587,6 +616,28 @@ mod tests {
         let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
         let m = mended(goal, &["RUN_COMMAND echo buy milk >> notes/todo.txt", "RUN_COMMAND echo call Anna >> notes/todo.txt"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 RUN_COMMAND echo buy milk >> notes/todo.txt", "3 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
+    }
+
+    #[test]
+    fn an_entry_put_under_a_folder_is_named_by_its_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("inbox")).unwrap();
+        let root = Workspace::new(dir.path()).unwrap();
+        let keys = BTreeSet::new();
+        let goal = "For every file in the folder inbox, make a copy in the folder archive.";
+        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
+        let p = plan(&["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
+        let rejections = validate::validate(&p, &cx);
+        assert!(rejections.iter().any(|r| r.rule == Rule::LoopVariable && r.reason.contains("write inbox/{name}")), "{rejections:?}");
+        let m = mend(&p, &rejections, &cx).unwrap();
+        assert_eq!(m.plan.plan[1].action, "FOR_EACH inbox_files RUN_COMMAND cp inbox/{name} archive/{name}");
+        assert_eq!(with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
+    }
+
+    #[test]
+    fn a_range_name_written_is_not_renamed() {
+        let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
+        assert_eq!(mended(goal, &["WRITE_FILE chapter_1.md # Chapter 1", "WRITE_FILE chapter_2.md # Chapter 2", "READ_FILE {item}"]), None, "chapter_2.md is the goal's; chapter_3.md is still missing");
     }
 
     #[test]

@@ -138,6 +138,9 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         if let Some(reason) = unfilled_variable(&action, None) {
             reject(Rule::LoopVariable, reason);
         }
+        if let Some(path) = item_inside_a_folder(&action) {
+            reject(Rule::LoopVariable, format!("{path}: {{item}} is already the entry's whole path, so nothing is under another folder's name: write {} ({{name}} is the file name)", path.replace("/{item}", "/{name}")));
+        }
         for (rule, reason) in check_action(&action, cx, &keys) {
             reject(rule, reason);
         }
@@ -312,6 +315,18 @@ fn unfilled_variable(action: &Action, inside: Option<&str>) -> Option<String> {
             Some(format!("{text} uses {variable}, which only {needs} fills: write the real name, or put the step inside {needs}"))
         }
     }
+}
+
+/// The word of a FOR_EACH's action that puts `{item}` under a folder
+/// (`archive/{item}`): `{item}` is an absolute path, so that names nothing
+/// (`cp inbox/{item} archive/{item}` ran and failed); `{name}` was meant.
+pub fn item_inside_a_folder(action: &Action) -> Option<String> {
+    let Action::ForEach { body, .. } = action else { return None };
+    let text = match body.as_ref() {
+        Action::RunCommand { command } => command.as_str(),
+        other => other.path()?,
+    };
+    text.split_whitespace().find(|word| word.match_indices("/{item}").any(|(at, _)| word[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))).map(String::from)
 }
 
 /// An action verb inside a WRITE_FILE's content or a command, unless the
