@@ -189,7 +189,7 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         let action = Action::parse(&item.action).map_err(|e| Error::State(format!("a validated step does not parse ({e})")))?;
         let mut precheck = String::new();
         if s.config.precheck {
-            let answer = step.chat_as(FAST_ROLE, prompts::precheck(s, &item.action)).await?;
+            let answer = step.chat_as(FAST_ROLE, prompts::precheck(&item.action)).await?;
             precheck = answer.content.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string();
             step.emit(EventDraft::new(events::PRECHECK, json!({"step": item.step, "summary": precheck})));
         }

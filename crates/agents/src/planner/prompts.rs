@@ -15,8 +15,8 @@ pub fn restate(s: &PlannerState) -> ChatRequest {
     let mut r = ChatRequest::new(vec![
         Message::system("You restate a user's goal precisely. Answer with JSON only."),
         Message::user(format!(
-            "Goal: {}\nRoot folder: {}\n\nRestate the goal as WHO (who it is for), WHAT (exactly what must exist or happen), WHEN (now, or an order of steps), WHERE (which folders and files, relative to the root) and WHY (the purpose). One short sentence each.",
-            s.goal, s.root
+            "Goal: {}\n\nRestate the goal as WHO (who it is for), WHAT (exactly what must exist or happen), WHEN (now, or an order of steps), WHERE (which folders and files, relative to the root folder) and WHY (the purpose). One short sentence each.",
+            s.goal
         )),
     ]);
     r.max_tokens = Some(300);
@@ -74,13 +74,12 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         }
     }
     let system = format!(
-        "You are {}. {}\n\nThe root folder is {} and every path must stay inside it.\n\n{}\n\n\
+        "You are {}. {}\n\nYou work in one root folder: write every path relative to it, never an absolute path.\n\n{}\n\n\
          Answer with one JSON object inside <json></json> tags with exactly the keys goal, thinking_summary, reflection, ready and plan; \
          each plan item has exactly step, action and expects. Plan only what the GOAL asks for, with the names it gives. \
          Write the real file content the goal asks for, never placeholders such as ... or TODO.",
         s.config.name,
         s.config.backstory,
-        s.root,
         action_language(s.config.shell)
     );
     // A model that wrote the same refused plan twice starts afresh: other
@@ -180,10 +179,10 @@ pub fn diagnose(s: &PlannerState) -> ChatRequest {
     r
 }
 
-pub fn precheck(s: &PlannerState, action: &str) -> ChatRequest {
+pub fn precheck(action: &str) -> ChatRequest {
     let mut r = ChatRequest::new(vec![
         Message::system("You summarise what a step is about to do, in one short sentence, and warn if it looks risky."),
-        Message::user(format!("Next step: {action}\nIn one short sentence, what will this step do to the files under {}?", s.root)),
+        Message::user(format!("Next step: {action}\nIn one short sentence, what will this step do to the files in the root folder?")),
     ]);
     r.max_tokens = Some(60);
     r
@@ -208,6 +207,18 @@ mod tests {
         let mut s = PlannerState::new("/r", "In a folder days, create day_001.txt and day_003.txt.", ApproveMode::All, PlannerConfig::default());
         s.proposals = proposals;
         s
+    }
+
+    #[test]
+    fn no_prompt_carries_the_roots_absolute_path() {
+        // Shown `/tmp/…/goal-18`, the 0.5B model wrote `/tmp/…/archive`
+        // (outside the root); and a root that differs from run to run made
+        // greedy first plans differ too.
+        let mut s = state(vec![refused("CREATE_DIR days")]);
+        s.root = "/tmp/agentloop-bench-123/goal-18".into();
+        for request in [restate(&s), plan(&s), precheck("CREATE_DIR days")] {
+            assert!(request.messages.iter().all(|m| !m.content.contains("agentloop-bench-123")), "{:?}", request.messages);
+        }
     }
 
     #[test]
