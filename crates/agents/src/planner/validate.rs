@@ -235,7 +235,7 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
         }
         Action::WriteFile { path, content } => {
-            if let Some(what) = placeholder(content) {
+            if let Some(what) = placeholder(content, cx.goal) {
                 out.push((Rule::Placeholder, format!("the content for {path} is {what}, not real text: write the actual content")));
             }
         }
@@ -501,7 +501,7 @@ fn uses_counter(path: &str) -> bool {
 }
 
 /// Names the placeholder `content` is, if it is one.
-fn placeholder(content: &str) -> Option<&'static str> {
+fn placeholder(content: &str, goal: &str) -> Option<&'static str> {
     let text = content.trim();
     let lower = text.to_lowercase();
     if text.is_empty() {
@@ -510,7 +510,10 @@ fn placeholder(content: &str) -> Option<&'static str> {
     if text.chars().all(|c| matches!(c, '.' | '…' | ' ')) {
         return Some("an ellipsis");
     }
-    if lower.starts_with("todo") || lower.starts_with("fixme") || lower == "tbd" {
+    // Unless the goal is about one: "todo 1 buy milk" is a todo list's text
+    // (run 6 of stop 17 refused it three times for todo.txt).
+    let goal = goal.to_lowercase();
+    if ["todo", "fixme", "tbd"].iter().any(|marker| lower.starts_with(marker) && !goal.contains(marker)) {
         return Some("a TODO");
     }
     if lower.contains("lorem ipsum") {
@@ -540,10 +543,13 @@ mod tests {
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
         for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "with the text the goal gives"] {
-            assert!(placeholder(p).is_some(), "{p:?}");
+            assert!(placeholder(p, "Create notes.md.").is_some(), "{p:?}");
         }
         for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {
-            assert!(placeholder(real).is_none(), "{real:?}");
+            assert!(placeholder(real, "Create notes.md.").is_none(), "{real:?}");
         }
+        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
+        assert!(placeholder("todo 1 buy milk\ncall Anna", goal).is_none(), "a todo list's text for a goal about one");
+        assert!(placeholder("TODO", "Create notes.md.").is_some());
     }
 }
