@@ -226,11 +226,17 @@ fn tick<'a>(s: &'a mut Ticks, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     })
 }
 
+/// Steps in the ticks run: far more than `wait_until` (which looks every
+/// 10 ms) can miss once step 100 is passed. With 300, at ~45 µs a step, the
+/// run sometimes ended before the abort landed and there was nothing to
+/// resume (a fresh-clone CI run in stop 17).
+const TICKS: u32 = 3000;
+
 fn ticks_graph() -> agentloop_core::CompiledGraph<Ticks> {
     Graph::new("ticks")
         .node("tick", tick)
         .entry("tick")
-        .route("tick", &["tick", END], |s: &Ticks| if s.n >= 300 { END.into() } else { "tick".into() })
+        .route("tick", &["tick", END], |s: &Ticks| if s.n >= TICKS { END.into() } else { "tick".into() })
         .compile()
         .unwrap()
 }
@@ -253,7 +259,7 @@ async fn a_crash_while_the_session_row_lags_resumes_at_the_right_step() {
     let out = Runner::new(ticks_graph(), store.clone()).resume(&id, true).unwrap().wait().await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let state: Ticks = serde_json::from_value(store.load(&id).unwrap().state).unwrap();
-    assert_eq!(state.seen, (1..=300).collect::<Vec<u32>>(), "no step lost or repeated");
-    assert_eq!(out.progress.steps, 300);
+    assert_eq!(state.seen, (1..=TICKS).collect::<Vec<u32>>(), "no step lost or repeated");
+    assert_eq!(out.progress.steps, u64::from(TICKS));
     assert_contiguous(&store.events(&id, 0, usize::MAX).unwrap());
 }
