@@ -53,12 +53,18 @@ impl Plan {
 /// for word. The model writes that key first, so the goal's own names are
 /// the last thing it wrote before the plan; free to write any goal, the
 /// 0.5B model wrote the closest worked example's goal and then its plan.
-/// Each action must match the action language's pattern, with any path or,
-/// when the model is `held` to them, only those paths.
+/// `ready` may only be true: a proposal is a plan to run, and the 0.5B
+/// model wrote `ready: false` on a right plan three times running (run 7 of
+/// stop 17), which `not-ready` refuses and nothing may mend. Each action
+/// must match the action language's pattern, with any path or, when the
+/// model is `held` to them, only those paths.
 pub fn schema_for(goal: &str, held: Option<&HeldPaths>) -> Value {
     let mut schema = agentloop_core::json_schema_of::<Plan>();
     if let Some(property) = schema.pointer_mut("/properties/goal") {
         *property = serde_json::json!({"type": "string", "enum": [goal]});
+    }
+    if let Some(property) = schema.pointer_mut("/properties/ready") {
+        *property = serde_json::json!({"type": "boolean", "enum": [true]});
     }
     let pattern = held.map_or_else(action::any_path_pattern, HeldPaths::pattern);
     // The step's schema is a definition the plan's items refer to.
@@ -155,6 +161,7 @@ mod tests {
     fn the_schema_holds_the_goal_word_for_word() {
         let schema = super::schema_for("Create a file hello.txt", None);
         assert_eq!(schema["properties"]["goal"]["enum"], serde_json::json!(["Create a file hello.txt"]));
+        assert_eq!(schema["properties"]["ready"]["enum"], serde_json::json!([true]), "a proposal is a plan to run");
         let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
         assert_eq!(keys[0], "goal", "the goal is written first");
         assert_eq!(schema["properties"]["plan"]["items"]["$ref"].as_str().map(|r| r.contains("PlanStep")), Some(true));
