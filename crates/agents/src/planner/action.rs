@@ -32,11 +32,11 @@ const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
 /// The paths a verb may name, as regular expressions: `new_folder` for
 /// CREATE_DIR, `folder` for LIST_DIR, `file` for READ_FILE and WRITE_FILE;
 /// `None` leaves out the verbs that take one.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PathChoices<'a> {
-    pub new_folder: Option<&'a str>,
-    pub folder: Option<&'a str>,
-    pub file: Option<&'a str>,
+#[derive(Clone, Debug, Default)]
+pub struct PathChoices {
+    pub new_folder: Option<String>,
+    pub folder: Option<String>,
+    pub file: Option<String>,
 }
 
 /// The grammar of one action line as a regular expression, for constrained
@@ -49,28 +49,28 @@ pub struct PathChoices<'a> {
 /// model is held to them (`held_paths`), and may differ by where the action
 /// stands: at the top (`top`), inside FOR_EACH (`each`, which may name
 /// `{item}`) or inside REPEAT (`repeat`, which may name `{index}`).
-pub fn pattern(top: PathChoices<'_>, each: PathChoices<'_>, repeat: PathChoices<'_>) -> String {
+pub fn pattern(top: &PathChoices, each: &PathChoices, repeat: &PathChoices) -> String {
     // Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
-    let plain = |paths: PathChoices<'_>| {
+    let plain = |paths: &PathChoices| {
         let mut plain = Vec::new();
-        if let Some(file) = paths.file {
+        if let Some(file) = &paths.file {
             plain.push(format!("READ_FILE {file}"));
             plain.push(format!(r"WRITE_FILE {file} [^\n]+"));
         }
-        if let Some(folder) = paths.folder {
+        if let Some(folder) = &paths.folder {
             plain.push(format!("LIST_DIR {folder} AS {KEY}"));
         }
         plain.push(r"RUN_COMMAND [^\n]+".to_string());
         format!("({})", plain.join("|"))
     };
-    let create = |paths: PathChoices<'_>| paths.new_folder.map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
+    let create = |paths: &PathChoices| paths.new_folder.as_ref().map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
     format!("^({}{}|FOR_EACH {KEY} {}|REPEAT [1-9][0-9]{{0,2}} ({}{}))$", create(top), plain(top), plain(each), create(repeat), plain(repeat))
 }
 
 /// The pattern with any path allowed.
 pub fn any_path_pattern() -> String {
-    let any = PathChoices { new_folder: Some(ANY_PATH), folder: Some(ANY_PATH), file: Some(ANY_PATH) };
-    pattern(any, any, any)
+    let any = PathChoices { new_folder: Some(ANY_PATH.into()), folder: Some(ANY_PATH.into()), file: Some(ANY_PATH.into()) };
+    pattern(&any, &any, &any)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -281,7 +281,7 @@ pub fn mentions(text: &str, name: &str) -> bool {
 
 /// Whether `rest` goes on with the same name: more of its characters, or a
 /// dot that starts an extension (not one that ends a sentence).
-fn continues_name(rest: &str) -> bool {
+pub fn continues_name(rest: &str) -> bool {
     let mut chars = rest.chars();
     match chars.next() {
         Some('.') => chars.next().is_some_and(is_name_char),
@@ -290,7 +290,7 @@ fn continues_name(rest: &str) -> bool {
     }
 }
 
-fn is_name_char(c: char) -> bool {
+pub fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 

@@ -106,16 +106,15 @@ impl HeldPaths {
     /// the 0.5B model wrote `WRITE_FILE project/src/{name} …` at the top
     /// in three plans running).
     pub fn pattern(&self) -> String {
-        let for_each = |p: &String| !p.contains("{index") && !p.contains("{number");
-        let repeat = |p: &String| !p.contains("{item}") && !p.contains("{name}");
-        let top = |p: &String| !p.contains('{');
+        let new_folders: BTreeSet<String> = self.folders.iter().filter(|f| *f != ".").cloned().collect();
         let choices = |keep: &dyn Fn(&String) -> bool| {
             let pick = |set: &BTreeSet<String>| alternatives(&set.iter().filter(|p| keep(p)).cloned().collect());
-            let new_folders: BTreeSet<String> = self.folders.iter().filter(|f| *f != ".").cloned().collect();
-            (pick(&new_folders), pick(&self.folders), pick(&self.files))
+            action::PathChoices { new_folder: pick(&new_folders), folder: pick(&self.folders), file: pick(&self.files) }
         };
-        let (top, each, rep) = (choices(&top), choices(&for_each), choices(&repeat));
-        action::pattern(as_choices(&top), as_choices(&each), as_choices(&rep))
+        let top = choices(&|p| !p.contains('{'));
+        let each = choices(&|p| !p.contains("{index") && !p.contains("{number"));
+        let repeat = choices(&|p| !p.contains("{item}") && !p.contains("{name}"));
+        action::pattern(&top, &each, &repeat)
     }
 }
 
@@ -143,11 +142,6 @@ fn loop_forms(name: &str) -> Vec<String> {
         counters.extend([format!("index:0{}d", digits.len()), format!("number:0{}d", digits.len())]);
     }
     counters.into_iter().map(|c| format!("{head}{{{c}}}{tail}")).collect()
-}
-
-/// (new folder, folder, file) alternatives as the pattern takes them.
-fn as_choices(paths: &(Option<String>, Option<String>, Option<String>)) -> action::PathChoices<'_> {
-    action::PathChoices { new_folder: paths.0.as_deref(), folder: paths.1.as_deref(), file: paths.2.as_deref() }
 }
 
 /// `(a|b|c)` for the paths, each as the action language writes it (quoted

@@ -113,24 +113,10 @@ fn name_items_by_name(plan: &mut Plan, changes: &mut Vec<String>) {
     for item in &mut plan.plan {
         let Some(word) = Action::parse(&item.action).ok().as_ref().and_then(validate::item_inside_a_folder) else { continue };
         let Some((key, body)) = item.action.strip_prefix("FOR_EACH ").and_then(|rest| rest.split_once(' ')) else { continue };
-        let mended = format!("FOR_EACH {key} {}", with_item_named(body));
+        let mended = format!("FOR_EACH {key} {}", validate::with_item_named(body));
         changes.push(format!("step {}: {word} put the entry's whole path under a folder, so `{}` is `{mended}`", item.step, item.action));
         item.action = mended;
     }
-}
-
-/// `folder/{item}` as `folder/{name}`; a `{item}` standing alone is kept.
-fn with_item_named(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("/{item}") {
-        let after_name = rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        out.push_str(&rest[..at]);
-        out.push_str(if after_name { "/{name}" } else { "/{item}" });
-        rest = &rest[at + "/{item}".len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// A REPEAT with the shape of a range the goal gives makes that range
@@ -419,21 +405,15 @@ fn moved_into(action: &Action, folder: &str) -> Option<Action> {
 /// `text` with each whole-word `word` (not part of a longer name or path)
 /// replaced by `by`.
 fn with_word_replaced(text: &str, word: &str, by: &str) -> String {
-    let is_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
     let mut out = String::with_capacity(text.len() + by.len());
     let mut rest = text;
     while let Some(at) = rest.find(word) {
         let before = rest[..at].chars().next_back();
-        let mut after = rest[at + word.len()..].chars();
-        let goes_on = match after.next() {
-            Some('.') => after.next().is_some_and(char::is_alphanumeric),
-            Some(c) => is_name(c),
-            None => false,
-        };
+        let after = &rest[at + word.len()..];
+        let whole = !before.is_some_and(|c| goal_paths::is_name_char(c) || c == '/') && !goal_paths::continues_name(after) && !after.starts_with('/');
         out.push_str(&rest[..at]);
-        let whole = !before.is_some_and(is_name) && !goes_on;
         out.push_str(if whole { by } else { word });
-        rest = &rest[at + word.len()..];
+        rest = after;
     }
     out.push_str(rest);
     out
@@ -498,19 +478,30 @@ mod tests {
         Plan { goal: String::new(), thinking_summary: String::new(), reflection: String::new(), ready: true, plan }
     }
 
-    /// Validates, mends, and returns the mended actions (None: not mendable).
-    fn mended(goal: &str, actions: &[&str]) -> Option<Vec<String>> {
+    /// Validates and mends in a root holding `folders`: the rejections, and
+    /// the mended actions (None: not mendable).
+    fn mend_in(folders: &[&str], goal: &str, actions: &[&str]) -> (Vec<Rejection>, Option<Vec<String>>) {
         let dir = tempfile::tempdir().unwrap();
+        for folder in folders {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
         let root = Workspace::new(dir.path()).unwrap();
         let keys = BTreeSet::new();
         let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
         let p = plan(actions);
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
-        let m = mend(&p, &rejections, &cx)?;
-        assert!(!m.changes.is_empty());
-        assert!(validate::validate(&m.plan, &cx).is_empty());
-        Some(m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect())
+        let mended = mend(&p, &rejections, &cx).map(|m| {
+            assert!(!m.changes.is_empty());
+            assert!(validate::validate(&m.plan, &cx).is_empty());
+            m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect()
+        });
+        (rejections, mended)
+    }
+
+    /// Validates, mends in an empty root, and returns the mended actions (None: not mendable).
+    fn mended(goal: &str, actions: &[&str]) -> Option<Vec<String>> {
+        mend_in(&[], goal, actions).1
     }
 
     #[test]
@@ -556,17 +547,11 @@ mod tests {
 
     #[test]
     fn a_loop_over_a_key_never_stored_lists_the_folder_the_key_names() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("inbox")).unwrap();
-        let root = Workspace::new(dir.path()).unwrap();
-        let keys = BTreeSet::new();
         let goal = "For every file in the folder inbox, make a copy in the folder archive.";
-        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
         let mended = |actions: &[&str]| {
-            let p = plan(actions);
-            let rejections = validate::validate(&p, &cx);
+            let (rejections, mended) = mend_in(&["inbox"], goal, actions);
             assert!(rejections.iter().any(|r| r.rule == Rule::ForEachKey), "{rejections:?}");
-            mend(&p, &rejections, &cx).map(|m| m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect::<Vec<_>>())
+            mended
         };
         let m = mended(&["CREATE_DIR archive", "FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR archive", "2 LIST_DIR inbox AS inbox_files", "3 FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
@@ -620,18 +605,11 @@ mod tests {
 
     #[test]
     fn an_entry_put_under_a_folder_is_named_by_its_file_name() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("inbox")).unwrap();
-        let root = Workspace::new(dir.path()).unwrap();
-        let keys = BTreeSet::new();
         let goal = "For every file in the folder inbox, make a copy in the folder archive.";
-        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
-        let p = plan(&["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
-        let rejections = validate::validate(&p, &cx);
+        let (rejections, mended) = mend_in(&["inbox"], goal, &["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
         assert!(rejections.iter().any(|r| r.rule == Rule::LoopVariable && r.reason.contains("write inbox/{name}")), "{rejections:?}");
-        let m = mend(&p, &rejections, &cx).unwrap();
-        assert_eq!(m.plan.plan[1].action, "FOR_EACH inbox_files RUN_COMMAND cp inbox/{name} archive/{name}");
-        assert_eq!(with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
+        assert_eq!(mended.unwrap()[1], "2 FOR_EACH inbox_files RUN_COMMAND cp inbox/{name} archive/{name}");
+        assert_eq!(validate::with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
     }
 
     #[test]

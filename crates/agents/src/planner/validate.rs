@@ -326,7 +326,22 @@ pub fn item_inside_a_folder(action: &Action) -> Option<String> {
         Action::RunCommand { command } => command.as_str(),
         other => other.path()?,
     };
-    text.split_whitespace().find(|word| word.match_indices("/{item}").any(|(at, _)| word[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))).map(String::from)
+    text.split_whitespace().find(|word| with_item_named(word) != *word).map(String::from)
+}
+
+/// `folder/{item}` as `folder/{name}`; a `{item}` standing alone (or after
+/// a bare `/`) is kept.
+pub fn with_item_named(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("/{item}") {
+        let after_name = rest[..at].chars().next_back().is_some_and(goal_paths::is_name_char);
+        out.push_str(&rest[..at]);
+        out.push_str(if after_name { "/{name}" } else { "/{item}" });
+        rest = &rest[at + "/{item}".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An action verb inside a WRITE_FILE's content or a command, unless the
