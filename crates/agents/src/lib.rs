@@ -4,11 +4,15 @@
 //! validated plan of file and shell actions and runs it with the user's
 //! approval. `repl` answers questions by writing Python and running it in
 //! a persistent session until a reflection judges the answer complete.
+//! `reference_loop` is the engine benchmark's loop. The [`registry`]
+//! describes each of them once, for every surface.
 
 pub mod coder;
 pub mod planner;
+pub mod reference_loop;
+pub mod registry;
 pub mod repl;
 mod approved;
 mod commands;
-mod fence;
+pub mod fence;
 pub mod test_command;

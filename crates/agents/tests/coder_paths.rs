@@ -293,7 +293,7 @@ async fn a_replan_after_progress_becomes_a_fix() {
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "reflect", "fix", "review"], "2 failures then 1: the approach is kept");
     assert_eq!(state(&r).replans, 0);
     let events = r.store.events(&r.out.session_id, 0, 10_000).unwrap();
-    assert!(events.iter().any(|e| e.name == coder::KEEP_APPROACH_EVENT && e.payload["failingBefore"] == 2 && e.payload["failingNow"] == 1));
+    assert!(events.iter().any(|e| e.name == "coder:keep_approach" && e.payload["failingBefore"] == 2 && e.payload["failingNow"] == 1));
 }
 
 #[tokio::test]

@@ -211,7 +211,7 @@ async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
     assert_eq!(s.runs.len(), 1, "the write ran once: {:?}", s.runs);
     assert!(planner::confidence(&s) < 0.9);
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
-    let shown = &events.iter().find(|e| e.name == planner::events::PLAN).unwrap().payload;
+    let shown = &events.iter().find(|e| e.name == "planner:plan").unwrap().payload;
     assert!(shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"), "{shown}");
     assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"], "no diagnosis and no second plan");
 }
@@ -258,7 +258,7 @@ async fn declining_the_plan_with_a_reason_replans_with_that_feedback() {
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("USER FEEDBACK") && second.contains("call the folder docs instead"), "{second}");
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
-    let diff = events.iter().rev().find(|e| e.name == planner::events::PLAN).unwrap().payload["diff"].clone();
+    let diff = events.iter().rev().find(|e| e.name == "planner:plan").unwrap().payload["diff"].clone();
     assert_eq!(diff, json!(["- CREATE_DIR misc", "+ CREATE_DIR docs"]));
 }
 
@@ -362,6 +362,6 @@ async fn a_plan_refused_for_its_paths_is_followed_by_one_held_to_the_goals_paths
     assert!(!patterns[1].is_match("LIST_DIR mail AS m"), "held, a name the goal does not give cannot be written");
     assert!(patterns[1].is_match("WRITE_FILE hello.sh echo hello") && patterns[1].is_match("RUN_COMMAND sh hello.sh"));
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
-    let shown: Vec<&Value> = events.iter().filter(|e| e.name == planner::events::PLAN).map(|e| &e.payload).collect();
+    let shown: Vec<&Value> = events.iter().filter(|e| e.name == "planner:plan").map(|e| &e.payload).collect();
     assert!(shown[0]["held"] == false && shown[1]["held"] == true, "{shown:?}");
 }

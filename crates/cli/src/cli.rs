@@ -20,9 +20,12 @@ pub struct Cli {
     #[arg(long, global = true, env = "AGENTLOOP_MODEL")]
     pub model: Option<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
+/// The commands that are the same whatever agents this build has. `run
+/// AGENT` and the conversation commands are added from the agent registry
+/// (`commands::run`).
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List, inspect, follow, export, resume and delete sessions.
@@ -36,113 +39,6 @@ pub enum Command {
     /// The models installed under the data dir and the roles configured.
     #[command(subcommand)]
     Models(ModelsCommand),
-    /// Run an agent on a task.
-    #[command(subcommand)]
-    Run(RunCommand),
-    /// Ask questions at a prompt; the repl answers each by writing and running
-    /// Python in one session that keeps its variables.
-    Repl(ReplArgs),
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RunCommand {
-    /// Plan, code, test, reflect, fix or replan, review — until the tests pass.
-    Coder(CoderArgs),
-    /// Restate a goal, write a validated plan of file and shell actions, run
-    /// it with your approval, and replan from failures and feedback.
-    Planner(PlannerArgs),
-    /// Answer one question by writing Python and running it in a persistent
-    /// session, until a reflection judges the answer complete.
-    Repl(RunReplArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct RunReplArgs {
-    /// The question, in plain words.
-    #[arg(long)]
-    pub prompt: String,
-    #[command(flatten)]
-    pub session: ReplArgs,
-    /// Print the outcome and the answer as JSON instead of the live view.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct ReplArgs {
-    /// Turns (generate → run → reflect) at most per question.
-    #[arg(long, default_value_t = 5)]
-    pub max_turns: u32,
-    /// Answer in one turn without judging the result.
-    #[arg(long)]
-    pub no_reflect: bool,
-    /// Seconds one code block may run before it is interrupted.
-    #[arg(long, default_value_t = 30)]
-    pub timeout: u64,
-    /// The Python session's folder (default: a new one under <data dir>/repl).
-    #[arg(long)]
-    pub folder: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct PlannerArgs {
-    /// The folder the plan works in; no path outside it is accepted.
-    #[arg(long)]
-    pub root: PathBuf,
-    /// What you want done, in plain words.
-    #[arg(long)]
-    pub goal: String,
-    /// all = run every step, step = ask before each, ask = show the plan and choose.
-    #[arg(long, default_value = "ask", value_parser = ["all", "step", "ask"])]
-    pub approve: String,
-    /// Plans proposed at most (default 8, or `[planner] max_iterations`).
-    #[arg(long)]
-    pub max_iterations: Option<u32>,
-    /// The shell RUN_COMMAND uses: sh or powershell (default sh, or `[planner] shell`).
-    #[arg(long, value_parser = ["sh", "powershell"])]
-    pub shell: Option<String>,
-    /// Skip the fast model's one-line summary before each step.
-    #[arg(long)]
-    pub no_precheck: bool,
-    /// Seconds a RUN_COMMAND may run before it is killed.
-    #[arg(long, default_value_t = 60)]
-    pub command_timeout: u64,
-    /// Print the outcome as JSON instead of the live view.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct CoderArgs {
-    /// The folder to work in; nothing outside it is read or written.
-    #[arg(long)]
-    pub workspace: PathBuf,
-    /// What to do, in plain words.
-    #[arg(long)]
-    pub task: String,
-    /// The command that tests the work (default: detected from the workspace).
-    #[arg(long)]
-    pub test_cmd: Option<String>,
-    #[arg(long, default_value_t = 5)]
-    pub max_iterations: u32,
-    #[arg(long, default_value_t = 2)]
-    pub max_replans: u32,
-    /// Abort when a reflection is less confident than this (0 to 1).
-    #[arg(long, default_value_t = 0.3)]
-    pub confidence_threshold: f64,
-    /// Let the agent rewrite existing test files (by default it may only
-    /// change the code the tests check).
-    #[arg(long)]
-    pub edit_tests: bool,
-    /// Ask before tools that write or execute: never, on-write, always.
-    #[arg(long, default_value = "on-write")]
-    pub approval: String,
-    /// Seconds a command (the tests included) may run before it is killed.
-    #[arg(long, default_value_t = 300)]
-    pub command_timeout: u64,
-    /// Print the outcome as JSON instead of the live view.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -203,93 +99,24 @@ pub enum SessionsCommand {
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// The reference loop (plan → act → reflect, N iterations) with durable steps.
-    Engine(EngineBench),
+    Engine(agentloop_bench::engine::EngineArgs),
     /// The embedded model: prompt and generation speed, constrained
     /// generation, cold and shared-prefix prefill (default model unless --model).
-    Model(ModelBench),
+    Model(ModelArgs),
     /// HumanEval's 164 problems: single-shot and/or the test-and-retry loop
     /// (default model unless --model), scored by the package's own tests.
-    Humaneval(HumanEvalBench),
+    Humaneval(agentloop_bench::humaneval::HumanEvalArgs),
     /// The planner on the shipped goals (files, folders, loops, commands):
     /// valid plans first try and within 3, goals done, actions from invalid plans.
-    Planner(PlannerBench),
+    Planner(agentloop_bench::planner::PlannerArgs),
     /// The repl on the shipped questions, with reflection and in one turn.
-    Repl(ReplBench),
+    Repl(agentloop_bench::repl::ReplArgs),
 }
 
-#[derive(Args, Debug)]
-pub struct ReplBench {
-    /// Only the first N questions.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// Turns at most with reflection.
-    #[arg(long, default_value_t = 5)]
-    pub max_turns: u32,
-    /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
+#[cfg(feature = "llama")]
+pub use agentloop_bench::model::ModelArgs;
 
+/// `bench model` needs the embedded model; without it the command says so.
+#[cfg(not(feature = "llama"))]
 #[derive(Args, Debug)]
-pub struct PlannerBench {
-    /// Only the first N goals.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// Only the goals whose text holds this (case-insensitive); may be given
-    /// more than once, to rerun the goals a full run missed.
-    #[arg(long, value_name = "TEXT")]
-    pub only: Vec<String>,
-    /// Plans proposed at most per goal.
-    #[arg(long, default_value_t = 4)]
-    pub max_iterations: u32,
-    /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct HumanEvalBench {
-    /// Only the first N problems.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    #[arg(long, default_value = "both", value_parser = ["single", "loop", "both"])]
-    pub mode: String,
-    /// Answers the loop may try per problem.
-    #[arg(long, default_value_t = 6)]
-    pub attempts: u32,
-    /// Per-problem results, one JSON object per line (default: <data dir>/benchmarks/humaneval-results.jsonl).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct ModelBench {
-    /// CPU threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Tokens to generate per measurement.
-    #[arg(long, default_value_t = 128)]
-    pub tokens: u32,
-    /// Measurements of each kind; the report gives medians.
-    #[arg(long, default_value_t = 3)]
-    pub runs: u32,
-}
-
-#[derive(Args, Debug)]
-pub struct EngineBench {
-    #[arg(long, default_value_t = 500)]
-    pub iterations: u32,
-    /// Database file (default: a fresh file in a temporary directory).
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-    /// Session id to use (default: random).
-    #[arg(long)]
-    pub session_id: Option<String>,
-    /// Make plan call a (scripted) model and act call a side-effecting tool,
-    /// each logged to --call-log, to measure call journaling.
-    #[arg(long)]
-    pub calls: bool,
-    /// File the --calls model and tool append one line to per real execution.
-    #[arg(long, requires = "calls")]
-    pub call_log: Option<PathBuf>,
-}
+pub struct ModelArgs {}

@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct File {
     data_dir: Option<PathBuf>,
     durability: Option<Durability>,
@@ -20,21 +19,10 @@ struct File {
     models: BTreeMap<String, ModelSpec>,
     /// Where to write every prompt and answer (secrets redacted); off when absent.
     debug_log: Option<PathBuf>,
-    #[serde(default)]
-    planner: PlannerFile,
-}
-
-/// `[planner]` in agentloop.toml: the planner's identity and defaults.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlannerFile {
-    pub name: Option<String>,
-    pub backstory: Option<String>,
-    /// `sh` (default) or `powershell`.
-    pub shell: Option<String>,
-    pub max_iterations: Option<u32>,
-    /// Ask the fast model for a one-line summary before each step.
-    pub precheck: Option<bool>,
+    /// Every other table belongs to the agent of that name (`[planner]`),
+    /// which reads and checks it.
+    #[serde(flatten)]
+    agents: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,17 +31,25 @@ pub struct Config {
     pub durability: Durability,
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
-    pub planner: PlannerFile,
+    /// Each agent's table, by agent name.
+    pub agents: BTreeMap<String, toml::Value>,
 }
 
 impl Config {
     /// `model`, from `--model`, replaces the default role with that GGUF.
-    pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>, model: Option<&str>) -> Result<Self> {
+    /// `agents` are the names a table may have besides the file's own keys.
+    pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>, model: Option<&str>, agents: &[&str]) -> Result<Self> {
         let from_file = match file {
             Some(path) => read(path)?,
             None if Path::new("agentloop.toml").exists() => read(Path::new("agentloop.toml"))?,
             None => File::default(),
         };
+        if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
+            anyhow::bail!(
+                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log and one table per agent ({})",
+                agents.join(", ")
+            );
+        }
         let env_dir = std::env::var_os("AGENTLOOP_DATA_DIR").map(PathBuf::from);
         let env_durability = std::env::var("AGENTLOOP_DURABILITY").ok();
         let durability = match durability.map(str::to_string).or(env_durability) {
@@ -66,11 +62,15 @@ impl Config {
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log, planner: from_file.planner })
+        Ok(Self { data_dir, durability, models, debug_log, agents: from_file.agents })
     }
 
     pub fn db_path(&self) -> PathBuf {
         agentloop_store::default_path(&self.data_dir)
+    }
+
+    pub fn bench_env(&self) -> agentloop_bench::BenchEnv {
+        agentloop_bench::BenchEnv { data_dir: self.data_dir.clone(), durability: self.durability, models: self.models.clone(), debug_log: self.debug_log.clone() }
     }
 }
 
@@ -88,13 +88,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agentloop.toml");
         std::fs::write(&file, "data_dir = \"/from/file\"\ndurability = \"process\"\n").unwrap();
-        let c = Config::load(Some(&file), None, None, None).unwrap();
+        let c = Config::load(Some(&file), None, None, None, &[]).unwrap();
         assert_eq!(c.durability, Durability::Process);
-        let c = Config::load(Some(&file), Some("/flag".into()), Some("fsync"), None).unwrap();
+        let c = Config::load(Some(&file), Some("/flag".into()), Some("fsync"), None, &[]).unwrap();
         assert_eq!((c.data_dir, c.durability), (PathBuf::from("/flag"), Durability::Fsync));
         std::fs::write(&file, "durability = \"sometimes\"\n").unwrap();
-        let e = format!("{:#}", Config::load(Some(&file), None, None, None).unwrap_err());
+        let e = format!("{:#}", Config::load(Some(&file), None, None, None, &[]).unwrap_err());
         assert!(e.contains("not valid") && e.contains("sometimes"), "{e}");
+    }
+
+    #[test]
+    fn a_table_goes_to_its_agent_and_an_unknown_key_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agentloop.toml");
+        std::fs::write(&file, "[planner]\nname = \"Ada\"\n").unwrap();
+        let c = Config::load(Some(&file), None, None, None, &["planner"]).unwrap();
+        assert_eq!(c.agents["planner"]["name"].as_str(), Some("Ada"));
+        std::fs::write(&file, "data_dri = \"/x\"\n").unwrap();
+        let e = format!("{:#}", Config::load(Some(&file), None, None, None, &["planner"]).unwrap_err());
+        assert!(e.contains("unknown key `data_dri`") && e.contains("planner"), "{e}");
     }
 
     #[test]
@@ -102,7 +114,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agentloop.toml");
         std::fs::write(&file, "debug_log = \"/tmp/d.log\"\n[models.strong]\nprovider = \"openai\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n").unwrap();
-        let c = Config::load(Some(&file), None, None, None).unwrap();
+        let c = Config::load(Some(&file), None, None, None, &[]).unwrap();
         assert_eq!(c.models["strong"].describe(), "openai m at http://x/v1");
         assert_eq!(c.debug_log, Some(PathBuf::from("/tmp/d.log")));
     }

@@ -3,7 +3,10 @@
 //! pause with a choice to resume or terminate.
 
 use std::io::{BufRead, IsTerminal, Write};
-use agentloop_core::{Controller, Outcome, SessionHandle};
+use std::sync::Arc;
+
+use agentloop_agents::registry::Registry;
+use agentloop_core::{Controller, EngineEvent, Outcome, SessionHandle};
 use anyhow::Result;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -20,14 +23,14 @@ pub fn interactive() -> bool {
     std::io::stdin().is_terminal()
 }
 
-pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
+pub async fn drive(registry: Arc<Registry>, handle: SessionHandle, opts: Drive) -> Result<Outcome> {
     let mut events = handle.events();
     let control = handle.controller();
     let watcher = tokio::spawn(async move {
         // A question asked before we subscribed is still waiting in the store.
         if interactive() {
             if let Ok(Some(q)) = control.pending() {
-                ask(&control, &q.id, &q.request).await;
+                ask(&registry, &control, &q.id, &q.request).await;
             }
         }
         loop {
@@ -37,19 +40,17 @@ pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
                 Err(RecvError::Closed) => break,
             };
             if opts.show_events {
-                if let Some(line) = render::event_line(&e) {
+                if let Some(line) = render::event_line(&registry, &e) {
                     eprintln!("{line}");
                 }
             }
-            if e.name == agentloop_core::event::INTERRUPT && interactive() {
-                let id = e.payload["interruptId"].as_str().unwrap_or_default().to_string();
-                ask(&control, &id, &e.payload["request"]).await;
-            }
-            if e.name == agentloop_core::event::SESSION_PAUSE && interactive() {
-                match prompt("paused — [r]esume or [t]erminate?").await.as_deref().map(str::trim) {
+            match e.parse::<EngineEvent>() {
+                Some(EngineEvent::Interrupt { interrupt_id, request }) if interactive() => ask(&registry, &control, &interrupt_id, &request).await,
+                Some(EngineEvent::SessionPause { .. }) if interactive() => match prompt("paused — [r]esume or [t]erminate?").await.as_deref().map(str::trim) {
                     Some("t" | "terminate") => control.terminate("terminated by the user"),
                     _ => control.resume(),
-                }
+                },
+                _ => {}
             }
         }
     });
@@ -68,8 +69,8 @@ pub async fn drive(handle: SessionHandle, opts: Drive) -> Result<Outcome> {
 
 /// Asks the user a session's question and records the reply (once: a
 /// question already answered elsewhere is left alone).
-async fn ask(control: &Controller, id: &str, request: &Value) {
-    if let Some(reply) = prompt(&render::question_text(request)).await {
+async fn ask(registry: &Registry, control: &Controller, id: &str, request: &Value) {
+    if let Some(reply) = prompt(&render::question_text(registry, request)).await {
         if let Err(err) = control.answer(id, Value::String(reply)) {
             eprintln!("{err}");
         }

@@ -1,31 +1,31 @@
-//! `agentloop`: parse arguments, load config, call library code.
+//! `agentloop`: parse arguments, load config, call library code. Agents are
+//! known only through the registry (`agentloop_agents::registry`).
 
-mod agents;
+mod app;
 mod cli;
 mod commands;
 mod config;
 mod exit;
 mod live;
-mod planner_view;
-mod reference_loop;
 mod render;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentloop_core::Store;
-use agentloop_store::SqliteStore;
+use agentloop_agents::registry::Registry;
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
-use cli::{BenchCommand, Cli, Command, ModelsCommand, RunCommand, SessionsCommand};
+use app::App;
+use cli::{Cli, Command, ModelsCommand, SessionsCommand};
 use commands::{bench, models, run as run_agent, sessions, stats};
 use config::Config;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli).await {
+    let registry = Arc::new(Registry::standard());
+    let matches = run_agent::commands(&registry, Cli::command().subcommand_required(true).arg_required_else_help(true)).get_matches();
+    match run(registry, &matches).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -34,38 +34,32 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<ExitCode> {
-    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref(), cli.model.as_deref())?;
-    let open = || -> Result<Arc<dyn Store>> { Ok(Arc::new(SqliteStore::open(config.db_path(), config.durability)?)) };
-    match cli.command {
-        Command::Bench(BenchCommand::Engine(args)) => bench::engine(&config, args).await,
-        Command::Bench(BenchCommand::Model(args)) => model_bench(&config, args).await,
-        Command::Bench(BenchCommand::Humaneval(args)) => commands::humaneval::run(&config, args).await,
-        Command::Bench(BenchCommand::Planner(args)) => commands::planner_bench::run(&config, args).await,
-        Command::Bench(BenchCommand::Repl(args)) => commands::repl_bench::run(&config, args).await,
-        Command::Models(ModelsCommand::List(f)) => models::list(&config, f.json),
-        Command::Run(RunCommand::Coder(args)) => run_agent::coder(&config, open()?, args).await,
-        Command::Run(RunCommand::Planner(args)) => commands::planner::run(&config, open()?, args).await,
-        Command::Run(RunCommand::Repl(args)) => commands::repl::run_once(&config, open()?, args).await,
-        Command::Repl(args) => commands::repl::interactive(&config, open()?, args).await,
-        Command::Stats(f) => stats::run(&*open()?, f.json),
+async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    let cli = Cli::from_arg_matches(matches).unwrap_or_else(|e| e.exit());
+    let names: Vec<&str> = registry.agents().map(|a| a.name()).collect();
+    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref(), cli.model.as_deref(), &names)?;
+    let app = App { config, registry: registry.clone() };
+    let Some(command) = cli.command else {
+        return match matches.subcommand() {
+            Some(("run", sub)) => match sub.subcommand() {
+                Some((name, flags)) => run_agent::run(&app, name, flags).await,
+                None => anyhow::bail!("name an agent to run: {}", names.join(", ")),
+            },
+            Some((name, flags)) => run_agent::converse(&app, name, flags).await,
+            None => anyhow::bail!("name a command: see agentloop --help"),
+        };
+    };
+    match command {
+        Command::Bench(cmd) => bench::run(&app.config, cmd).await,
+        Command::Models(ModelsCommand::List(f)) => models::list(&app.config, f.json),
+        Command::Stats(f) => stats::run(&*app.store()?, f.json),
         Command::Sessions(cmd) => match cmd {
-            SessionsCommand::List(f) => sessions::list(&*open()?, f.json),
-            SessionsCommand::Show { id, json } => sessions::show(&*open()?, &id, json.json),
-            SessionsCommand::Events { id, after, follow, json } => sessions::events(&*open()?, &id, after, follow, json.json).await,
-            SessionsCommand::Export { id, output } => sessions::export(&*open()?, &id, output.as_deref()),
-            SessionsCommand::Resume { id, answer, json } => sessions::resume(&config, open()?, &id, answer, json.json).await,
-            SessionsCommand::Delete { id } => sessions::delete(&*open()?, &id),
+            SessionsCommand::List(f) => sessions::list(&*app.store()?, f.json),
+            SessionsCommand::Show { id, json } => sessions::show(&app, &*app.store()?, &id, json.json),
+            SessionsCommand::Events { id, after, follow, json } => sessions::events(&*app.store()?, &id, after, follow, json.json).await,
+            SessionsCommand::Export { id, output } => sessions::export(&*app.store()?, &id, output.as_deref()),
+            SessionsCommand::Resume { id, answer, json } => sessions::resume(&app, app.store()?, &id, answer, json.json).await,
+            SessionsCommand::Delete { id } => sessions::delete(&*app.store()?, &id),
         },
     }
-}
-
-#[cfg(feature = "llama")]
-async fn model_bench(config: &Config, args: cli::ModelBench) -> Result<ExitCode> {
-    commands::model_bench::run(config, args).await
-}
-
-#[cfg(not(feature = "llama"))]
-async fn model_bench(_config: &Config, _args: cli::ModelBench) -> Result<ExitCode> {
-    anyhow::bail!("this agentloop was built without the embedded model: rebuild with the default features to benchmark it")
 }

@@ -1,7 +1,8 @@
 //! Human-readable lines for sessions and events.
 
+use agentloop_agents::registry::{Registry, Summary};
 use agentloop_core::journal::{InterruptRecord, SessionMeta};
-use agentloop_core::{Event, Outcome, Session};
+use agentloop_core::{EngineEvent, Event, Outcome, Session};
 use serde_json::Value;
 
 pub fn short_time(t: &chrono::DateTime<chrono::Utc>) -> String {
@@ -45,7 +46,7 @@ pub fn session_header() -> String {
 }
 
 /// `sessions show`: the whole session, iteration by iteration.
-pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord>) -> String {
+pub fn session(registry: &Registry, s: &Session, meta: &SessionMeta, summary: &Summary, pending: Option<&InterruptRecord>) -> String {
     let mut out = String::new();
     let p = &meta.progress;
     out.push_str(&format!(
@@ -77,9 +78,12 @@ pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord
         out.push_str(&format!(
             "waiting on question {}: {}\n  answer with: agentloop sessions resume {} --answer <reply>\n",
             q.id,
-            question_text(&q.request),
+            question_text(registry, &q.request),
             s.session_id
         ));
+    }
+    for line in summary.lines() {
+        out.push_str(&format!("{line}\n"));
     }
     for it in &s.iterations {
         out.push_str(&format!(
@@ -105,9 +109,10 @@ pub fn session(s: &Session, meta: &SessionMeta, pending: Option<&InterruptRecord
     out
 }
 
-/// The sentence a question shows a human.
-pub fn question_text(request: &Value) -> String {
-    if let Some(text) = crate::planner_view::question(request) {
+/// The sentence a question shows a human: the agent's own wording if it
+/// has one, else the request's message.
+pub fn question_text(registry: &Registry, request: &Value) -> String {
+    if let Some(text) = registry.question(request) {
         return text;
     }
     for key in ["message", "question", "prompt"] {
@@ -119,70 +124,31 @@ pub fn question_text(request: &Value) -> String {
 }
 
 /// A live line for an event, or `None` for events too chatty to show.
-pub fn event_line(e: &Event) -> Option<String> {
-    let p = &e.payload;
-    if let Some(line) = crate::planner_view::event_line(&e.name, p) {
+pub fn event_line(registry: &Registry, e: &Event) -> Option<String> {
+    // An empty line ends text that was streamed as it came.
+    if let Some(line) = registry.line(e) {
         return Some(line);
     }
-    if let Some(line) = repl_line(&e.name, p) {
-        return Some(line);
-    }
-    let text = match e.name.as_str() {
-        "agent:iteration:start" => match (p["iteration"].as_u64(), p["maxIterations"].as_u64()) {
-            (Some(i), Some(max)) if max > 0 => format!("iteration {i}/{max} {}", bar(i, max)),
-            _ => format!("iteration {} started", p["iteration"]),
-        },
-        "agent:iteration:complete" => format!("iteration {} done in {}", p["iteration"], millis(p["duration"].as_u64().unwrap_or(0))),
-        "agent:tool:called" => format!("  → {}", p["toolName"].as_str().unwrap_or("?")),
-        "agent:tool:complete" => {
-            format!("  ✓ {} ({})", p["toolName"].as_str().unwrap_or("?"), millis(p["duration"].as_u64().unwrap_or(0)))
-        }
-        // The whole question is printed where it is asked.
-        "agent:interrupt" => format!("? {}", p["request"]["question"].as_str().map(String::from).unwrap_or_else(|| question_text(&p["request"]))),
-        "coder:phase" => format!("  ▸ {}", p["phase"].as_str().unwrap_or("?")),
-        "reflection_iteration" => format!(
-            "    reflection: {} → {} (confidence {:.2})",
-            p["diagnosis"].as_str().unwrap_or("?"),
-            p["recommendation"].as_str().unwrap_or("?"),
-            p["confidence"].as_f64().unwrap_or(0.0)
-        ),
-        "replan" => "    replanning".to_string(),
-        "fix" => format!("    fix {}", p["fix"]),
-        agentloop_agents::coder::KEEP_APPROACH_EVENT => {
-            format!("    failing tests {} → {}: keeping the approach (a fix, not a replan)", p["failingBefore"], p["failingNow"])
-        }
-        _ => format!("{} {}", e.name, p),
+    let Some(engine) = e.parse::<EngineEvent>() else {
+        return Some(format!("{} {}", e.name, e.payload));
     };
-    Some(text)
-}
-
-/// The repl's events. The model's text was streamed as it came, so its
-/// event only ends the line.
-fn repl_line(name: &str, p: &Value) -> Option<String> {
-    use agentloop_agents::repl::events;
-    let indent = |t: &str| t.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
-    Some(match name {
-        events::RESPONSE => String::new(),
-        events::CODE => {
-            let blocks: Vec<&str> = p["blocks"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-            if blocks.is_empty() {
-                return Some("  (no code: the answer is the text)".into());
-            }
-            blocks.iter().enumerate().map(|(i, b)| format!("  code block {}:\n{}", i + 1, indent(b))).collect::<Vec<_>>().join("\n")
+    Some(match engine {
+        EngineEvent::IterationStart { iteration, max_iterations: Some(max), .. } if max > 0 => {
+            format!("iteration {iteration}/{max} {}", bar(u64::from(iteration), u64::from(max)))
         }
-        events::OUTPUT => format!("  {} block {}:\n{}", if p["isError"] == true { "✗" } else { "✓" }, p["block"], indent(p["output"].as_str().unwrap_or(""))),
-        events::CHECK => format!(
-            "  cross-check: {} ({})",
-            if p["agrees"] == true { "agrees" } else if p["failed"] == true { "its program failed" } else { "DISAGREES" },
-            p["check"].as_str().unwrap_or("")
-        ),
-        events::VERDICT => format!(
-            "  verdict: {} — {}{}",
-            if p["isComplete"] == true { "complete" } else { "not complete" },
-            p["reasoning"].as_str().unwrap_or(""),
-            p["nextAction"].as_str().filter(|a| !a.is_empty()).map(|a| format!(" → next: {a}")).unwrap_or_default()
-        ),
-        _ => return None,
+        EngineEvent::IterationStart { iteration, .. } => format!("iteration {iteration} started"),
+        EngineEvent::IterationComplete { iteration, duration, .. } => format!("iteration {iteration} done in {}", millis(duration)),
+        EngineEvent::ToolCalled { tool_name, .. } => format!("  → {tool_name}"),
+        EngineEvent::ToolComplete { tool_name, duration, .. } => format!("  ✓ {tool_name} ({})", millis(duration)),
+        // The whole question is printed where it is asked.
+        EngineEvent::Interrupt { request, .. } => {
+            format!("? {}", request["question"].as_str().map(String::from).unwrap_or_else(|| question_text(registry, &request)))
+        }
+        EngineEvent::Replan { .. } => "    replanning".to_string(),
+        EngineEvent::Fix { fix } => format!("    fix {fix}"),
+        EngineEvent::StepError { node, error } => format!("  ✗ {node}: {error}"),
+        EngineEvent::SessionStart { .. } => return None,
+        other => format!("{} {}", e.name, serde_json::to_value(&other).map(|v| v["payload"].clone()).unwrap_or_default()),
     })
 }
 
@@ -198,7 +164,7 @@ pub fn event_row(e: &Event) -> String {
     format!("#{:<6} {}  {:<26} {}", e.seq, e.timestamp.format("%H:%M:%S%.3f"), e.name, e.payload)
 }
 
-pub fn outcome(o: &Outcome) -> String {
+pub fn outcome(registry: &Registry, o: &Outcome) -> String {
     let mut s = format!(
         "session {} {}{} after {} iterations ({} steps, {} tool calls, {} tokens, {})",
         o.session_id,
@@ -216,7 +182,7 @@ pub fn outcome(o: &Outcome) -> String {
     if let Some(q) = &o.pending {
         s.push_str(&format!(
             "\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>",
-            question_text(&q.request),
+            question_text(registry, &q.request),
             o.session_id
         ));
     } else if o.status == agentloop_core::SessionStatus::Paused {
@@ -244,9 +210,15 @@ mod tests {
 
     #[test]
     fn an_iteration_shows_its_count_and_a_bar_when_the_limit_is_known() {
-        let line = event_line(&event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": 5}))).unwrap();
+        let registry = Registry::standard();
+        let at = "2026-01-01T00:00:00Z";
+        let line = event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": 5, "timestamp": at}))).unwrap();
         assert_eq!(line, format!("iteration 2/5 [{}{}]", "█".repeat(8), "░".repeat(12)));
-        let unknown = event_line(&event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": null}))).unwrap();
+        let unknown = event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": null, "timestamp": at}))).unwrap();
         assert_eq!(unknown, "iteration 2 started");
+        let phase = event_line(&registry, &event("planner:phase", serde_json::json!({"phase": "plan"}))).unwrap();
+        assert_eq!(phase, "  ▸ plan");
+        let other = event_line(&registry, &event("someone:else", serde_json::json!({"x": 1}))).unwrap();
+        assert_eq!(other, r#"someone:else {"x":1}"#);
     }
 }

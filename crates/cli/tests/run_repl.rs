@@ -36,7 +36,7 @@ async fn a_question_is_answered_by_running_python() {
     let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-    assert_eq!(report["answer"], "385");
-    assert_eq!(report["turns"], 1);
-    assert_eq!(report["outcome"]["finishReason"], "answered");
+    assert_eq!(report["summary"]["answer"], "385");
+    assert_eq!(report["summary"]["notes"][0], "1 turn(s)");
+    assert_eq!(report["finishReason"], "answered");
 }

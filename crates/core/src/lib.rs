@@ -28,7 +28,7 @@ pub mod tool;
 pub use control::{Command, Controller, Outcome, SessionHandle};
 pub use error::{Error, Result};
 pub use schemars::{self, JsonSchema};
-pub use event::{Event, EventDraft};
+pub use event::{EngineEvent, Event, EventDraft, EventKind};
 pub use graph::{CompiledGraph, Graph, END};
 pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
 pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, TokenSink, ToolCall, ToolSpec, Usage};

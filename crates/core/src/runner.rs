@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, watch, Notify};
 
 use crate::control::{Command, Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
-use crate::event::{self, EventDraft};
+use crate::event::{EngineEvent, EventDraft, EventKind};
 use crate::graph::CompiledGraph;
 use crate::journal::{snapshot_due, InterruptRecord, SessionMeta, StepRecords, Write};
 use crate::models::Models;
@@ -100,7 +100,7 @@ impl<S: State> Runner<S> {
         let batch = vec![
             Pending::Write(Write::Meta(Box::new(meta.clone()))),
             Pending::Write(Write::Snapshot { step: 0, state: snapshot.clone() }),
-            Pending::Event(EventDraft::session_start(&id, meta.max_iterations)),
+            Pending::Event(EngineEvent::SessionStart { session_id: id.clone(), max_iterations: meta.max_iterations }.draft()),
         ];
         env.commit(0, batch, false)?;
         let machine = Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, options.exit_when_paused)?;
@@ -126,7 +126,7 @@ impl<S: State> Runner<S> {
         let was_paused = meta.status == SessionStatus::Paused;
         meta.status = SessionStatus::Running;
         let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
-        env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(EventDraft::resume(id))], false)?;
+        env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(resumed(id))], false)?;
         let mut machine = Machine::new(
             env,
             self.graph.clone(),
@@ -368,7 +368,8 @@ impl<S: State> Machine<S> {
         } else {
             step.progress.consecutive_failures += 1;
         }
-        step.emit(EventDraft::new("agent:step:error", json!({"node": step.node(), "error": message})));
+        let node = step.node().to_string();
+        step.emit(EngineEvent::StepError { node, error: message });
         let number = step.number();
         let batch = std::mem::take(&mut step.pending);
         let next = self.meta.next_node.clone();
@@ -487,7 +488,7 @@ impl<S: State> Machine<S> {
     /// or the user terminates.
     async fn wait_for_answer(&mut self, id: &str) -> Result<Flow> {
         let request = self.interrupt(id)?.map(|r| r.request).unwrap_or(Value::Null);
-        self.set_status(SessionStatus::Paused, vec![EventDraft::new(event::INTERRUPT, json!({"interruptId": id, "request": request}))])?;
+        self.set_status(SessionStatus::Paused, vec![EngineEvent::Interrupt { interrupt_id: id.to_string(), request }.draft()])?;
         if self.exit_when_paused {
             return Ok(Some(self.outcome()?));
         }
@@ -507,7 +508,7 @@ impl<S: State> Machine<S> {
                 changed = control.changed() => if changed.is_err() { return Ok(Some(self.outcome()?)) },
             }
         };
-        self.set_status(SessionStatus::Running, vec![EventDraft::resume(&self.env.session_id)])?;
+        self.set_status(SessionStatus::Running, vec![resumed(&self.env.session_id)])?;
         self.apply_answer(id, reply)
     }
 
@@ -536,7 +537,7 @@ impl<S: State> Machine<S> {
     }
 
     async fn pause(&mut self) -> Result<Flow> {
-        self.set_status(SessionStatus::Paused, vec![EventDraft::pause(&self.env.session_id)])?;
+        self.set_status(SessionStatus::Paused, vec![EngineEvent::SessionPause { session_id: self.env.session_id.clone() }.draft()])?;
         if self.exit_when_paused {
             return Ok(Some(self.outcome()?));
         }
@@ -552,7 +553,7 @@ impl<S: State> Machine<S> {
                 return Ok(Some(self.outcome()?));
             }
         }
-        self.set_status(SessionStatus::Running, vec![EventDraft::resume(&self.env.session_id)])?;
+        self.set_status(SessionStatus::Running, vec![resumed(&self.env.session_id)])?;
         Ok(None)
     }
 
@@ -578,12 +579,12 @@ impl<S: State> Machine<S> {
         let id = self.env.session_id.clone();
         let duration = crate::session::millis_between(self.meta.started_at, now);
         let draft = match status {
-            SessionStatus::Terminated => EventDraft::terminate(&id, self.message.as_deref().unwrap_or(reason)),
-            SessionStatus::Error => EventDraft::error(&id, self.message.as_deref().unwrap_or(reason)),
-            _ => EventDraft::complete(&id, reason, duration),
+            SessionStatus::Terminated => EngineEvent::SessionTerminate { session_id: id, reason: self.message.clone().unwrap_or_else(|| reason.to_string()) },
+            SessionStatus::Error => EngineEvent::SessionError { session_id: id, error: self.message.clone().unwrap_or_else(|| reason.to_string()) },
+            _ => EngineEvent::SessionComplete { session_id: id, finish_reason: reason.to_string(), duration },
         };
         batch.push(self.meta_write());
-        batch.push(Pending::Event(draft));
+        batch.push(Pending::Event(draft.draft()));
         self.env.commit(0, batch, false)?;
         self.outcome()
     }
@@ -598,6 +599,10 @@ impl<S: State> Machine<S> {
             pending: self.env.store.pending_interrupt(&self.env.session_id)?,
         })
     }
+}
+
+fn resumed(session_id: &str) -> EventDraft {
+    EngineEvent::SessionResume { session_id: session_id.to_string() }.draft()
 }
 
 /// Time left in the current iteration under a per-iteration timeout.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::journal::{CallKind, CallRecord, CallStatus, IterationRecord, SessionMeta};
 use crate::model::{ChatResponse, Message, Role};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     Idle,

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
 use crate::control::Command;
-use crate::event::{self, Event, EventDraft};
+use crate::event::{self, EngineEvent, Event, EventDraft, EventKind, IterationOutcome};
 use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, StepRecords, Write};
 use crate::model::{ChatRequest, ChatResponse};
 use crate::models::{Models, DEFAULT_ROLE};
@@ -107,13 +107,14 @@ pub(crate) fn close_iteration(progress: &mut Progress, pending: &mut Vec<Pending
     let now = Utc::now();
     let failed = progress.iteration_failed;
     progress.consecutive_failures = if failed { progress.consecutive_failures + 1 } else { 0 };
-    pending.push(Pending::Event(EventDraft::iteration_complete(
-        progress.iterations,
-        millis_between(started, now),
-        failed,
-        progress.iteration_error.as_deref(),
-        now,
-    )));
+    let event = EngineEvent::IterationComplete {
+        iteration: progress.iterations,
+        duration: millis_between(started, now),
+        status: if failed { IterationOutcome::Failed } else { IterationOutcome::Completed },
+        error: progress.iteration_error.clone(),
+        completed_at: now,
+    };
+    pending.push(Pending::Event(event.draft()));
 }
 
 impl Step {
@@ -176,7 +177,7 @@ impl Step {
         self.progress.iteration_error = None;
         self.progress.signals.agent_admits_failure = false;
         let limit = self.env.termination.max_iterations_limit();
-        self.emit(EventDraft::iteration_start(n, limit, now));
+        self.emit(EngineEvent::IterationStart { iteration: n, max_iterations: limit, timestamp: now });
         Ok(n)
     }
 
@@ -186,7 +187,7 @@ impl Step {
         close_iteration(&mut self.progress, &mut out);
         for p in out {
             match p {
-                Pending::Event(draft) => self.emit(draft),
+                Pending::Event(draft) => self.emit_draft(draft),
                 write => self.pending.push(write),
             }
         }
@@ -198,8 +199,12 @@ impl Step {
         self.progress.iteration_error = Some(error.into());
     }
 
-    /// Emits an agent event (persisted with the step, then broadcast).
-    pub fn emit(&mut self, draft: EventDraft) {
+    /// Emits an event (persisted with the step, then broadcast).
+    pub fn emit(&mut self, event: impl EventKind) {
+        self.emit_draft(event.draft());
+    }
+
+    fn emit_draft(&mut self, draft: EventDraft) {
         if draft.name == event::REPLAN {
             self.progress.replans += 1;
         }
@@ -326,7 +331,7 @@ impl Step {
             }
         }
         let started_at = Utc::now();
-        self.emit(EventDraft::tool_called(name, iteration));
+        self.emit(EngineEvent::ToolCalled { tool_name: name.to_string(), iteration });
         if tool.effect() != Effect::ReadOnly {
             let intent = CallRecord {
                 step: self.number,
@@ -354,7 +359,7 @@ impl Step {
         let record = self.call_record(index, CallKind::Tool, name.to_string(), input, started_at, &result, t);
         let duration = record.duration_ms.unwrap_or(0);
         self.pending.push(Pending::Write(Write::Call(record)));
-        self.emit(EventDraft::tool_complete(name, iteration, duration));
+        self.emit(EngineEvent::ToolComplete { tool_name: name.to_string(), iteration, duration });
         self.flush(false)?;
         self.tool_result(name, result)
     }

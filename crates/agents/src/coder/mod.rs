@@ -14,7 +14,9 @@
 //! and fix prompts. A change identical to one already tested goes straight
 //! back to REFLECT instead of running the tests again.
 
+mod agent;
 mod change;
+mod events;
 mod failures;
 mod nodes;
 mod prompts;
@@ -26,7 +28,8 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
 use agentloop_tools::{workspace_tools, Workspace};
 
-pub use nodes::{KEEP_APPROACH_EVENT, PHASE_EVENT};
+pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
+pub use events::CoderEvent;
 pub use state::{Attempt, CoderState, LoopConfig, Reflection, Recommendation, RootCause};
 
 pub const AGENT: &str = "coder";

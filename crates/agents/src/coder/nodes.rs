@@ -4,12 +4,13 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use agentloop_core::{event, ChatRequest, EventDraft, JsonSchema, Result, SessionStatus, Step, Stop, Error};
+use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Result, SessionStatus, Step, Stop};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::change;
+use super::events::CoderEvent;
 use super::failures;
 use super::prompts;
 use super::state::{Attempt, CoderState, Recommendation, Reflection, RootCause};
@@ -63,7 +64,7 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
         step.begin_iteration()?;
         phase(step, "fix");
         s.fixes += 1;
-        step.emit(EventDraft::new(event::FIX, json!({"fix": s.fixes})));
+        step.emit(EngineEvent::Fix { fix: s.fixes });
         let why = match s.review_objection.take() {
             Some(objection) => format!("a reviewer objected: {objection}"),
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
@@ -121,7 +122,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
                 keep_an_improving_approach(s, step, r)
             }
         };
-        step.emit(EventDraft::new("reflection_iteration", json!({"diagnosis": r.diagnosis, "rootCause": r.root_cause, "recommendation": r.recommendation, "confidence": r.confidence})));
+        step.emit(CoderEvent::Reflection { diagnosis: r.diagnosis.clone(), root_cause: r.root_cause, recommendation: r.recommendation, confidence: r.confidence });
         let stop = |reason: &str, message: String| Error::Stopped(Stop { status: SessionStatus::Error, finish_reason: reason.into(), message, ask: false });
         if r.confidence < s.config.confidence_threshold {
             return Err(stop("low_confidence", format!("stopped: the reflection's confidence {:.2} is below {:.2} ({})", r.confidence, s.config.confidence_threshold, r.diagnosis)));
@@ -133,7 +134,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
             }
             Recommendation::Replan => {
                 s.replans += 1;
-                step.emit(EventDraft::new(event::REPLAN, json!({"reason": r.diagnosis})));
+                step.emit(EngineEvent::Replan { reason: r.diagnosis.clone() });
             }
             Recommendation::Fix => {}
         }
@@ -174,7 +175,7 @@ fn keep_an_improving_approach(s: &CoderState, step: &mut Step, mut r: Reflection
     let mut tested = s.attempts.iter().rev().filter(|a| a.unapplied.is_none() && !a.repeated).map(|a| failures::count(&a.test_output));
     if let (Some(Some(now)), Some(Some(before))) = (tested.next(), tested.next()) {
         if now < before {
-            step.emit(EventDraft::new(KEEP_APPROACH_EVENT, json!({"failingBefore": before, "failingNow": now})));
+            step.emit(CoderEvent::KeepApproach { failing_before: before, failing_now: now });
             r.recommendation = Recommendation::Fix;
             r.root_cause = RootCause::Code;
         }
@@ -182,16 +183,10 @@ fn keep_an_improving_approach(s: &CoderState, step: &mut Step, mut r: Reflection
     r
 }
 
-/// The event saying a replan was turned into a fix because the tests improved.
-pub const KEEP_APPROACH_EVENT: &str = "coder:keep_approach";
-
 /// Tells watchers which phase the coder is in.
 fn phase(step: &mut Step, name: &str) {
-    step.emit(EventDraft::new(PHASE_EVENT, json!({"phase": name})));
+    step.emit(CoderEvent::Phase { phase: name.to_string() });
 }
-
-/// The event naming the phase the coder enters.
-pub const PHASE_EVENT: &str = "coder:phase";
 
 /// Temperature for every change after the first: a small model asked again
 /// greedily repeats itself, while a fresh sample often lands a fix (on

@@ -134,20 +134,18 @@ impl CoderState {
         }
     }
 
-    /// `(files changed, lines added, lines removed)` against the originals.
-    pub fn diff_stat(&self) -> (usize, usize, usize) {
-        let (mut files, mut added, mut removed) = (0, 0, 0);
+    /// `(path, lines added, lines removed)` of each file that differs from
+    /// its original.
+    pub fn changes(&self) -> Vec<(String, usize, usize)> {
+        let mut out = Vec::new();
         for (path, after) in &self.files {
             let before = self.originals.get(path).cloned().flatten().unwrap_or_default();
-            if &before == after {
-                continue;
+            if &before != after {
+                let (added, removed) = line_changes(&before, after);
+                out.push((path.clone(), added, removed));
             }
-            files += 1;
-            let (a, r) = line_changes(&before, after);
-            added += a;
-            removed += r;
         }
-        (files, added, removed)
+        out
     }
 
     pub fn tests_pass(&self) -> bool {
@@ -179,7 +177,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_diff_stat_counts_changed_lines_of_changed_files() {
+    fn changes_count_the_lines_of_changed_files() {
         let mut s = CoderState::default();
         s.originals.insert("a.py".into(), Some("x = 1\ny = 2\n".into()));
         s.files.insert("a.py".into(), "x = 1\ny = 3\nz = 4\n".into());
@@ -187,6 +185,6 @@ mod tests {
         s.files.insert("new.py".into(), "print(1)\n".into());
         s.originals.insert("same.py".into(), Some("ok\n".into()));
         s.files.insert("same.py".into(), "ok\n".into());
-        assert_eq!(s.diff_stat(), (2, 3, 1));
+        assert_eq!(s.changes(), vec![("a.py".to_string(), 2, 1), ("new.py".to_string(), 1, 0)]);
     }
 }

@@ -15,6 +15,8 @@
 //! tools, and a failed or declined step feeds the next plan.
 
 mod action;
+mod agent;
+mod events;
 mod examples;
 mod execute;
 mod goal_paths;
@@ -35,6 +37,8 @@ use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termin
 use agentloop_tools::{workspace_tools, Workspace};
 
 pub use action::{Action, Vars, VERBS};
+pub use agent::{PlannerFile, PlannerFlags, PlannerInput, Planner};
+pub use events::{PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
@@ -45,19 +49,6 @@ pub const AGENT: &str = "planner";
 pub const PLANNER_ROLE: &str = "planner";
 /// The role that restates goals, diagnoses rejections and pre-checks steps.
 pub const FAST_ROLE: &str = "fast";
-
-/// The planner's events, for the live view and any other subscriber.
-pub mod events {
-    pub const PHASE: &str = "planner:phase";
-    pub const RESTATEMENT: &str = "planner:restatement";
-    /// A proposed plan: valid or not, how long the model took, the diff to the previous one.
-    pub const PLAN: &str = "planner:plan";
-    pub const RETRY_HINTS: &str = "planner:retry_hints";
-    pub const PRECHECK: &str = "planner:precheck";
-    /// A step ran: ok or not, how long it took, what it produced.
-    pub const STEP: &str = "planner:step";
-    pub const CANCELLED: &str = "planner:cancelled";
-}
 
 /// The planner's graph.
 pub fn graph() -> Result<CompiledGraph<PlannerState>> {

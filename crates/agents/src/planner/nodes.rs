@@ -1,7 +1,7 @@
 //! The planner's nodes. Each reads the state, makes its calls through `Step`
 //! (journaled, replayed after a crash, never repeated) and writes back.
 
-use agentloop_core::{event, reply_is, Error, EventDraft, JsonSchema, Result, Step};
+use agentloop_core::{reply_is, EngineEvent, Error, JsonSchema, Result, Step};
 use agentloop_tools::Workspace;
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -15,7 +15,8 @@ use super::plan::{self, Plan};
 use super::prompts;
 use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
 use super::validate::{self, Context, Rule};
-use super::{events, FAST_ROLE, PLANNER_ROLE};
+use super::events::{PlanProposed, PlannerEvent};
+use super::{FAST_ROLE, PLANNER_ROLE};
 use super::execute as execute_plan;
 
 #[derive(Deserialize, JsonSchema)]
@@ -37,7 +38,7 @@ pub fn restate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
     Box::pin(async move {
         phase(step, "restate");
         let r: super::state::Restatement = step.chat_json_as(FAST_ROLE, prompts::restate(s)).await?;
-        step.emit(EventDraft::new(events::RESTATEMENT, json!({"restatement": r.lines()})));
+        step.emit(PlannerEvent::Restatement { restatement: r.lines() });
         s.restatement = Some(r);
         Ok(())
     })
@@ -49,7 +50,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         phase(step, "plan");
         if s.failure.is_some() || !s.runs.is_empty() || !s.feedback.is_empty() {
             let why = s.failure.clone().or_else(|| s.feedback.last().cloned()).unwrap_or_default();
-            step.emit(EventDraft::new(event::REPLAN, json!({"reason": why})));
+            step.emit(EngineEvent::Replan { reason: why });
         }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
@@ -118,14 +119,18 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
         let steps = proposal.plan.as_ref().map(Plan::actions).unwrap_or_default();
         let valid = proposal.valid();
-        let reasons: Vec<String> = proposal.rejections.iter().map(|r| r.to_string()).collect();
-        step.emit(EventDraft::new(
-            events::PLAN,
-            json!({
-                "iteration": proposal.iteration, "valid": valid, "ms": proposal.plan_ms, "repaired": proposal.repaired, "steps": steps, "diff": diff, "rejections": reasons,
-                "held": proposal.held, "mends": proposal.mends, "mendedFrom": proposal.mended_from.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-            }),
-        ));
+        step.emit(PlannerEvent::Plan(PlanProposed {
+            iteration: proposal.iteration,
+            valid,
+            ms: proposal.plan_ms,
+            repaired: proposal.repaired,
+            steps: steps.into_iter().map(String::from).collect(),
+            diff,
+            rejections: proposal.rejections.iter().map(|r| r.to_string()).collect(),
+            held: proposal.held,
+            mends: proposal.mends.clone(),
+            mended_from: proposal.mended_from.iter().map(|r| r.to_string()).collect(),
+        }));
         if valid {
             s.running = Some(index);
             s.next_step = 0;
@@ -144,7 +149,7 @@ pub fn diagnose<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let mut hints = vec![d.diagnosis];
         hints.extend(d.hints.into_iter().map(|h| h.0));
         hints.retain(|h| !h.trim().is_empty());
-        step.emit(EventDraft::new(events::RETRY_HINTS, json!({"hints": hints})));
+        step.emit(PlannerEvent::RetryHints { hints: hints.clone() });
         if let Some(p) = s.proposals.last_mut() {
             p.retry_hints = hints;
         }
@@ -191,7 +196,7 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         if s.config.precheck {
             let answer = step.chat_as(FAST_ROLE, prompts::precheck(&item.action)).await?;
             precheck = answer.content.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string();
-            step.emit(EventDraft::new(events::PRECHECK, json!({"step": item.step, "summary": precheck})));
+            step.emit(PlannerEvent::Precheck { step: item.step, summary: precheck.clone() });
         }
         if s.step_by_step {
             let reply = step
@@ -222,7 +227,7 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
             Ok(out) => (true, out.clone()),
             Err(e) => (false, e.clone()),
         };
-        step.emit(EventDraft::new(events::STEP, json!({"step": item.step, "action": item.action, "ok": ok, "ms": ms, "output": output})));
+        step.emit(PlannerEvent::Step { step: item.step, action: item.action.clone(), ok, ms, output: output.clone() });
         s.runs.push(StepRun { proposal, step: item.step, action: item.action.clone(), ok, output: output.clone(), ms });
         if ok {
             s.next_step += 1;
@@ -253,7 +258,7 @@ pub fn after_approval(s: &PlannerState) -> String {
 fn cancel(s: &mut PlannerState, step: &mut Step) {
     s.cancelled = true;
     s.running = None;
-    step.emit(EventDraft::new(events::CANCELLED, json!({"stepsRun": s.runs.len()})));
+    step.emit(PlannerEvent::Cancelled { steps_run: s.runs.len() });
     step.finish("cancelled");
 }
 
@@ -300,5 +305,5 @@ fn reply_text(reply: &Value) -> String {
 }
 
 fn phase(step: &mut Step, name: &str) {
-    step.emit(EventDraft::new(events::PHASE, json!({"phase": name})));
+    step.emit(PlannerEvent::Phase { phase: name.to_string() });
 }

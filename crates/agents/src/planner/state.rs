@@ -11,7 +11,7 @@ use super::plan::Plan;
 use super::validate::{Rejection, Shell};
 
 /// How the user approves a valid plan.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApproveMode {
     /// Run every step without asking.
@@ -36,7 +36,7 @@ impl std::str::FromStr for ApproveMode {
 }
 
 /// The planner's settings, all configurable.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PlannerConfig {
     /// Plans proposed at most (each is an iteration).

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use agentloop_core::JsonSchema;
 use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +95,7 @@ impl fmt::Display for Rejection {
 }
 
 /// The shell RUN_COMMAND runs in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Shell {
     #[default]

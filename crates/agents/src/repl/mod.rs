@@ -13,6 +13,8 @@
 //! whether its output answers the original question, and if not, what to do
 //! next — which starts the next turn.
 
+mod agent;
+mod events;
 mod extract;
 mod judge;
 mod nodes;
@@ -26,21 +28,12 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
 use agentloop_tools::Python;
 
+pub use agent::{Exchange, Repl, ReplFile, ReplFlags, ReplInput};
+pub use events::ReplEvent;
 pub use extract::code_blocks;
 pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict};
 
 pub const AGENT: &str = "repl";
-
-/// The repl's events, for the live view.
-pub mod events {
-    /// The model's text for a turn (also streamed token by token to the sink).
-    pub const RESPONSE: &str = "repl:response";
-    pub const CODE: &str = "repl:code";
-    pub const OUTPUT: &str = "repl:output";
-    pub const VERDICT: &str = "repl:verdict";
-    /// REFLECT's cross-check: an independent program's answer against the turn's.
-    pub const CHECK: &str = "repl:check";
-}
 
 /// The repl's graph; the model's text streams to `sink` as it is generated.
 pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {

@@ -1,6 +1,6 @@
 //! The repl's nodes: GENERATE, EXTRACT_CODE, EXECUTE, REFLECT.
 
-use agentloop_core::{EventDraft, Message, Result, Step, TokenSink};
+use agentloop_core::{Message, Result, Step, TokenSink};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -8,7 +8,7 @@ use super::extract::code_blocks;
 use super::judge;
 use super::prompts;
 use super::state::{ExecutionResult, ReplState, Verdict};
-use super::events;
+use super::events::ReplEvent;
 
 /// The temperature of every answer after the first greedy one.
 const SAMPLED_TEMPERATURE: f32 = 0.7;
@@ -32,7 +32,7 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
             request.temperature = Some(SAMPLED_TEMPERATURE);
         }
         let answer = step.chat(request).await?;
-        step.emit(EventDraft::new(events::RESPONSE, json!({"turn": s.turn_count, "text": answer.content})));
+        step.emit(ReplEvent::Response { turn: s.turn_count, text: answer.content.clone() });
         s.messages.push(Message::assistant(answer.content.clone()));
         s.current_response = answer.content;
         Ok(())
@@ -42,7 +42,7 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
 pub fn extract_code<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         s.code_blocks = code_blocks(&s.current_response);
-        step.emit(EventDraft::new(events::CODE, json!({"turn": s.turn_count, "blocks": s.code_blocks})));
+        step.emit(ReplEvent::Code { turn: s.turn_count, blocks: s.code_blocks.clone() });
         if s.code_blocks.is_empty() {
             // A plain-text answer: nothing to run, the answer is the text.
             step.signal(|sig| sig.agent_signalled_completion = true);
@@ -61,7 +61,7 @@ pub fn execute<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
         for (i, code) in s.code_blocks.clone().iter().enumerate() {
             let out = step.tool("python", json!({"code": code, "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
             let (text, failed) = render(&out);
-            step.emit(EventDraft::new(events::OUTPUT, json!({"turn": s.turn_count, "block": i + 1, "output": text, "isError": failed})));
+            step.emit(ReplEvent::Output { turn: s.turn_count, block: i + 1, output: text.clone(), is_error: failed });
             if !failed {
                 s.history.push(code.clone());
             }
@@ -90,7 +90,7 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
                 None => step.chat_json(prompts::reflect(s)).await?,
             },
         };
-        step.emit(EventDraft::new(events::VERDICT, json!({"turn": s.turn_count, "isComplete": v.is_complete, "reasoning": v.reasoning, "nextAction": v.next_action})));
+        step.emit(ReplEvent::Verdict { turn: s.turn_count, is_complete: v.is_complete, reasoning: v.reasoning.clone(), next_action: v.next_action.clone() });
         if v.is_complete {
             step.signal(|sig| sig.agent_signalled_completion = true);
             step.finish("answered");
@@ -159,7 +159,7 @@ async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> Result<Optio
     let (text, failed) = render(&out);
     let check = judge::last_line(&text).to_string();
     let agrees = !failed && !check.is_empty() && judge::same_answer(answer, &check);
-    step.emit(EventDraft::new(events::CHECK, json!({"turn": s.turn_count, "answer": answer, "check": check, "failed": failed, "agrees": agrees})));
+    step.emit(ReplEvent::Check { turn: s.turn_count, answer: answer.to_string(), check: check.clone(), failed, agrees });
     Ok((!failed && !check.is_empty()).then_some((check, code)))
 }
 

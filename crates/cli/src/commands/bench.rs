@@ -1,121 +1,35 @@
-//! `agentloop bench engine`: the reference loop with durable steps, timed.
-//! The last line is one JSON object with the same keys as the LangGraph
-//! script in ../shared/bench, plus `durability`.
+//! `agentloop bench …`: thin wrappers around `agentloop_bench`.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Instant;
 
-use agentloop_core::{SessionStatus, StartOptions, Store, Termination};
-use agentloop_store::SqliteStore;
-use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
+use agentloop_core::SessionStatus;
+use anyhow::Result;
 
-use crate::cli::EngineBench;
+use crate::cli::{BenchCommand, ModelArgs};
 use crate::config::Config;
 use crate::exit;
-use crate::reference_loop::{self, Input, MESSAGE_BYTES};
 
-pub async fn engine(config: &Config, args: EngineBench) -> Result<ExitCode> {
-    let scratch = std::env::temp_dir().join(format!("agentloop-bench-{}", std::process::id()));
-    let db = match &args.db {
-        Some(p) => p.clone(),
-        None => {
-            std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-            scratch.join("bench.sqlite")
+pub async fn run(config: &Config, command: BenchCommand) -> Result<ExitCode> {
+    let env = config.bench_env();
+    match command {
+        BenchCommand::Engine(args) => {
+            let outcome = agentloop_bench::engine::run(&env, args).await?;
+            return Ok(if outcome.status == SessionStatus::Completed { ExitCode::SUCCESS } else { exit::for_outcome(&outcome) });
         }
-    };
-    if args.session_id.is_none() {
-        // A fresh database each run, as the LangGraph script does.
-        remove_db(&db)?;
+        BenchCommand::Model(args) => model(&env, args).await?,
+        BenchCommand::Humaneval(args) => agentloop_bench::humaneval::run(&env, args).await?,
+        BenchCommand::Planner(args) => agentloop_bench::planner::run(&env, args).await?,
+        BenchCommand::Repl(args) => agentloop_bench::repl::run(&env, args).await?,
     }
-    let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone() };
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, config.durability)?);
-    let runner = reference_loop::runner(store.clone(), &input)?;
-    let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));
-    options.session_id = args.session_id.clone();
-    options.input = serde_json::to_value(&input)?;
-    options.exit_when_paused = true;
-
-    let t0 = Instant::now();
-    let handle = runner.start(reference_loop::initial_state(&input), options)?;
-    let bar = progress(&handle, args.iterations);
-    let outcome = handle.wait().await?;
-    let seconds = t0.elapsed().as_secs_f64();
-    bar.abort();
-    drop(runner);
-    drop(store);
-    let db_bytes = db_size(&db);
-    let steps = outcome.progress.steps;
-    let report = json!({
-        "engine": "agentloop",
-        "iterations": outcome.progress.iterations,
-        "steps": steps,
-        "seconds": round(seconds, 4),
-        "steps_per_s": round(steps as f64 / seconds, 1),
-        "us_per_step": round(seconds / steps.max(1) as f64 * 1e6, 1),
-        "db_bytes": db_bytes,
-        "payload_bytes": steps * MESSAGE_BYTES as u64,
-        "durability": config.durability.to_string(),
-        "status": outcome.status,
-        "session_id": outcome.session_id,
-    });
-    if args.db.is_none() {
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
-    println!("{report}");
-    Ok(if outcome.status == SessionStatus::Completed { ExitCode::SUCCESS } else { exit::for_outcome(&outcome) })
+    Ok(ExitCode::SUCCESS)
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal).
-fn progress(handle: &agentloop_core::SessionHandle, iterations: u32) -> tokio::task::JoinHandle<()> {
-    let bar = ProgressBar::new(u64::from(iterations));
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} iteration {pos}/{len} [{bar:30}] {per_sec} {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut events = handle.events();
-    tokio::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(e) if e.name == agentloop_core::event::ITERATION_START => bar.set_position(e.payload["iteration"].as_u64().unwrap_or(0)),
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => break,
-            }
-        }
-        bar.finish_and_clear();
-    })
+#[cfg(feature = "llama")]
+async fn model(env: &agentloop_bench::BenchEnv, args: ModelArgs) -> Result<()> {
+    agentloop_bench::model::run(env, args).await
 }
 
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
-fn sidecars(db: &Path) -> [PathBuf; 3] {
-    let s = db.as_os_str().to_owned();
-    let with = |suffix: &str| {
-        let mut p = s.clone();
-        p.push(suffix);
-        PathBuf::from(p)
-    };
-    [db.to_path_buf(), with("-wal"), with("-shm")]
-}
-
-fn remove_db(db: &Path) -> Result<()> {
-    for p in sidecars(db) {
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot remove the old benchmark file {}", p.display())),
-        }
-    }
-    Ok(())
-}
-
-fn db_size(db: &Path) -> u64 {
-    sidecars(db).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+#[cfg(not(feature = "llama"))]
+async fn model(_env: &agentloop_bench::BenchEnv, _args: ModelArgs) -> Result<()> {
+    anyhow::bail!("this agentloop was built without the embedded model: rebuild with the default features to benchmark it")
 }

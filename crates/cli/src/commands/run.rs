@@ -1,96 +1,124 @@
-//! `agentloop run coder`: point the coder at a folder and a task, and watch
-//! it plan, code, test and fix until the tests pass or it must stop.
+//! `agentloop run AGENT …` and the conversation commands (`agentloop repl`),
+//! for every agent in the registry: the flags come from the agent, the
+//! session runs in the live view, and the summary comes from the agent.
 
-use std::path::PathBuf;
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
-use agentloop_agents::coder::{self, CoderState, LoopConfig};
-use agentloop_agents::test_command;
-use agentloop_core::journal::SessionMeta;
-use agentloop_core::{Outcome, SessionHandle, StartOptions, Store};
-use agentloop_llm::build_models;
-use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
-use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use agentloop_agents::registry::{Agent, Launch, Registry, Summary};
+use agentloop_core::{Outcome, SessionHandle, Store, TokenSink};
+use anyhow::{Context, Result};
+use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use crate::cli::CoderArgs;
-use crate::config::Config;
+use crate::app::App;
 use crate::{exit, live, render};
 
-/// What a coder session was started with, saved so it can be resumed.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CoderInput {
-    pub workspace: PathBuf,
-    pub command_timeout_secs: u64,
+/// `run` with a subcommand per agent, and a top-level command for each
+/// agent that answers questions one after another.
+pub fn commands(registry: &Registry, cli: Command) -> Command {
+    let mut run = Command::new("run").about("Run an agent on a task.").subcommand_required(true).arg_required_else_help(true);
+    for agent in registry.agents() {
+        let json = Arg::new("json").long("json").action(ArgAction::SetTrue).help("Print the outcome and the summary as JSON instead of the live view.");
+        run = run.subcommand(agent.flags(Command::new(agent.name()).about(agent.about())).arg(json));
+    }
+    let mut cli = cli.subcommand(run);
+    for agent in registry.agents().filter(|a| a.converses()) {
+        let about = format!("Ask the {} agent questions at a prompt: one session each, every question seeing the ones before.", agent.name());
+        cli = cli.subcommand(agent.flags(Command::new(agent.name()).about(about)));
+    }
+    cli
 }
 
-pub async fn coder(config: &Config, store: Arc<dyn Store>, args: CoderArgs) -> Result<ExitCode> {
-    let workspace = Workspace::new(&args.workspace)?;
-    let test_cmd = match args.test_cmd.clone().or_else(|| test_command::detect(workspace.root())) {
-        Some(cmd) => cmd,
-        None => bail!(
-            "no test command was found in {} (no Cargo.toml, package.json, go.mod or Python tests): pass one with --test-cmd",
-            workspace.root().display()
-        ),
-    };
-    if let Some(program) = test_command::missing_program(&test_cmd) {
-        bail!("the test command `{test_cmd}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd");
-    }
-    let policy: ApprovalPolicy = args.approval.parse().map_err(anyhow::Error::msg)?;
-    let loop_config = LoopConfig {
-        max_iterations: args.max_iterations,
-        max_replans: args.max_replans,
-        confidence_threshold: args.confidence_threshold,
-        edit_tests: args.edit_tests,
-    };
-    if !args.json {
-        eprintln!("workspace: {}\ntask: {}\ntest command: {test_cmd}", workspace.root().display(), args.task);
-    }
-    let input = CoderInput { workspace: workspace.root().to_path_buf(), command_timeout_secs: args.command_timeout };
-    let runner = runner(config, store.clone(), &input)?;
-    let state = CoderState::new(&workspace, &args.task, test_cmd, loop_config.clone(), Approvals::new(policy));
-    let mut options = StartOptions::new(coder::termination(&loop_config));
-    options.input = serde_json::to_value(&input)?;
-    options.exit_when_paused = !live::interactive();
-    let handle = runner.start(state, options)?;
-    finish(handle, &*store, args.json, summary).await
+/// Prints the model's text as it arrives.
+fn stream_to_terminal() -> TokenSink {
+    TokenSink::new(|piece: &str| {
+        eprint!("{piece}");
+        let _ = std::io::stderr().flush();
+    })
 }
 
-/// Runs the session in the terminal and prints the agent's summary (or the
-/// outcome as JSON).
-pub async fn finish(handle: SessionHandle, store: &dyn Store, json: bool, summary: fn(&Outcome, &dyn Store) -> String) -> Result<ExitCode> {
-    let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
+fn input(app: &App, agent: &dyn Agent, flags: &ArgMatches) -> Result<serde_json::Value> {
+    Ok(agent.input(flags, app.config.agents.get(agent.name()), &app.config.data_dir)?)
+}
+
+pub async fn run(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitCode> {
+    let agent = app.registry.get(name)?;
+    let json = flags.get_flag("json");
+    let input = input(app, agent, flags)?;
+    if !json {
+        for line in agent.intro(&input)? {
+            eprintln!("{line}");
+        }
+    }
+    let store = app.store()?;
+    let env = app.env(agent, store.clone(), (!json).then(stream_to_terminal))?;
+    let handle = agent.start(&env, &input, Launch { session_id: None, exit_when_paused: !live::interactive() })?;
+    finish(app, &*store, handle, json).await
+}
+
+/// Runs the session in the terminal (or quietly with `json`), then prints
+/// the outcome and the agent's summary.
+pub async fn finish(app: &App, store: &dyn Store, handle: SessionHandle, json: bool) -> Result<ExitCode> {
+    let outcome = live::drive(app.registry.clone(), handle, live::Drive { show_events: !json }).await?;
+    report(app, store, &outcome, json)
+}
+
+/// Prints the outcome and the agent's summary; the exit code says how it ended.
+pub fn report(app: &App, store: &dyn Store, outcome: &Outcome, json: bool) -> Result<ExitCode> {
+    let summary = app.registry.summary(&store.load(&outcome.session_id)?);
     if json {
-        println!("{}", serde_json::to_string(&outcome)?);
+        let mut v = serde_json::to_value(outcome)?;
+        v["summary"] = serde_json::to_value(&summary)?;
+        println!("{v}");
     } else {
-        println!("{}", summary(&outcome, store));
+        println!("{}", render::outcome(&app.registry, outcome));
+        for line in summary.lines() {
+            println!("{line}");
+        }
     }
-    Ok(exit::for_outcome(&outcome))
+    Ok(exit::for_outcome(outcome))
 }
 
-/// The outcome, and what changed in the workspace.
-fn summary(outcome: &Outcome, store: &dyn Store) -> String {
-    let mut text = render::outcome(outcome);
-    let state = store.load(&outcome.session_id).ok().and_then(|l| serde_json::from_value::<CoderState>(l.state).ok());
-    if let Some(s) = state {
-        let (files, added, removed) = s.diff_stat();
-        text.push_str(&format!("\nchanged {files} file(s), +{added} -{removed} lines; {} fix(es), {} replan(s)", s.fixes, s.replans));
+async fn drive(app: &App, store: &dyn Store, handle: SessionHandle, json: bool) -> Result<(Outcome, Summary)> {
+    let outcome = live::drive(app.registry.clone(), handle, live::Drive { show_events: !json }).await?;
+    let summary = app.registry.summary(&store.load(&outcome.session_id)?);
+    Ok((outcome, summary))
+}
+
+/// The prompt: one line, one question, one session; an empty line or
+/// end of input ends it.
+pub async fn converse(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitCode> {
+    let agent = app.registry.get(name)?;
+    let input = input(app, agent, flags)?;
+    let store = app.store()?;
+    let env = app.env(agent, store.clone(), Some(stream_to_terminal()))?;
+    let mut conversation = agent.conversation(&env, &input)?.with_context(|| format!("the {name} agent does not take questions at a prompt: use `agentloop run {name}`"))?;
+    for line in agent.intro(&input)? {
+        eprintln!("{line}");
     }
-    text
-}
-
-fn runner(config: &Config, store: Arc<dyn Store>, input: &CoderInput) -> Result<agentloop_core::Runner<CoderState>> {
-    let workspace = Workspace::new(&input.workspace)?;
-    let models = build_models(&config.models, &config.data_dir, config.debug_log.as_deref())?;
-    Ok(coder::runner(&workspace, models, store, Duration::from_secs(input.command_timeout_secs))?)
-}
-
-/// Rebuilds a coder session's runner from what it was started with.
-pub fn resume(config: &Config, store: Arc<dyn Store>, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {
-    let input: CoderInput =
-        serde_json::from_value(meta.input.clone()).with_context(|| format!("session `{}` has unreadable start parameters", meta.id))?;
-    Ok(runner(config, store, &input)?.resume(&meta.id, exit_when_paused)?)
+    eprintln!("agentloop {name} — an empty line or Ctrl-D ends it");
+    let mut first = flags.try_get_one::<String>("prompt").ok().flatten().cloned();
+    let mut last = ExitCode::SUCCESS;
+    loop {
+        let question = match first.take() {
+            Some(q) => q,
+            None => {
+                if std::io::stdin().is_terminal() {
+                    eprint!("\n? ");
+                    let _ = std::io::stderr().flush();
+                }
+                let mut line = String::new();
+                if std::io::stdin().lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
+                    break;
+                }
+                line.trim().to_string()
+            }
+        };
+        let handle = conversation.ask(&env, &question, Launch { session_id: None, exit_when_paused: !live::interactive() })?;
+        let (outcome, summary) = drive(app, &*store, handle, false).await?;
+        println!("{}", summary.answer.clone().unwrap_or_else(|| summary.lines().join("\n")));
+        conversation.answered(&question, &summary);
+        last = exit::for_outcome(&outcome);
+    }
+    Ok(last)
 }

@@ -10,8 +10,8 @@ use agentloop_core::Store;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::config::Config;
-use crate::{agents, exit, live, render};
+use crate::app::App;
+use crate::{live, render};
 
 pub fn list(store: &dyn Store, json: bool) -> Result<ExitCode> {
     let sessions = store.list()?;
@@ -28,16 +28,18 @@ pub fn list(store: &dyn Store, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(store: &dyn Store, id: &str, json: bool) -> Result<ExitCode> {
+pub fn show(app: &App, store: &dyn Store, id: &str, json: bool) -> Result<ExitCode> {
     let session = store.session(id)?;
     let pending = store.pending_interrupt(id)?;
+    let loaded = store.load(id)?;
+    let summary = app.registry.summary(&loaded);
     if json {
         let mut v = serde_json::to_value(&session)?;
         v["pendingQuestion"] = serde_json::to_value(&pending)?;
+        v["summary"] = serde_json::to_value(&summary)?;
         println!("{v}");
     } else {
-        let meta = store.load(id)?.meta;
-        print!("{}", render::session(&session, &meta, pending.as_ref()));
+        print!("{}", render::session(&app.registry, &session, &loaded.meta, &summary, pending.as_ref()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -108,7 +110,7 @@ fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serd
     Ok(line)
 }
 
-pub async fn resume(config: &Config, store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
+pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
     let mut answer = answer;
     loop {
         // The reply goes to the question already waiting, or else to the
@@ -119,18 +121,18 @@ pub async fn resume(config: &Config, store: Arc<dyn Store>, id: &str, answer: Op
             }
         }
         let meta = store.load(id)?.meta;
+        let env = app.env(app.registry.agent_of(&meta)?, store.clone(), None)?;
         // With nobody at the terminal, return when the session pauses instead of waiting.
-        let handle = agents::resume(config, store.clone(), &meta, !live::interactive())?;
-        let outcome = live::drive(handle, live::Drive { show_events: !json }).await?;
-        if outcome.pending.is_some() && answer.is_some() {
-            continue;
+        let handle = app.registry.resume(&env, &meta, !live::interactive())?;
+        if answer.is_some() {
+            // The reply goes to the first question the resumed run asks.
+            let outcome = live::drive(app.registry.clone(), handle, live::Drive { show_events: !json }).await?;
+            if outcome.pending.is_some() {
+                continue;
+            }
+            return crate::commands::run::report(app, &*store, &outcome, json);
         }
-        if json {
-            println!("{}", serde_json::to_string(&outcome)?);
-        } else {
-            println!("{}", render::outcome(&outcome));
-        }
-        return Ok(exit::for_outcome(&outcome));
+        return crate::commands::run::finish(app, &*store, handle, json).await;
     }
 }
 

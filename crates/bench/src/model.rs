@@ -2,7 +2,6 @@
 //! The last line is one JSON object: `prompt_tps`, `gen_tps`,
 //! `constrained_gen_tps`, `cold_prefill_ms`, `warm_prefill_ms` (medians).
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use agentloop_core::{ChatRequest, Message, DEFAULT_ROLE};
@@ -12,14 +11,28 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::cli::ModelBench;
-use crate::config::Config;
+use crate::harness::median;
+use crate::BenchEnv;
 
-/// What the issue measured with a plain llama.cpp greedy loop on 2 threads
-/// here, for the ratios in the report.
+/// `agentloop bench model`.
+#[derive(clap::Args, Debug)]
+pub struct ModelArgs {
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Tokens to generate per measurement.
+    #[arg(long, default_value_t = 128)]
+    pub tokens: u32,
+    /// Measurements of each kind; the report gives medians.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+}
+
+/// A plain llama.cpp greedy loop's speed on 2 threads of this project's
+/// machine (`examples/plain_loop.rs`), for the ratio in the report.
 const PLAIN_LOOP_GEN_TPS: f64 = 35.0;
 
-pub async fn run(config: &Config, args: ModelBench) -> Result<ExitCode> {
+pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
     let name = match config.models.get(DEFAULT_ROLE) {
         Some(ModelSpec::Llama { model: Some(m), .. }) => m.clone(),
         _ => DEFAULT_MODEL.name.to_string(),
@@ -85,7 +98,7 @@ pub async fn run(config: &Config, args: ModelBench) -> Result<ExitCode> {
         "gen_vs_plain_loop_35tps": round(gen_tps / PLAIN_LOOP_GEN_TPS),
     });
     println!("{report}");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// A prompt like a coding agent's: instructions and a source file, the
@@ -139,16 +152,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    crate::harness::round(x, 2)
 }

@@ -4,11 +4,10 @@ prompt's docstring, in every shape HumanEval writes them (doctests,
 "Input: ... Output: ..."). Only the prompt is read; the package's hidden
 tests are never seen here.
 
-    python3 humaneval_visible.py PROMPT_FILE ENTRY_POINT CANDIDATE_FILE
-
-Prints one JSON line {"examples": n, "passed": k, "defined": bool} and exits
-0 when the candidate defines ENTRY_POINT and passes all n examples (n may be
-0), 1 otherwise.
+Runs inside agentloop's persistent Python session (the `python` tool): the
+caller appends `print(json.dumps(visible(PROMPT, ENTRY_POINT, CANDIDATE)))`,
+which prints {"examples": n, "passed": k, "defined": bool}. Time limits
+borrow the session's interval timer and give it back.
 """
 
 import ast
@@ -21,6 +20,7 @@ import math
 import re
 import signal
 import sys
+import time
 
 SEPARATOR = re.compile(
     r"^\s*#?\s*(?:==>|==|=>|➞|-->|->|→)?\s*"
@@ -161,6 +161,22 @@ def on_alarm(signum, frame):
     raise Timeout()
 
 
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raises Timeout after `seconds`; then puts back the session's own
+    timer and handler, less the time spent here."""
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    left, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 0.001))
+
+
 def same(got, want):
     if isinstance(got, float) or isinstance(want, float):
         try:
@@ -172,9 +188,8 @@ def same(got, want):
 
 def passes(namespace, src, kind, want):
     out = io.StringIO()
-    signal.alarm(2)
     try:
-        with contextlib.redirect_stdout(out):
+        with deadline(2), contextlib.redirect_stdout(out):
             try:
                 value = eval(compile(src, "<example>", "eval"), namespace)
             except SyntaxError:
@@ -182,8 +197,6 @@ def passes(namespace, src, kind, want):
                 value = None
     except BaseException:
         return False
-    finally:
-        signal.alarm(0)
     if kind == "value":
         return same(value, want)
     shown = out.getvalue() + ("" if value is None else repr(value) + "\n")
@@ -195,29 +208,14 @@ def passes(namespace, src, kind, want):
         return False
 
 
-def main():
-    prompt_file, entry, candidate_file = sys.argv[1:4]
-    with open(prompt_file, encoding="utf-8") as f:
-        prompt = f.read()
-    with open(candidate_file, encoding="utf-8") as f:
-        candidate = f.read()
-    signal.signal(signal.SIGALRM, on_alarm)
+def visible(prompt, entry, candidate):
     namespace = {"__name__": "candidate"}
-    defined = False
-    signal.alarm(5)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with deadline(5), contextlib.redirect_stdout(io.StringIO()):
             exec(compile(candidate, "candidate.py", "exec"), namespace)
         defined = callable(namespace.get(entry))
     except BaseException:
         defined = False
-    finally:
-        signal.alarm(0)
     cases = examples(prompt, entry)
     passed = sum(1 for c in cases if passes(namespace, *c)) if defined else 0
-    print(json.dumps({"examples": len(cases), "passed": passed, "defined": defined}))
-    sys.exit(0 if defined and passed == len(cases) else 1)
-
-
-if __name__ == "__main__":
-    main()
+    return {"examples": len(cases), "passed": passed, "defined": defined}

@@ -2,27 +2,41 @@
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
-use std::io::Write as _;
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState};
 use agentloop_core::{Models, StartOptions, Store};
-use agentloop_llm::build_models;
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::Workspace;
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cli::PlannerBench;
-use crate::config::Config;
+use crate::harness::{self, fraction, Results};
+use crate::BenchEnv;
+
+/// `agentloop bench planner`.
+#[derive(clap::Args, Debug)]
+pub struct PlannerArgs {
+    /// Only the first N goals.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only the goals whose text holds this (case-insensitive); may be given
+    /// more than once, to rerun the goals a full run missed.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
+    /// Plans proposed at most per goal.
+    #[arg(long, default_value_t = 4)]
+    pub max_iterations: u32,
+    /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
 
 /// The goals, shipped in the binary.
-const GOALS: &str = include_str!("../../bench/planner-goals.toml");
+const GOALS: &str = include_str!("../data/planner-goals.toml");
 
 #[derive(Deserialize)]
 struct Goals {
@@ -53,40 +67,35 @@ struct Expect {
     contains: Option<String>,
 }
 
-pub async fn run(config: &Config, args: PlannerBench) -> Result<ExitCode> {
+pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     let mut goals: Goals = toml::from_str(GOALS).context("the shipped planner goals do not parse")?;
     if !args.only.is_empty() {
         goals.goal.retain(|g| picked(&g.goal, &args.only));
         if goals.goal.is_empty() {
-            anyhow::bail!("no shipped goal holds {}: see crates/cli/bench/planner-goals.toml for their texts", args.only.join(" or "));
+            anyhow::bail!("no shipped goal holds {}: see crates/bench/data/planner-goals.toml for their texts", args.only.join(" or "));
         }
     }
     if let Some(n) = args.limit {
         goals.goal.truncate(n);
     }
-    let models = build_models(&config.models, &config.data_dir, config.debug_log.as_deref())?;
-    let out_path = args.out.clone().unwrap_or_else(|| config.data_dir.join("benchmarks/planner-results.jsonl"));
-    if let Some(parent) = out_path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let mut out = std::fs::File::create(&out_path).with_context(|| format!("cannot write {}", out_path.display()))?;
-    let scratch = super::scratch_dir("planner-bench")?;
+    let models = config.build_models()?;
+    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "planner")?;
+    let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
-    let bar = ProgressBar::new(goals.goal.len() as u64);
-    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let bar = harness::bar(goals.goal.len());
     let mut totals = Totals::default();
     for (i, goal) in goals.goal.iter().enumerate() {
-        bar.set_message(goal.goal.chars().take(40).collect::<String>());
+        bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
         let record = run_goal(goal, &root, &models, store.clone(), args.max_iterations).await?;
         totals.add(&record);
-        writeln!(out, "{record}")?;
+        out.write(&record)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     // The roots are kept for a look when a goal failed; the path is in the results.
-    println!("{}", totals.report(goals.goal.len(), &out_path));
-    Ok(ExitCode::SUCCESS)
+    println!("{}", totals.report(goals.goal.len(), &out.path));
+    Ok(())
 }
 
 async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<serde_json::Value> {
@@ -183,8 +192,7 @@ impl Totals {
     }
 
     fn report(&self, goals: usize, out: &Path) -> serde_json::Value {
-        let n = goals.max(1) as f64;
-        let frac = |k: u32| (f64::from(k) / n * 10000.0).round() / 10000.0;
+        let frac = |k: u32| fraction(k, goals);
         let mean_plan_ms = if self.plan_ms.is_empty() { 0 } else { self.plan_ms.iter().sum::<u64>() / self.plan_ms.len() as u64 };
         json!({
             "goals": goals,

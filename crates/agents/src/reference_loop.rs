@@ -12,13 +12,15 @@ use std::sync::Arc;
 
 use agentloop_core::{
     ChatRequest, ChatResponse, CompiledGraph, Effect, Error, Fields, Graph, Message, Models, Result, Runner, State, Step,
-    Store, Tool, Tools, END,
+    Store, Termination, Tool, Tools, END,
 };
 use agentloop_llm::ScriptedModel;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+use crate::registry::{AgentEnv, AgentSpec, Summary};
 
 pub const AGENT: &str = "bench-engine";
 pub const MESSAGE_BYTES: usize = 400;
@@ -49,7 +51,7 @@ impl State for LoopState {
 }
 
 /// What the session was started with (saved, so `sessions resume` can rebuild it).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, agentloop_core::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Input {
     pub iterations: u32,
@@ -148,9 +150,8 @@ fn append(path: &Path, line: &str) -> Result<()> {
         .open(path)
         .map_err(|e| Error::other(format!("cannot open the call log {} ({e})", path.display())))?;
     // One write: `writeln!` on a File writes the text and the newline
-    // separately, and a process killed between the two leaves a line that
-    // the next append continues (the crash test saw `tool iteration 139tool
-    // iteration 139`).
+    // separately, and a process killed between the two would leave a line
+    // that the next append continues.
     f.write_all(format!("{line}\n").as_bytes()).map_err(|e| Error::other(format!("cannot append to {} ({e})", path.display())))?;
     f.sync_data().map_err(|e| Error::other(format!("cannot flush {} ({e})", path.display())))
 }
@@ -177,3 +178,66 @@ impl Tool for AppendLine {
         Ok(json!({"appended": line}))
     }
 }
+
+/// The reference loop emits no events of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, agentloop_core::JsonSchema)]
+#[serde(tag = "name", content = "payload")]
+pub enum NoEvent {}
+
+impl agentloop_core::EventKind for NoEvent {}
+
+pub struct ReferenceLoop;
+
+/// `agentloop run bench-engine`: the reference loop by itself.
+#[derive(clap::Args, Debug)]
+pub struct ReferenceFlags {
+    #[arg(long, default_value_t = 500)]
+    pub iterations: u32,
+    /// Make plan call a (scripted) model and act call a side-effecting tool,
+    /// each logged to --call-log, to measure call journaling.
+    #[arg(long)]
+    pub calls: bool,
+    /// File the --calls model and tool append one line to per real execution.
+    #[arg(long, requires = "calls")]
+    pub call_log: Option<PathBuf>,
+}
+
+impl AgentSpec for ReferenceLoop {
+    const NAME: &'static str = AGENT;
+    const USES_MODELS: bool = false;
+    const ABOUT: &'static str = "The engine benchmark's reference loop: plan → act → reflect, N iterations, a 400-character message per node.";
+    type Input = Input;
+    type Flags = ReferenceFlags;
+    type Config = NoConfig;
+    type State = LoopState;
+    type Event = NoEvent;
+
+    fn input(flags: ReferenceFlags, _config: NoConfig, _data_dir: &Path) -> Result<Input> {
+        Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log })
+    }
+
+    fn intro(_input: &Input) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn runner(env: &AgentEnv, input: &Input) -> Result<Runner<LoopState>> {
+        runner(env.store.clone(), input)
+    }
+
+    fn initial(input: &Input) -> Result<(LoopState, Termination)> {
+        Ok((initial_state(input), Termination::defaults(input.iterations.max(1))))
+    }
+
+    fn summarize(state: &LoopState, summary: &mut Summary) {
+        summary.notes.push(format!("{} messages", state.messages.len()));
+    }
+
+    fn line(event: &NoEvent) -> String {
+        match *event {}
+    }
+}
+
+/// An agent with no table of its own in `agentloop.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoConfig {}

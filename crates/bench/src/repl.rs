@@ -3,23 +3,34 @@
 //! `max_turns` turns) and without (one turn) — in fresh Python sessions.
 //! The last line printed is one JSON object.
 
-use std::io::Write as _;
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentloop_agents::repl::{self, ReplConfig, ReplState};
 use agentloop_core::{Models, StartOptions, Store};
-use agentloop_llm::build_models;
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cli::ReplBench;
-use crate::config::Config;
+use crate::harness::{self, fraction, Results};
+use crate::BenchEnv;
 
-const QUESTIONS: &str = include_str!("../../bench/repl-questions.toml");
+/// `agentloop bench repl`.
+#[derive(clap::Args, Debug)]
+pub struct ReplArgs {
+    /// Only the first N questions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Turns at most with reflection.
+    #[arg(long, default_value_t = 5)]
+    pub max_turns: u32,
+    /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+const QUESTIONS: &str = include_str!("../data/repl-questions.toml");
 
 #[derive(Deserialize)]
 struct Questions {
@@ -32,24 +43,19 @@ struct Question {
     answer: String,
 }
 
-pub async fn run(config: &Config, args: ReplBench) -> Result<ExitCode> {
+pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let mut questions: Questions = toml::from_str(QUESTIONS).context("the shipped repl questions do not parse")?;
     if let Some(n) = args.limit {
         questions.question.truncate(n);
     }
-    let models = build_models(&config.models, &config.data_dir, config.debug_log.as_deref())?;
-    let out_path = args.out.clone().unwrap_or_else(|| config.data_dir.join("benchmarks/repl-results.jsonl"));
-    if let Some(parent) = out_path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let mut out = std::fs::File::create(&out_path).with_context(|| format!("cannot write {}", out_path.display()))?;
-    let scratch = super::scratch_dir("repl-bench")?;
+    let models = config.build_models()?;
+    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "repl")?;
+    let scratch = harness::scratch_dir("repl-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
-    let bar = ProgressBar::new(questions.question.len() as u64);
-    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let bar = harness::bar(questions.question.len());
     let (mut right_reflect, mut right_single, mut turns, mut tokens) = (0u32, 0u32, 0u64, 0u64);
     for (i, q) in questions.question.iter().enumerate() {
-        bar.set_message(q.prompt.chars().take(40).collect::<String>());
+        bar.set_message(harness::label(&q.prompt));
         let reflect_config = ReplConfig { max_turns: args.max_turns, ..ReplConfig::default() };
         let single_config = ReplConfig { max_turns: 1, reflect: false, ..ReplConfig::default() };
         let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), &models, store.clone()).await?;
@@ -63,12 +69,12 @@ pub async fn run(config: &Config, args: ReplBench) -> Result<ExitCode> {
             "reflect": {"answer": with.answer, "correct": with.correct, "turns": with.turns, "finishReason": with.finish_reason},
             "single": {"answer": without.answer, "correct": without.correct},
         });
-        writeln!(out, "{record}")?;
+        out.write(&record)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     let n = questions.question.len().max(1) as f64;
-    let frac = |k: u32| (f64::from(k) / n * 10000.0).round() / 10000.0;
+    let frac = |k: u32| fraction(k, questions.question.len());
     println!(
         "{}",
         json!({
@@ -77,10 +83,10 @@ pub async fn run(config: &Config, args: ReplBench) -> Result<ExitCode> {
             "accuracy_single": frac(right_single),
             "mean_turns": (turns as f64 / n * 100.0).round() / 100.0,
             "tokens": tokens,
-            "results": out_path,
+            "results": out.path,
         })
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 struct Answered {

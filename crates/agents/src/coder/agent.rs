@@ -1,0 +1,156 @@
+//! The coder as the registry knows it: flags, `[coder]` table, input, summary.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentloop_core::{Error, JsonSchema, Result, Runner, Termination};
+use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+use serde::{Deserialize, Serialize};
+
+use super::events::CoderEvent;
+use super::state::{CoderState, LoopConfig};
+use crate::registry::{AgentEnv, AgentSpec, FileChange, Summary};
+use crate::test_command;
+
+pub struct Coder;
+
+/// `agentloop run coder`.
+#[derive(clap::Args, Debug)]
+pub struct CoderFlags {
+    /// The folder to work in; nothing outside it is read or written.
+    #[arg(long)]
+    pub workspace: PathBuf,
+    /// What to do, in plain words.
+    #[arg(long)]
+    pub task: String,
+    /// The command that tests the work (default: detected from the workspace).
+    #[arg(long)]
+    pub test_cmd: Option<String>,
+    /// Iterations at most (default 5, or `[coder] max_iterations`).
+    #[arg(long)]
+    pub max_iterations: Option<u32>,
+    /// Replans at most (default 2).
+    #[arg(long)]
+    pub max_replans: Option<u32>,
+    /// Abort when a reflection is less confident than this, 0 to 1 (default 0.3).
+    #[arg(long)]
+    pub confidence_threshold: Option<f64>,
+    /// Let the agent rewrite existing test files (by default it may only
+    /// change the code the tests check).
+    #[arg(long)]
+    pub edit_tests: bool,
+    /// Ask before tools that write or execute: never, on-write (default), always.
+    #[arg(long)]
+    pub approval: Option<String>,
+    /// Seconds a command (the tests included) may run before it is killed (default 300).
+    #[arg(long)]
+    pub command_timeout: Option<u64>,
+}
+
+/// `[coder]` in agentloop.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoderConfig {
+    pub max_iterations: Option<u32>,
+    pub max_replans: Option<u32>,
+    pub confidence_threshold: Option<f64>,
+    pub approval: Option<String>,
+    pub command_timeout: Option<u64>,
+}
+
+/// What a coder session is started with.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CoderInput {
+    pub workspace: PathBuf,
+    #[serde(default)]
+    pub task: String,
+    /// The command whose passing means the task is done.
+    #[serde(default)]
+    pub test_command: String,
+    #[serde(default)]
+    pub max_iterations: u32,
+    #[serde(default)]
+    pub max_replans: u32,
+    #[serde(default)]
+    pub confidence_threshold: f64,
+    #[serde(default)]
+    pub edit_tests: bool,
+    /// never, on-write or always.
+    #[serde(default)]
+    pub approval: String,
+    pub command_timeout_secs: u64,
+}
+
+impl CoderInput {
+    fn loop_config(&self) -> LoopConfig {
+        LoopConfig { max_iterations: self.max_iterations, max_replans: self.max_replans, confidence_threshold: self.confidence_threshold, edit_tests: self.edit_tests }
+    }
+}
+
+impl AgentSpec for Coder {
+    const NAME: &'static str = super::AGENT;
+    const ABOUT: &'static str = "Plan, code, test, reflect, fix or replan, review — until the tests pass.";
+    type Input = CoderInput;
+    type Flags = CoderFlags;
+    type Config = CoderConfig;
+    type State = CoderState;
+    type Event = CoderEvent;
+
+    fn input(flags: CoderFlags, config: CoderConfig, _data_dir: &std::path::Path) -> Result<CoderInput> {
+        let workspace = Workspace::new(&flags.workspace)?;
+        let test_command = match flags.test_cmd.or_else(|| test_command::detect(workspace.root())) {
+            Some(cmd) => cmd,
+            None => {
+                return Err(Error::other(format!(
+                    "no test command was found in {} (no Cargo.toml, package.json, go.mod or Python tests): pass one with --test-cmd",
+                    workspace.root().display()
+                )))
+            }
+        };
+        if let Some(program) = test_command::missing_program(&test_command) {
+            return Err(Error::other(format!("the test command `{test_command}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd")));
+        }
+        let approval = flags.approval.or(config.approval).unwrap_or_else(|| "on-write".into());
+        approval.parse::<ApprovalPolicy>().map_err(Error::other)?;
+        let defaults = LoopConfig::default();
+        Ok(CoderInput {
+            workspace: workspace.root().to_path_buf(),
+            task: flags.task,
+            test_command,
+            max_iterations: flags.max_iterations.or(config.max_iterations).unwrap_or(defaults.max_iterations),
+            max_replans: flags.max_replans.or(config.max_replans).unwrap_or(defaults.max_replans),
+            confidence_threshold: flags.confidence_threshold.or(config.confidence_threshold).unwrap_or(defaults.confidence_threshold),
+            edit_tests: flags.edit_tests,
+            approval,
+            command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(300),
+        })
+    }
+
+    fn intro(input: &CoderInput) -> Vec<String> {
+        vec![format!("workspace: {}", input.workspace.display()), format!("task: {}", input.task), format!("test command: {}", input.test_command)]
+    }
+
+    fn runner(env: &AgentEnv, input: &CoderInput) -> Result<Runner<CoderState>> {
+        let workspace = Workspace::new(&input.workspace)?;
+        super::runner(&workspace, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
+    }
+
+    fn initial(input: &CoderInput) -> Result<(CoderState, Termination)> {
+        let workspace = Workspace::new(&input.workspace)?;
+        let policy: ApprovalPolicy = input.approval.parse().map_err(Error::other)?;
+        let config = input.loop_config();
+        let termination = super::termination(&config);
+        Ok((CoderState::new(&workspace, &input.task, &input.test_command, config, Approvals::new(policy)), termination))
+    }
+
+    fn summarize(state: &CoderState, summary: &mut Summary) {
+        summary.changed_files = state.changes().into_iter().map(|(path, added, removed)| FileChange { path, added, removed }).collect();
+        summary.plan = state.plan.clone();
+        summary.notes.push(format!("{} fix(es), {} replan(s)", state.fixes, state.replans));
+    }
+
+    fn line(event: &CoderEvent) -> String {
+        event.line()
+    }
+}

@@ -1,0 +1,36 @@
+//! The coder's events and how the live view shows them.
+
+use agentloop_core::{EventKind, JsonSchema};
+use serde::{Deserialize, Serialize};
+
+use super::state::{Recommendation, RootCause};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "name", content = "payload", rename_all_fields = "camelCase")]
+pub enum CoderEvent {
+    /// The phase the coder enters: plan, code, test, reflect, fix, review.
+    #[serde(rename = "coder:phase")]
+    Phase { phase: String },
+    /// REFLECT's verdict on a failed attempt.
+    #[serde(rename = "reflection_iteration")]
+    Reflection { diagnosis: String, root_cause: RootCause, recommendation: Recommendation, confidence: f64 },
+    /// A replan was turned into a fix because fewer tests fail than before.
+    #[serde(rename = "coder:keep_approach")]
+    KeepApproach { failing_before: u32, failing_now: u32 },
+}
+
+impl EventKind for CoderEvent {}
+
+impl CoderEvent {
+    pub fn line(&self) -> String {
+        match self {
+            Self::Phase { phase } => format!("  ▸ {phase}"),
+            Self::Reflection { diagnosis, recommendation, confidence, .. } => {
+                format!("    reflection: {diagnosis} → {} (confidence {confidence:.2})", serde_json::to_value(recommendation).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+            }
+            Self::KeepApproach { failing_before, failing_now } => {
+                format!("    failing tests {failing_before} → {failing_now}: keeping the approach (a fix, not a replan)")
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The agent registry: each agent described once — its name, its typed
+//! input and flags, its `agentloop.toml` table, how its sessions start and
+//! resume, its summary and its events. The CLI, the server and the UI know
+//! agents only through this.
+//!
+//! An agent implements the typed [`AgentSpec`]; the registry holds it as the
+//! object-safe [`Agent`], which speaks JSON at its edges.
+
+mod spec;
+mod summary;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentloop_core::journal::{LoadedSession, SessionMeta};
+use agentloop_core::schemars::{generate::SchemaSettings, Schema};
+use agentloop_core::{EngineEvent, Event, JsonSchema, Models, Result, SessionHandle, Store, TokenSink};
+use serde_json::{json, Value};
+
+pub use spec::{AgentSpec, Conversation, Launch};
+pub use summary::{FileChange, Summary};
+
+/// What an agent needs from its surroundings to run a session.
+#[derive(Clone)]
+pub struct AgentEnv {
+    pub store: Arc<dyn Store>,
+    pub models: Models,
+    /// Agents keep per-session folders under it (the repl's Python sessions).
+    pub data_dir: PathBuf,
+    /// Where a model's text goes as it is generated, for agents that stream it.
+    pub tokens: Option<TokenSink>,
+}
+
+/// An agent as the registry holds it. Implemented for every [`AgentSpec`].
+pub trait Agent: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str;
+    /// Adds the agent's flags to its `run` subcommand.
+    fn flags(&self, command: clap::Command) -> clap::Command;
+    /// The typed input (as JSON) from the flags and the agent's table in
+    /// `agentloop.toml`; a bad value is one sentence that says what to do.
+    fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &std::path::Path) -> Result<Value>;
+    /// It answers questions one after another at a prompt (`conversation`).
+    fn converses(&self) -> bool;
+    /// Its sessions ask models; when false, `AgentEnv::models` may be empty.
+    fn uses_models(&self) -> bool;
+    fn input_schema(&self) -> Schema;
+    /// Lines to show before a run starts (the folder, the task, ...).
+    fn intro(&self, input: &Value) -> Result<Vec<String>>;
+    fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle>;
+    /// Continues a stored session of this agent where its journal ends.
+    fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle>;
+    fn summary(&self, loaded: &LoadedSession) -> Summary;
+    /// The live line for one of this agent's events; `None` for other events.
+    fn line(&self, event: &Event) -> Option<String>;
+    /// The whole text of one of this agent's questions; `None` for others.
+    fn question(&self, request: &Value) -> Option<String>;
+    /// The JSON Schema of this agent's events, its definitions added to `generator`.
+    fn events_schema(&self, generator: &mut agentloop_core::schemars::SchemaGenerator) -> Schema;
+    /// A conversation: one session per question, each seeing the earlier
+    /// ones; `None` for agents that answer one goal per session.
+    fn conversation(&self, env: &AgentEnv, input: &Value) -> Result<Option<Box<dyn Conversation>>>;
+}
+
+/// The agents this build can run, by name.
+pub struct Registry {
+    agents: Vec<Box<dyn Agent>>,
+}
+
+impl Registry {
+    /// The agents that ship: coder, planner, repl, and the reference loop
+    /// of `bench engine`.
+    pub fn standard() -> Self {
+        Self { agents: Vec::new() }
+            .with(spec::Registered::<crate::coder::Coder>::new())
+            .with(spec::Registered::<crate::planner::Planner>::new())
+            .with(spec::Registered::<crate::repl::Repl>::new())
+            .with(spec::Registered::<crate::reference_loop::ReferenceLoop>::new())
+    }
+
+    /// Adds an agent (a benchmark's own graph, for one).
+    pub fn with(mut self, agent: impl Agent + 'static) -> Self {
+        self.agents.push(Box::new(agent));
+        self
+    }
+
+    /// Adds a typed agent.
+    pub fn with_spec<A: AgentSpec>(self) -> Self {
+        self.with(spec::Registered::<A>::new())
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = &dyn Agent> {
+        self.agents.iter().map(|a| a.as_ref())
+    }
+
+    pub fn get(&self, name: &str) -> Result<&dyn Agent> {
+        self.agents().find(|a| a.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = self.agents().map(|a| a.name()).collect();
+            agentloop_core::Error::NotFound(format!("no agent named `{name}` in this build of agentloop (it has {})", known.join(", ")))
+        })
+    }
+
+    /// The agent that started a stored session.
+    pub fn agent_of(&self, meta: &SessionMeta) -> Result<&dyn Agent> {
+        self.agents().find(|a| a.name() == meta.agent).ok_or_else(|| {
+            agentloop_core::Error::NotFound(format!("session `{}` was run by agent `{}`, which this build of agentloop does not include", meta.id, meta.agent))
+        })
+    }
+
+    /// Resumes a stored session with the agent that started it.
+    pub fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {
+        self.agent_of(meta)?.resume(env, meta, exit_when_paused)
+    }
+
+    /// The summary of a stored session; the engine's figures alone when its
+    /// agent is not in this build.
+    pub fn summary(&self, loaded: &LoadedSession) -> Summary {
+        match self.agents().find(|a| a.name() == loaded.meta.agent) {
+            Some(agent) => agent.summary(loaded),
+            None => Summary::of(&loaded.meta),
+        }
+    }
+
+    /// The live line of an agent's event (`None` for engine events and
+    /// events no agent here knows).
+    pub fn line(&self, event: &Event) -> Option<String> {
+        self.agents().find_map(|a| a.line(event))
+    }
+
+    /// The text of an agent's question, if an agent here asks it.
+    pub fn question(&self, request: &Value) -> Option<String> {
+        self.agents().find_map(|a| a.question(request))
+    }
+
+    /// The JSON Schema of the whole event stream: the envelope every event
+    /// has, and its `name` and `payload` as one of the engine's or an
+    /// agent's event kinds.
+    pub fn events_schema(&self) -> Value {
+        let mut generator = SchemaSettings::draft2020_12().into_generator();
+        let mut kinds = vec![generator.subschema_for::<EngineEvent>().to_value()];
+        kinds.extend(self.agents().map(|a| a.events_schema(&mut generator).to_value()));
+        let defs = generator.take_definitions(true);
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "agentloop event",
+            "description": "One event of a session's stream (`sessions events --json`, the server's SSE). `seq` is contiguous per session; `name` and `payload` are one of the kinds below.",
+            "type": "object",
+            "required": ["sessionId", "seq", "name", "payload", "timestamp", "step"],
+            "properties": {
+                "sessionId": {"type": "string"},
+                "seq": {"type": "integer", "minimum": 1},
+                "timestamp": {"type": "string", "format": "date-time"},
+                "step": {"type": "integer", "minimum": 0, "description": "The journal step that emitted it (0 for session-level events)."},
+            },
+            "oneOf": kinds,
+            "$defs": defs,
+        })
+    }
+}
+
+/// The schema of `T` with its definitions added to `generator`.
+pub(crate) fn schema_in<T: JsonSchema>(generator: &mut agentloop_core::schemars::SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}

@@ -1,0 +1,159 @@
+//! The typed description an agent gives of itself, and its JSON-speaking
+//! form for the registry.
+
+use std::marker::PhantomData;
+use std::path::Path;
+
+use agentloop_core::journal::{LoadedSession, SessionMeta};
+use agentloop_core::schemars::{Schema, SchemaGenerator};
+use agentloop_core::{Error, Event, EventKind, JsonSchema, Result, Runner, SessionHandle, StartOptions, State, Termination};
+use clap::{Args, FromArgMatches};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Agent, AgentEnv, Summary};
+
+/// How a session is started.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    /// A chosen id; a random one otherwise.
+    pub session_id: Option<String>,
+    /// Return when the session pauses instead of waiting in process.
+    pub exit_when_paused: bool,
+}
+
+/// One session per question, each seeing the questions before it.
+pub trait Conversation: Send {
+    fn ask(&mut self, env: &AgentEnv, question: &str, launch: Launch) -> Result<SessionHandle>;
+    /// What the last question's session came to, for the next one.
+    fn answered(&mut self, question: &str, summary: &Summary);
+}
+
+/// Everything an agent says about itself. One implementation per agent; the
+/// registry does the rest.
+pub trait AgentSpec: Send + Sync + 'static {
+    const NAME: &'static str;
+    const ABOUT: &'static str;
+    /// It answers questions one after another ([`AgentSpec::conversation`]).
+    const CONVERSES: bool = false;
+    /// Its sessions ask models (the CLI loads them only then).
+    const USES_MODELS: bool = true;
+    /// What starts a session; saved with it, so it also resumes it.
+    type Input: Serialize + DeserializeOwned + JsonSchema;
+    /// The flags of `agentloop run NAME`.
+    type Flags: Args + FromArgMatches;
+    /// The agent's `[NAME]` table in `agentloop.toml`.
+    type Config: DeserializeOwned + Default;
+    type State: State;
+    type Event: EventKind;
+
+    /// The input from flags over the table over defaults. Checks that need
+    /// the machine (a folder exists, a command is installed) happen here,
+    /// before anything is stored. `data_dir` is where per-session folders go.
+    fn input(flags: Self::Flags, config: Self::Config, data_dir: &Path) -> Result<Self::Input>;
+    fn intro(input: &Self::Input) -> Vec<String>;
+    fn runner(env: &AgentEnv, input: &Self::Input) -> Result<Runner<Self::State>>;
+    fn initial(input: &Self::Input) -> Result<(Self::State, Termination)>;
+    /// Adds what the agent did (files changed, plan, answer) to `summary`.
+    fn summarize(state: &Self::State, summary: &mut Summary);
+    fn line(event: &Self::Event) -> String;
+    fn question(_request: &Value) -> Option<String> {
+        None
+    }
+    fn conversation(_env: &AgentEnv, _input: &Self::Input) -> Result<Option<Box<dyn Conversation>>> {
+        Ok(None)
+    }
+}
+
+/// An [`AgentSpec`] in the registry.
+pub(crate) struct Registered<A>(PhantomData<fn() -> A>);
+
+impl<A> Registered<A> {
+    pub(crate) fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+fn read_input<A: AgentSpec>(input: &Value, what: &str) -> Result<A::Input> {
+    serde_json::from_value(input.clone()).map_err(|e| Error::other(format!("{what} is not a `{}` input ({e})", A::NAME)))
+}
+
+impl<A: AgentSpec> Agent for Registered<A> {
+    fn name(&self) -> &'static str {
+        A::NAME
+    }
+
+    fn about(&self) -> &'static str {
+        A::ABOUT
+    }
+
+    fn flags(&self, command: clap::Command) -> clap::Command {
+        A::Flags::augment_args(command)
+    }
+
+    fn converses(&self) -> bool {
+        A::CONVERSES
+    }
+
+    fn uses_models(&self) -> bool {
+        A::USES_MODELS
+    }
+
+    fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &Path) -> Result<Value> {
+        let flags = A::Flags::from_arg_matches(flags).map_err(|e| Error::other(e.to_string()))?;
+        let config = match table {
+            Some(t) => t.clone().try_into().map_err(|e| Error::other(format!("the [{}] table in agentloop.toml is not valid: {e}", A::NAME)))?,
+            None => A::Config::default(),
+        };
+        Ok(serde_json::to_value(A::input(flags, config, data_dir)?)?)
+    }
+
+    fn input_schema(&self) -> Schema {
+        agentloop_core::schemars::schema_for!(A::Input)
+    }
+
+    fn intro(&self, input: &Value) -> Result<Vec<String>> {
+        Ok(A::intro(&read_input::<A>(input, "the input")?))
+    }
+
+    fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle> {
+        let typed = read_input::<A>(input, "the input")?;
+        let runner = A::runner(env, &typed)?;
+        let (state, termination) = A::initial(&typed)?;
+        let mut options = StartOptions::new(termination);
+        options.session_id = launch.session_id;
+        options.input = input.clone();
+        options.exit_when_paused = launch.exit_when_paused;
+        runner.start(state, options)
+    }
+
+    fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {
+        let typed = read_input::<A>(&meta.input, &format!("session `{}`'s saved start parameters", meta.id))?;
+        A::runner(env, &typed)?.resume(&meta.id, exit_when_paused)
+    }
+
+    fn summary(&self, loaded: &LoadedSession) -> Summary {
+        let mut summary = Summary::of(&loaded.meta);
+        if let Ok(state) = serde_json::from_value::<A::State>(loaded.state.clone()) {
+            A::summarize(&state, &mut summary);
+        }
+        summary
+    }
+
+    fn line(&self, event: &Event) -> Option<String> {
+        event.parse::<A::Event>().map(|e| A::line(&e))
+    }
+
+    fn question(&self, request: &Value) -> Option<String> {
+        A::question(request)
+    }
+
+    fn events_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        super::schema_in::<A::Event>(generator)
+    }
+
+    fn conversation(&self, env: &AgentEnv, input: &Value) -> Result<Option<Box<dyn Conversation>>> {
+        A::conversation(env, &read_input::<A>(input, "the input")?)
+    }
+}

@@ -1,0 +1,72 @@
+//! What a finished (or paused) session came to, the same for every agent:
+//! the engine's figures, and what the agent did — files changed, a plan, an
+//! answer — each where it applies.
+
+use agentloop_core::journal::SessionMeta;
+use agentloop_core::{metrics, JsonSchema, SessionStatus};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub session_id: String,
+    pub agent: String,
+    pub status: SessionStatus,
+    pub finish_reason: Option<String>,
+    /// Completed for a reason other than a limit.
+    pub reached_goal: bool,
+    pub iterations: u32,
+    pub tokens: u64,
+    /// Running time, paused time excluded.
+    pub active_ms: u64,
+    /// Files the session changed, with line counts against the originals.
+    pub changed_files: Vec<FileChange>,
+    /// The plan that ran (or the last one proposed), one action per line.
+    pub plan: Vec<String>,
+    pub answer: Option<String>,
+    /// What else the agent reports, one sentence each.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    pub path: String,
+    pub added: usize,
+    pub removed: usize,
+}
+
+impl Summary {
+    /// The engine's part, before the agent adds its own.
+    pub fn of(meta: &SessionMeta) -> Self {
+        Self {
+            session_id: meta.id.clone(),
+            agent: meta.agent.clone(),
+            status: meta.status,
+            finish_reason: meta.finish_reason.clone(),
+            reached_goal: metrics::reached_goal(meta.status, meta.finish_reason.as_deref()),
+            iterations: meta.progress.iterations,
+            tokens: meta.progress.tokens(),
+            active_ms: meta.progress.active_ms(),
+            changed_files: Vec::new(),
+            plan: Vec::new(),
+            answer: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The agent's part, for people: one line per item.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.changed_files.is_empty() {
+            let added: usize = self.changed_files.iter().map(|f| f.added).sum();
+            let removed: usize = self.changed_files.iter().map(|f| f.removed).sum();
+            out.push(format!("changed {} file(s), +{added} -{removed} lines", self.changed_files.len()));
+        }
+        out.extend(self.notes.iter().cloned());
+        if let Some(answer) = &self.answer {
+            out.push(format!("answer: {answer}"));
+        }
+        out
+    }
+}

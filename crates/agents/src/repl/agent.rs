@@ -1,0 +1,179 @@
+//! The repl as the registry knows it: flags, `[repl]` table, input,
+//! summary, and the conversation that keeps one Python session across
+//! questions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{Error, JsonSchema, Message, Result, Runner, SessionHandle, Termination};
+use agentloop_tools::Python;
+use serde::{Deserialize, Serialize};
+
+use super::events::ReplEvent;
+use super::state::{ReplConfig, ReplState};
+use crate::registry::{AgentEnv, AgentSpec, Conversation, Launch, Summary};
+
+pub struct Repl;
+
+/// `agentloop run repl` and `agentloop repl`.
+#[derive(clap::Args, Debug)]
+pub struct ReplFlags {
+    /// The question, in plain words (`run repl` needs it; at the prompt it is the first question).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Turns (generate → run → reflect) at most per question (default 5).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// Answer in one turn without judging the result.
+    #[arg(long)]
+    pub no_reflect: bool,
+    /// Seconds one code block may run before it is interrupted (default 30).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// The Python session's folder (default: a new one under <data dir>/repl).
+    #[arg(long)]
+    pub folder: Option<PathBuf>,
+}
+
+/// `[repl]` in agentloop.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplFile {
+    pub max_turns: Option<u32>,
+    pub timeout: Option<u64>,
+}
+
+/// A question asked earlier in the same conversation, and its answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Exchange {
+    pub question: String,
+    pub answer: String,
+}
+
+/// What a repl session is started with.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplInput {
+    #[serde(default)]
+    pub prompt: String,
+    /// The Python session's folder.
+    pub folder: PathBuf,
+    #[serde(default = "default_turns")]
+    pub max_turns: u32,
+    #[serde(default = "default_reflect")]
+    pub reflect: bool,
+    pub timeout_secs: u64,
+    /// Earlier questions of the same conversation.
+    #[serde(default)]
+    pub earlier: Vec<Exchange>,
+}
+
+fn default_turns() -> u32 {
+    ReplConfig::default().max_turns
+}
+
+fn default_reflect() -> bool {
+    true
+}
+
+impl ReplInput {
+    fn config(&self) -> ReplConfig {
+        ReplConfig { max_turns: self.max_turns, reflect: self.reflect, timeout_secs: self.timeout_secs }
+    }
+}
+
+impl AgentSpec for Repl {
+    const NAME: &'static str = super::AGENT;
+    const ABOUT: &'static str = "Answer a question by writing Python and running it in a persistent session, until a reflection judges the answer complete.";
+    const CONVERSES: bool = true;
+    type Input = ReplInput;
+    type Flags = ReplFlags;
+    type Config = ReplFile;
+    type State = ReplState;
+    type Event = ReplEvent;
+
+    fn input(flags: ReplFlags, file: ReplFile, data_dir: &Path) -> Result<ReplInput> {
+        let folder = flags.folder.unwrap_or_else(|| {
+            data_dir.join("repl").join(format!("{}-{}", chrono_stamp(), std::process::id()))
+        });
+        std::fs::create_dir_all(&folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", folder.display())))?;
+        let defaults = ReplConfig::default();
+        Ok(ReplInput {
+            prompt: flags.prompt.unwrap_or_default(),
+            folder,
+            max_turns: flags.max_turns.or(file.max_turns).unwrap_or(defaults.max_turns),
+            reflect: !flags.no_reflect,
+            timeout_secs: flags.timeout.or(file.timeout).unwrap_or(defaults.timeout_secs),
+            earlier: Vec::new(),
+        })
+    }
+
+    fn intro(input: &ReplInput) -> Vec<String> {
+        vec![format!("Python session in {}", input.folder.display())]
+    }
+
+    /// The interpreter is new: the session's clean code history is replayed
+    /// into it on its first execution.
+    fn runner(env: &AgentEnv, input: &ReplInput) -> Result<Runner<ReplState>> {
+        let python = Arc::new(Python::new(&input.folder, Duration::from_secs(input.timeout_secs)));
+        super::runner(python, env.models.clone(), env.store.clone(), env.tokens.clone())
+    }
+
+    fn initial(input: &ReplInput) -> Result<(ReplState, Termination)> {
+        if input.prompt.trim().is_empty() {
+            return Err(Error::other("the repl needs a question: pass it with --prompt"));
+        }
+        let config = input.config();
+        let mut state = ReplState::new(&input.prompt, input.folder.display().to_string(), config.clone());
+        for e in &input.earlier {
+            state.messages.push(Message::user(e.question.clone()));
+            state.messages.push(Message::assistant(format!("(answered) {}", e.answer)));
+        }
+        Ok((state, super::termination(&config)))
+    }
+
+    fn summarize(state: &ReplState, summary: &mut Summary) {
+        summary.answer = Some(state.answer());
+        summary.notes.push(format!("{} turn(s)", state.turn_count));
+    }
+
+    fn line(event: &ReplEvent) -> String {
+        event.line()
+    }
+
+    fn conversation(_env: &AgentEnv, input: &ReplInput) -> Result<Option<Box<dyn Conversation>>> {
+        let python = super::python(&input.folder, &input.config());
+        Ok(Some(Box::new(ReplConversation { input: input.clone(), python })))
+    }
+}
+
+/// Questions at a prompt: one Python session for all of them; each sees
+/// the earlier questions and their answers.
+struct ReplConversation {
+    input: ReplInput,
+    python: Arc<Python>,
+}
+
+impl Conversation for ReplConversation {
+    fn ask(&mut self, env: &AgentEnv, question: &str, launch: Launch) -> Result<SessionHandle> {
+        let mut input = self.input.clone();
+        input.prompt = question.to_string();
+        let runner = super::runner(self.python.clone(), env.models.clone(), env.store.clone(), env.tokens.clone())?;
+        let (state, termination) = Repl::initial(&input)?;
+        let mut options = agentloop_core::StartOptions::new(termination);
+        options.input = serde_json::to_value(&input)?;
+        options.exit_when_paused = launch.exit_when_paused;
+        options.session_id = launch.session_id;
+        runner.start(state, options)
+    }
+
+    fn answered(&mut self, question: &str, summary: &Summary) {
+        self.input.earlier.push(Exchange { question: question.to_string(), answer: summary.answer.clone().unwrap_or_default() });
+    }
+}
+
+/// `YYYYmmdd-HHMMSS` now, for folder names.
+fn chrono_stamp() -> String {
+    chrono::Utc::now().format("%Y%m%d-%H%M%S").to_string()
+}

@@ -1,0 +1,217 @@
+//! Every agent in the registry, through the registry alone: a session on a
+//! scripted model runs to the end (its event stream is a reviewed snapshot),
+//! then a second session pauses — at its own question where the agent asks
+//! one, else by the user's pause — and resumes from a fresh view of the
+//! store, as another process would, to a summary that says what it did.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_agents::registry::{AgentEnv, Launch, Registry, Summary};
+use agentloop_core::{ChatRequest, ChatResponse, Event, Models, Outcome, SessionStatus, Store};
+use agentloop_llm::ScriptedModel;
+use agentloop_store::{Durability, SqliteStore};
+use serde_json::{json, Value};
+
+const TESTS: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n";
+
+/// One agent's session: its flags, its scripted model, and what its summary must say.
+struct Case {
+    flags: Vec<String>,
+    /// It asks a question before it acts (answered with this reply).
+    asks: Option<&'static str>,
+    check: fn(&Summary, &Path),
+}
+
+/// The model's answer to each kind of prompt the agents send.
+fn answer(req: &ChatRequest) -> ChatResponse {
+    let asks_for = |key: &str| req.json_schema.as_ref().is_some_and(|s| s["properties"].get(key).is_some());
+    let text = if asks_for("steps") {
+        json!({"steps": ["make add return the sum"]}).to_string()
+    } else if asks_for("accept") {
+        json!({"accept": true, "objection": ""}).to_string()
+    } else if asks_for("who") {
+        json!({"who": "me", "what": "notes/a.txt", "when": "now", "where": "notes", "why": "notes"}).to_string()
+    } else if asks_for("plan") {
+        let plan = json!({"goal": "notes", "thinking_summary": "a folder and a file", "reflection": "", "ready": true,
+            "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
+        format!("<json>{plan}</json>")
+    } else if asks_for("is_complete") {
+        json!({"reasoning": "it printed the sum", "is_complete": true, "next_action": ""}).to_string()
+    } else if req.messages.iter().any(|m| m.content.contains("calc.py")) {
+        "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n".to_string()
+    } else {
+        // The repl's turn, and its independent checks.
+        "```python\nprint(sum(i * i for i in range(1, 11)))\n```".to_string()
+    };
+    ChatResponse::text(text)
+}
+
+fn case(name: &str, dir: &Path) -> Case {
+    let s = |v: &str| v.to_string();
+    match name {
+        "coder" => {
+            let ws = dir.join("ws");
+            std::fs::create_dir_all(&ws).unwrap();
+            std::fs::write(ws.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+            std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
+            let flags = vec![s("--workspace"), ws.display().to_string(), s("--task"), s("fix add"), s("--test-cmd"), s("python3 -m unittest -q")];
+            Case { flags, asks: Some("yes"), check: |sum, dir| {
+                assert_eq!(sum.changed_files.len(), 1, "{sum:?}");
+                assert_eq!(sum.changed_files[0].path, "calc.py");
+                assert!(std::fs::read_to_string(dir.join("ws/calc.py")).unwrap().contains("a + b"));
+            } }
+        }
+        "planner" => {
+            let root = dir.join("root");
+            std::fs::create_dir_all(&root).unwrap();
+            let flags = vec![s("--root"), root.display().to_string(), s("--goal"), s("make a notes folder with a.txt saying hello"), s("--no-precheck")];
+            Case { flags, asks: Some("all"), check: |sum, dir| {
+                assert_eq!(sum.plan, vec!["CREATE_DIR notes", "WRITE_FILE notes/a.txt hello"]);
+                assert_eq!(std::fs::read_to_string(dir.join("root/notes/a.txt")).unwrap(), "hello");
+            } }
+        }
+        "repl" => {
+            let flags = vec![s("--prompt"), s("the sum of the squares of 1 to 10?"), s("--folder"), dir.join("py").display().to_string()];
+            Case { flags, asks: None, check: |sum, _| assert_eq!(sum.answer.as_deref(), Some("385")) }
+        }
+        "bench-engine" => Case { flags: vec![s("--iterations"), s("3")], asks: None, check: |sum, _| assert_eq!(sum.notes, vec!["9 messages"]) },
+        other => panic!("the registry has an agent `{other}` this test has no case for: add one"),
+    }
+}
+
+fn env(store: Arc<dyn Store>, dir: &Path) -> AgentEnv {
+    // The repl's model thinks a while on its first answer, so that a pause
+    // sent at once lands before the session ends.
+    let mut first = true;
+    let model = ScriptedModel::with(move |req| {
+        if std::mem::take(&mut first) {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Ok(answer(req))
+    });
+    AgentEnv { store, models: Models::new(Arc::new(model)), data_dir: dir.to_path_buf(), tokens: None }
+}
+
+fn open(db: &Path) -> Arc<dyn Store> {
+    Arc::new(SqliteStore::open(db, Durability::Process).unwrap())
+}
+
+/// The stream as users see it, without what differs from run to run.
+fn stable(events: &[Event], dir: &Path) -> Vec<Value> {
+    let dir = dir.display().to_string();
+    events
+        .iter()
+        .map(|e| {
+            let mut payload = e.payload.clone();
+            if let Some(map) = payload.as_object_mut() {
+                for key in ["timestamp", "completedAt", "duration", "ms", "sessionId", "output"] {
+                    if map.contains_key(key) {
+                        map.insert(key.into(), json!("[varies]"));
+                    }
+                }
+            }
+            let text = payload.to_string().replace(&dir, "[dir]");
+            json!({"name": e.name, "payload": serde_json::from_str::<Value>(&text).unwrap()})
+        })
+        .collect()
+}
+
+async fn wait(handle: agentloop_core::SessionHandle) -> Outcome {
+    tokio::time::timeout(Duration::from_secs(60), handle.wait()).await.expect("the session ends within a minute").unwrap()
+}
+
+/// Runs a session on, answering each question it asks with `reply`.
+async fn to_the_end(registry: &Registry, env: &AgentEnv, mut handle: agentloop_core::SessionHandle, reply: Option<&str>) -> Outcome {
+    loop {
+        let outcome = wait(handle).await;
+        match (&outcome.pending, reply) {
+            (Some(q), Some(reply)) => {
+                env.store.answer(&outcome.session_id, &q.id, &json!(reply)).unwrap();
+                handle = registry.resume(env, &env.store.load(&outcome.session_id).unwrap().meta, true).unwrap();
+            }
+            _ => return outcome,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_agent_runs_pauses_and_resumes_through_the_registry() {
+    let registry = Registry::standard();
+    for agent in registry.agents() {
+        let name = agent.name();
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("agentloop.sqlite");
+        let cli = agent.flags(clap::Command::new(name).no_binary_name(true));
+
+        // To the end, answering any question at once.
+        let first = dir.path().join("first");
+        std::fs::create_dir_all(&first).unwrap();
+        let c = case(name, &first);
+        let input = agent.input(&cli.clone().try_get_matches_from(&c.flags).unwrap(), None, &first).unwrap();
+        let store = open(&db);
+        let env = env(store.clone(), dir.path());
+        let handle = agent.start(&env, &input, Launch { session_id: Some(format!("{name}-1")), exit_when_paused: true }).unwrap();
+        let outcome = to_the_end(&registry, &env, handle, c.asks).await;
+        assert_eq!(outcome.status, SessionStatus::Completed, "{name}: {outcome:?}");
+        let summary = registry.summary(&store.load(&outcome.session_id).unwrap());
+        assert!(summary.reached_goal, "{name}: {summary:?}");
+        (c.check)(&summary, &first);
+        let events = store.events(&outcome.session_id, 0, 10_000).unwrap();
+        insta::assert_json_snapshot!(format!("events_{}", name.replace('-', "_")), stable(&events, &first));
+
+        // Paused, then resumed from a fresh view of the store.
+        let second = dir.path().join("second");
+        std::fs::create_dir_all(&second).unwrap();
+        let c = case(name, &second);
+        let mut flags = c.flags.clone();
+        if name == "bench-engine" {
+            flags = vec!["--iterations".into(), "100000".into()];
+        }
+        let input = agent.input(&cli.clone().try_get_matches_from(&flags).unwrap(), None, &second).unwrap();
+        let env = self::env(store.clone(), dir.path());
+        let handle = agent.start(&env, &input, Launch { session_id: Some(format!("{name}-2")), exit_when_paused: true }).unwrap();
+        if c.asks.is_none() {
+            handle.pause();
+        }
+        let paused = wait(handle).await;
+        assert_eq!(paused.status, SessionStatus::Paused, "{name}: {paused:?}");
+        assert_eq!(paused.pending.is_some(), c.asks.is_some(), "{name}: {paused:?}");
+        drop(env);
+        drop(store);
+
+        let store = open(&db);
+        let env = self::env(store.clone(), dir.path());
+        let meta = store.load(&paused.session_id).unwrap().meta;
+        assert_eq!(meta.status, SessionStatus::Paused);
+        if let (Some(q), Some(reply)) = (&paused.pending, c.asks) {
+            store.answer(&paused.session_id, &q.id, &json!(reply)).unwrap();
+        }
+        let handle = registry.resume(&env, &meta, true).unwrap();
+        if name == "bench-engine" {
+            handle.terminate("enough");
+        }
+        let done = to_the_end(&registry, &env, handle, c.asks).await;
+        let summary = registry.summary(&store.load(&done.session_id).unwrap());
+        if name == "bench-engine" {
+            assert_eq!(summary.status, SessionStatus::Terminated, "{summary:?}");
+        } else {
+            assert!(summary.reached_goal, "{name}: {summary:?}");
+            (c.check)(&summary, &second);
+        }
+    }
+}
+
+#[test]
+fn the_event_schema_in_docs_is_the_one_the_types_make() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/events.schema.json");
+    let current = serde_json::to_string_pretty(&Registry::standard().events_schema()).unwrap() + "\n";
+    if std::env::var_os("AGENTLOOP_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &current).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(checked_in == current, "docs/events.schema.json is stale: run `AGENTLOOP_UPDATE_SCHEMA=1 cargo test -p agentloop-agents --test registry` and commit it");
+}

@@ -1,0 +1,140 @@
+//! `agentloop bench engine`: the reference loop with durable steps, timed.
+//! The last line is one JSON object with the same keys as the LangGraph
+//! script in ../shared/bench, plus `durability`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use agentloop_agents::reference_loop::{self, Input, MESSAGE_BYTES};
+use agentloop_core::{EngineEvent, Outcome, StartOptions, Store, Termination};
+use agentloop_store::SqliteStore;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::harness::round;
+use crate::BenchEnv;
+
+/// `agentloop bench engine`.
+#[derive(clap::Args, Debug)]
+pub struct EngineArgs {
+    #[arg(long, default_value_t = 500)]
+    pub iterations: u32,
+    /// Database file (default: a fresh file in a temporary directory).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Session id to use (default: random).
+    #[arg(long)]
+    pub session_id: Option<String>,
+    /// Make plan call a (scripted) model and act call a side-effecting tool,
+    /// each logged to --call-log, to measure call journaling.
+    #[arg(long)]
+    pub calls: bool,
+    /// File the --calls model and tool append one line to per real execution.
+    #[arg(long, requires = "calls")]
+    pub call_log: Option<PathBuf>,
+}
+
+/// Runs the reference loop and prints its report; the outcome says how the session ended.
+pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
+    let config = env;
+    let scratch = std::env::temp_dir().join(format!("agentloop-bench-{}", std::process::id()));
+    let db = match &args.db {
+        Some(p) => p.clone(),
+        None => {
+            std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+            scratch.join("bench.sqlite")
+        }
+    };
+    if args.session_id.is_none() {
+        // A fresh database each run, as the LangGraph script does.
+        remove_db(&db)?;
+    }
+    let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone() };
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, config.durability)?);
+    let runner = reference_loop::runner(store.clone(), &input)?;
+    let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));
+    options.session_id = args.session_id.clone();
+    options.input = serde_json::to_value(&input)?;
+    options.exit_when_paused = true;
+
+    let t0 = Instant::now();
+    let handle = runner.start(reference_loop::initial_state(&input), options)?;
+    let bar = progress(&handle, args.iterations);
+    let outcome = handle.wait().await?;
+    let seconds = t0.elapsed().as_secs_f64();
+    bar.abort();
+    drop(runner);
+    drop(store);
+    let db_bytes = db_size(&db);
+    let steps = outcome.progress.steps;
+    let report = json!({
+        "engine": "agentloop",
+        "iterations": outcome.progress.iterations,
+        "steps": steps,
+        "seconds": round(seconds, 4),
+        "steps_per_s": round(steps as f64 / seconds, 1),
+        "us_per_step": round(seconds / steps.max(1) as f64 * 1e6, 1),
+        "db_bytes": db_bytes,
+        "payload_bytes": steps * MESSAGE_BYTES as u64,
+        "durability": config.durability.to_string(),
+        "status": outcome.status,
+        "session_id": outcome.session_id,
+    });
+    if args.db.is_none() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    println!("{report}");
+    Ok(outcome)
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+fn progress(handle: &agentloop_core::SessionHandle, iterations: u32) -> tokio::task::JoinHandle<()> {
+    let bar = ProgressBar::new(u64::from(iterations));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} iteration {pos}/{len} [{bar:30}] {per_sec} {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut events = handle.events();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(e) => {
+                    if let Some(EngineEvent::IterationStart { iteration, .. }) = e.parse() {
+                        bar.set_position(u64::from(iteration));
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break,
+            }
+        }
+        bar.finish_and_clear();
+    })
+}
+
+fn sidecars(db: &Path) -> [PathBuf; 3] {
+    let s = db.as_os_str().to_owned();
+    let with = |suffix: &str| {
+        let mut p = s.clone();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    [db.to_path_buf(), with("-wal"), with("-shm")]
+}
+
+fn remove_db(db: &Path) -> Result<()> {
+    for p in sidecars(db) {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove the old benchmark file {}", p.display())),
+        }
+    }
+    Ok(())
+}
+
+fn db_size(db: &Path) -> u64 {
+    sidecars(db).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+}

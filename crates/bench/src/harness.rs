@@ -1,0 +1,89 @@
+//! What the benchmarks share: a results file of JSON lines, a progress bar,
+//! a scratch folder, fractions, medians and rounding.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+/// One JSON object per benchmark item, in a file.
+pub struct Results {
+    file: std::fs::File,
+    pub path: PathBuf,
+}
+
+impl Results {
+    /// `given`, or `<data dir>/benchmarks/<name>-results.jsonl`.
+    pub fn create(given: Option<&Path>, data_dir: &Path, name: &str) -> Result<Self> {
+        let path = given.map(Path::to_path_buf).unwrap_or_else(|| data_dir.join(format!("benchmarks/{name}-results.jsonl")));
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Self { file, path })
+    }
+
+    pub fn write(&mut self, record: &Value) -> Result<()> {
+        writeln!(self.file, "{record}").with_context(|| format!("cannot write {}", self.path.display()))
+    }
+}
+
+/// A bar over `len` items with the current item's name (hidden when stderr
+/// is not a terminal).
+pub fn bar(len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar
+}
+
+/// The first `n` characters of an item's text, for the bar.
+pub fn label(text: &str) -> String {
+    text.chars().take(40).collect()
+}
+
+/// A fresh scratch folder for a benchmark run, under the system's temp dir.
+pub fn scratch_dir(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("agentloop-{name}-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+pub fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// `k` of `n` as a fraction with four digits.
+pub fn fraction(k: u32, n: usize) -> f64 {
+    round(f64::from(k) / n.max(1) as f64, 4)
+}
+
+pub fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_fractions_and_rounding() {
+        assert_eq!(median([3.0, 1.0, 2.0].into_iter()), 2.0);
+        assert_eq!(median([4.0, 1.0].into_iter()), 2.5);
+        assert_eq!(median(std::iter::empty()), 0.0);
+        assert_eq!(fraction(2, 3), 0.6667);
+        assert_eq!(fraction(1, 0), 1.0);
+        assert_eq!(round(1.23456, 2), 1.23);
+    }
+}

@@ -1,0 +1,40 @@
+//! agentloop's benchmarks. Each runs real sessions on the engine, shows a
+//! progress bar on stderr, writes one JSON object per item to a results
+//! file where it has items, and prints one JSON object as its last line.
+//! The CLI's `bench` subcommands are thin wrappers around these.
+
+pub mod engine;
+mod harness;
+pub mod humaneval;
+#[cfg(feature = "llama")]
+pub mod model;
+pub mod planner;
+pub mod repl;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agentloop_core::Models;
+use agentloop_llm::{build_models, ModelSpec};
+use agentloop_store::Durability;
+
+/// What every benchmark reads from the configuration.
+#[derive(Clone, Debug)]
+pub struct BenchEnv {
+    pub data_dir: PathBuf,
+    pub durability: Durability,
+    /// Model roles, as in `agentloop.toml`.
+    pub models: BTreeMap<String, ModelSpec>,
+    pub debug_log: Option<PathBuf>,
+}
+
+impl BenchEnv {
+    pub fn build_models(&self) -> anyhow::Result<Models> {
+        Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref())?)
+    }
+
+    /// The user's session store, where sessions one may `sessions show` go.
+    pub fn db_path(&self) -> PathBuf {
+        agentloop_store::default_path(&self.data_dir)
+    }
+}
