@@ -365,3 +365,20 @@ async fn a_plan_refused_for_its_paths_is_followed_by_one_held_to_the_goals_paths
     let shown: Vec<&Value> = events.iter().filter(|e| e.name == "planner:plan").map(|e| &e.payload).collect();
     assert!(shown[0]["held"] == false && shown[1]["held"] == true, "{shown:?}");
 }
+
+#[tokio::test]
+async fn what_validation_saw_of_the_root_and_the_commands_is_journaled() {
+    let r = run(
+        Script::default().with("plan", plan(&["RUN_COMMAND no-such-tool-here --now"])).with("plan", plan(&["CREATE_DIR ok", "RUN_COMMAND ls ok"])),
+        ApproveMode::All,
+    )
+    .await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    let s = r.state();
+    assert!(s.proposals[0].rejections.iter().any(|x| x.rule == planner::Rule::Shell && x.reason.contains("no-such-tool-here")), "{:?}", s.proposals[0]);
+    let calls = r.store.calls(&r.out.session_id).unwrap();
+    let checked: Vec<&Value> = calls.iter().filter(|c| c.name == "check_command").filter_map(|c| c.output.as_ref()).collect();
+    assert!(checked.iter().any(|o| o["problem"].as_str().is_some_and(|p| p.contains("no-such-tool-here"))), "{checked:?}");
+    assert!(calls.iter().any(|c| c.name == "observe_root"));
+    assert_eq!(s.observed.commands.get("ls ok"), Some(&None), "the last plan's command as checked");
+}

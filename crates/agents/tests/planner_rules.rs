@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use agentloop_agents::planner::{read_plan, validate, Context, Rejection, Rule, Shell};
+use agentloop_agents::planner::{read_plan, validate, Context, Observed, Rejection, Rule, Shell};
 use agentloop_tools::Workspace;
 use serde_json::json;
 
@@ -21,7 +21,10 @@ fn rejections_in(root: &std::path::Path, text: &str, shell: Shell) -> Vec<Reject
 fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Shell) -> Vec<Rejection> {
     let ws = Workspace::new(root).unwrap();
     match read_plan(text) {
-        Ok((plan, _)) => validate(&plan, &Context { root: &ws, shell, known_keys: &BTreeSet::new(), goal, done: &[] }),
+        Ok((plan, _)) => {
+            let seen = Observed::now(&ws, Some(&plan), shell);
+            validate(&plan, &Context { root: &ws, seen: &seen, shell, known_keys: &BTreeSet::new(), goal, done: &[] })
+        }
         Err(r) => vec![r],
     }
 }

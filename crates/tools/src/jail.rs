@@ -104,7 +104,7 @@ impl Workspace {
 }
 
 /// A file or folder under the root (see [`Workspace::entries`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// Relative to the root.
     pub path: String,

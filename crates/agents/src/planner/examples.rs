@@ -254,7 +254,8 @@ mod tests {
         let ws = agentloop_tools::Workspace::new(root.path()).unwrap();
         for e in &POOL {
             let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
-            let cx = Context { root: &ws, shell: Shell::Sh, known_keys: &Default::default(), goal: e.goal, done: &[] };
+            let seen = crate::planner::Observed::now(&ws, Some(&plan), Shell::Sh);
+            let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, known_keys: &Default::default(), goal: e.goal, done: &[] };
             let found = validate(&plan, &cx);
             assert!(found.is_empty(), "{}: {found:?}", e.goal);
         }

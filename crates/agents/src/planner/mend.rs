@@ -227,14 +227,14 @@ fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 /// (`inbox_files_RUN_COMMANDcp…`) names none.
 fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String> {
     let stem = key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
-    [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || validate::is_folder(cx.root, folder)).map(String::from)
+    [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || cx.seen.is_folder(folder)).map(String::from)
 }
 
 /// Gives the goal's one missing file's name to the one new file the plan
 /// writes that the goal never names.
 fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let on_disk = |p: &str| validate::on_disk(cx.root, p);
+    let on_disk = |p: &str| cx.seen.on_disk(p);
     let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
     let [wanted] = missing.as_slice() else { return };
     if !goal_paths::has_extension(wanted) || goal_paths::is_archive(wanted) || on_disk(wanted) || !goal_paths::kind_in_goal(cx.goal, wanted).may_be_file() {
@@ -268,7 +268,7 @@ fn written_files(action: &Action) -> Vec<String> {
 /// nothing makes (`missing_folder`).
 fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let missing = missing_folder::missing_folders(&parsed, cx.done, |f| validate::is_folder(cx.root, f));
+    let missing = missing_folder::missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f));
     for (i, folder) in missing.iter().rev() {
         let create = Action::CreateDir { path: folder.clone() };
         let Some(step) = plan.plan.get(*i).map(|item| item.step) else { continue };
@@ -295,7 +295,7 @@ fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
         return;
     }
     let mut added = Vec::new();
-    for needed in validate::needed_steps(cx.goal, &missing, cx.root) {
+    for needed in validate::needed_steps(cx.goal, &missing, cx.seen) {
         match needed {
             validate::Needed::Step { step, .. } if Action::parse(&step).is_ok() => added.push(step),
             _ => return,
@@ -356,7 +356,7 @@ fn write_of(action: &Action) -> Option<&Action> {
 /// goal puts it in.
 fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| validate::on_disk(cx.root, name));
+    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name));
     if misplaced.is_empty() {
         return;
     }
@@ -487,8 +487,9 @@ mod tests {
         }
         let root = Workspace::new(dir.path()).unwrap();
         let keys = BTreeSet::new();
-        let cx = Context { root: &root, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
         let p = plan(actions);
+        let seen = crate::planner::Observed::now(&root, Some(&p), Shell::Sh);
+        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
         let mended = mend(&p, &rejections, &cx).map(|m| {

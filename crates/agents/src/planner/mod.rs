@@ -24,6 +24,7 @@ mod held_paths;
 mod mend;
 mod missing_folder;
 mod nodes;
+mod observe;
 mod plan;
 mod prompts;
 mod shell_check;
@@ -40,6 +41,7 @@ pub use action::{Action, Vars, VERBS};
 pub use agent::{PlannerFile, PlannerFlags, PlannerInput, Planner};
 pub use events::{PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
+pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
 pub use validate::{validate, Context, Rejection, Rule, Shell};
@@ -71,7 +73,8 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
 
 /// A runner for the planner in `root` with `models` and `store`.
 pub fn runner(root: &Workspace, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(root, command_timeout)))
+    let tools = workspace_tools(root, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand);
+    Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 
 /// The planner's termination: at most `max_iterations` plans. The engine's

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::action::Action;
 use super::held_paths::{self, HeldPaths};
 use super::mend;
+use super::observe::observe;
 use super::plan::{self, Plan};
 use super::prompts;
 use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
@@ -57,7 +58,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         // After a plan refused for its paths, the next is decoded with only
         // the goal's paths (and what exists) to choose from.
         let held = held_paths::holds(s).then(|| {
-            let existing = Workspace::new(&s.root).map(|ws| ws.entries(held_paths::EXISTING_OFFERED)).unwrap_or_default();
+            let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
             HeldPaths::new(&s.goal, &existing, &s.done_actions())
         });
         request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref()));
@@ -102,11 +103,12 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let index = s.proposals.len().saturating_sub(1);
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
         let done = s.done_actions();
+        s.observed = observe(step, s.proposals.last().and_then(|p| p.plan.as_ref()), shell).await?;
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, shell, known_keys: &keys, goal: &s.goal, done: &done };
+            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &done };
             proposal.rejections.extend(validate::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
+use super::observe::Observed;
 use super::plan::Plan;
 use super::validate::{Rejection, Shell};
 
@@ -164,6 +165,9 @@ pub struct PlannerState {
     pub failure: Option<String>,
     /// The user cancelled: nothing more runs.
     pub cancelled: bool,
+    /// What the root and the last plan's commands looked like when it was judged.
+    #[serde(default)]
+    pub observed: Observed,
 }
 
 impl State for PlannerState {
@@ -182,6 +186,7 @@ impl State for PlannerState {
         f.value("feedback", &self.feedback);
         f.value("failure", &self.failure);
         f.value("cancelled", &self.cancelled);
+        f.value("observed", &self.observed);
     }
 }
 

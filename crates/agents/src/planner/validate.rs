@@ -12,8 +12,8 @@ use super::action::{Action, Vars, VERBS};
 use super::examples;
 use super::goal_paths::{self, goal_calls, FILE_WORDS, FOLDER_WORDS};
 use super::missing_folder;
+use super::observe::Observed;
 use super::plan::Plan;
-use super::shell_check::shell_check;
 
 /// Which rule a plan broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,7 +105,10 @@ pub enum Shell {
 
 /// What validation needs to know besides the plan.
 pub struct Context<'a> {
+    /// The jail every path is checked against.
     pub root: &'a Workspace,
+    /// What the root held and what the commands' checks said, as observed.
+    pub seen: &'a Observed,
     pub shell: Shell,
     /// Keys stored by steps that already ran (a replan may loop over them).
     pub known_keys: &'a BTreeSet<String>,
@@ -145,7 +148,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         for (rule, reason) in check_action(&action, cx, &keys) {
             reject(rule, reason);
         }
-        if let Some(reason) = path_kind(&action, item.step, cx.root, &mut kinds) {
+        if let Some(reason) = path_kind(&action, item.step, cx.seen, &mut kinds) {
             reject(Rule::PathKind, reason);
         }
         if let Some(text) = example_text(&action, cx.goal) {
@@ -165,7 +168,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         ));
     }
     if all_parse {
-        for (i, folder) in missing_folder::missing_folders(&parsed, cx.done, |f| is_folder(cx.root, f)) {
+        for (i, folder) in missing_folder::missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f)) {
             let step = plan.plan.get(i).map(|item| item.step);
             out.push(Rejection::new(Rule::MissingFolder, step, format!("the command writes into {folder}, which does not exist and no earlier step makes (a redirect makes no folders): add `CREATE_DIR {folder}` before it")));
         }
@@ -179,7 +182,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         };
         out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: {how}")));
     }
-    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| on_disk(cx.root, name)) } else { Vec::new() };
+    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name)) } else { Vec::new() };
     if !misplaced.is_empty() {
         let inside: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{folder}/{file}")).collect();
         let said: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{file} in the folder {folder}")).collect();
@@ -188,21 +191,11 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     if !missing.is_empty() {
         let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
             Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), goal_paths::counting_from_one(path)),
-            None => format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.root).join(", ")),
+            None => format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.seen).join(", ")),
         };
         out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
     out
-}
-
-/// Whether `path` is a folder under the root.
-pub fn is_folder(root: &Workspace, path: &str) -> bool {
-    root.resolve(path).is_ok_and(|p| p.is_dir())
-}
-
-/// Whether `path` exists under the root, as a file or a folder.
-pub fn on_disk(root: &Workspace, path: &str) -> bool {
-    root.resolve(path).is_ok_and(|p| p.exists())
 }
 
 /// The text the goal gives for a file (`goal_paths::given_text`) when no
@@ -256,8 +249,8 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.extend(check_action(body, cx, keys));
         }
         Action::RunCommand { command } => {
-            if let Err(why) = shell_check(command, cx.shell) {
-                out.push((Rule::Shell, why));
+            if let Some(why) = cx.seen.command_problem(command) {
+                out.push((Rule::Shell, why.to_string()));
             }
             for token in command.split_whitespace().map(|t| t.trim_matches(|c| c == '"' || c == '\'')) {
                 if token.starts_with('~') || ((token.starts_with('/') || token.contains("..")) && token != "/dev/null") {
@@ -370,7 +363,7 @@ enum Kind {
 /// earlier step of the plan left it — and records what it makes. Small
 /// models write `CREATE_DIR hello.txt` then `WRITE_FILE hello.txt …`; that
 /// plan would fail halfway, so it is refused before anything runs.
-fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<String, Kind>) -> Option<String> {
+fn path_kind(action: &Action, step: u32, seen: &Observed, kinds: &mut BTreeMap<String, Kind>) -> Option<String> {
     let (path, wants) = match action {
         Action::CreateDir { path } => (path, Kind::Folder(step)),
         Action::WriteFile { path, .. } | Action::ReadFile { path } => (path, Kind::File(step)),
@@ -382,10 +375,9 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
     }
     let key = path.trim_start_matches("./").trim_end_matches('/').to_string();
     let is = kinds.get(&key).copied().or_else(|| {
-        let on_disk = root.resolve(&key).ok()?;
-        if on_disk.is_dir() {
+        if seen.is_folder(&key) {
             Some(Kind::Folder(0))
-        } else if on_disk.is_file() {
+        } else if seen.is_file(&key) {
             Some(Kind::File(0))
         } else {
             None
@@ -412,8 +404,8 @@ fn path_kind(action: &Action, step: u32, root: &Workspace, kinds: &mut BTreeMap<
 /// line 'started'"), the step holds that text: the 0.5B model copies a
 /// step whole, and told to add "`WRITE_FILE a.md` with the text the goal
 /// gives" it wrote those words into the file.
-fn missing_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<String> {
-    needed_steps(goal, missing, root)
+fn missing_steps(goal: &str, missing: &[String], seen: &Observed) -> Vec<String> {
+    needed_steps(goal, missing, seen)
         .into_iter()
         .map(|needed| match needed {
             Needed::Step { step, makes } => format!("`{step}`{makes}"),
@@ -439,7 +431,7 @@ pub enum Needed {
 /// The step each missing name needs (`missing` in the goal's order, as
 /// `goal_paths::uncovered` gives them). The text the goal gives goes into
 /// the write when there is one write (`goal_paths::given_text`).
-pub fn needed_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<Needed> {
+pub fn needed_steps(goal: &str, missing: &[String], seen: &Observed) -> Vec<Needed> {
     let mut steps = Vec::new();
     let mut names = missing.iter().peekable();
     while let Some(name) = names.next() {
@@ -452,7 +444,7 @@ pub fn needed_steps(goal: &str, missing: &[String], root: &Workspace) -> Vec<Nee
                 None => Needed::Advice(format!("one REPEAT that makes {name} to {last}")),
             });
             names.next();
-        } else if on_disk(root, name) {
+        } else if seen.on_disk(name) {
             steps.push(Needed::Advice(format!("a step that uses {name}")));
         } else if goal_paths::is_archive(name) {
             steps.push(Needed::Advice(format!("a RUN_COMMAND that makes {name}")));

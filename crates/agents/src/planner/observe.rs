@@ -1,0 +1,162 @@
+//! What validation knows of the machine, gathered through journaled tool
+//! calls before each plan is judged: the root's entries and whether each
+//! command the plan runs is valid for the shell and names commands that
+//! exist. The rules and mends then read only this record (kept in the
+//! state), so a judgement can be replayed and shown with what it saw. Only
+//! the jail's own check of a path stays on the live file system: safety
+//! must see the disk as it is.
+
+use std::collections::BTreeMap;
+
+use agentloop_core::{Effect, Error, Result, Step, Tool};
+use agentloop_tools::{Entry, Workspace};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::action::Action;
+use super::plan::Plan;
+use super::shell_check::shell_check;
+use super::validate::Shell;
+
+/// Entries of the root recorded at most (breadth first).
+const ENTRIES_OBSERVED: usize = 2000;
+
+/// What the planner last saw of the root and of its plan's commands.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// Files and folders under the root, relative to it.
+    pub entries: Vec<Entry>,
+    /// Each command checked, with why it cannot run (`None`: it can).
+    pub commands: BTreeMap<String, Option<String>>,
+}
+
+impl Observed {
+    fn entry(&self, path: &str) -> Option<&Entry> {
+        let key = path.trim_start_matches("./").trim_end_matches('/');
+        self.entries.iter().find(|e| e.path == key)
+    }
+
+    pub fn is_folder(&self, path: &str) -> bool {
+        matches!(path.trim_start_matches("./").trim_end_matches('/'), "" | ".") || self.entry(path).is_some_and(|e| e.is_dir)
+    }
+
+    pub fn is_file(&self, path: &str) -> bool {
+        self.entry(path).is_some_and(|e| !e.is_dir)
+    }
+
+    pub fn on_disk(&self, path: &str) -> bool {
+        self.is_folder(path) || self.is_file(path)
+    }
+
+    /// Why `command` cannot run, as checked; a command never checked passes
+    /// (the run itself then says what is wrong).
+    pub fn command_problem(&self, command: &str) -> Option<&str> {
+        self.commands.get(command).and_then(|p| p.as_deref())
+    }
+}
+
+impl Observed {
+    /// What `observe` records, looked at directly rather than through a
+    /// session's journaled tools (for checks outside a session).
+    pub fn now(root: &Workspace, plan: Option<&Plan>, shell: Shell) -> Self {
+        let commands = plan_commands(plan).into_iter().map(|c| {
+            let problem = shell_check(&c, shell).err();
+            (c, problem)
+        });
+        Self { entries: root.entries(ENTRIES_OBSERVED), commands: commands.collect() }
+    }
+}
+
+fn plan_commands(plan: Option<&Plan>) -> Vec<String> {
+    let actions = plan.map(|p| p.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).collect::<Vec<_>>()).unwrap_or_default();
+    actions.iter().flat_map(commands_of).collect()
+}
+
+/// Records the root's entries and checks every command of `plan` through
+/// the session's tools.
+pub async fn observe(step: &mut Step, plan: Option<&Plan>, shell: Shell) -> Result<Observed> {
+    let listing = step.tool(ObserveRoot::NAME, json!({"limit": ENTRIES_OBSERVED})).await?;
+    let entries: Vec<Entry> = serde_json::from_value(listing["entries"].clone()).map_err(|e| Error::State(format!("the root's listing does not read ({e})")))?;
+    let mut commands = BTreeMap::new();
+    for command in plan_commands(plan) {
+        if commands.contains_key(&command) {
+            continue;
+        }
+        let verdict = step.tool(CheckCommand::NAME, json!({"command": command, "shell": shell})).await?;
+        commands.insert(command, verdict["problem"].as_str().map(String::from));
+    }
+    Ok(Observed { entries, commands })
+}
+
+fn commands_of(action: &Action) -> Vec<String> {
+    match action {
+        Action::RunCommand { command } => vec![command.clone()],
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => commands_of(body),
+        _ => Vec::new(),
+    }
+}
+
+/// `observe_root`: the root's files and folders.
+pub struct ObserveRoot(pub Workspace);
+
+impl ObserveRoot {
+    pub const NAME: &'static str = "observe_root";
+}
+
+#[async_trait]
+impl Tool for ObserveRoot {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+    fn description(&self) -> &str {
+        "List the files and folders under the root (breadth first, at most `limit`)."
+    }
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+    async fn call(&self, input: Value) -> Result<Value> {
+        let limit = input["limit"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(ENTRIES_OBSERVED);
+        Ok(json!({"entries": self.0.entries(limit)}))
+    }
+}
+
+/// `check_command`: whether a command is valid for the shell and calls only
+/// commands this machine has. It runs nothing but the shell's own checks.
+pub struct CheckCommand;
+
+impl CheckCommand {
+    pub const NAME: &'static str = "check_command";
+}
+
+#[async_trait]
+impl Tool for CheckCommand {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+    fn description(&self) -> &str {
+        "Check a command line for the configured shell without running it."
+    }
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+    async fn call(&self, input: Value) -> Result<Value> {
+        let command = input["command"].as_str().unwrap_or_default().to_string();
+        let shell: Shell = serde_json::from_value(input["shell"].clone()).unwrap_or_default();
+        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell).err()).await.map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
+        Ok(json!({"problem": problem}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_looked_up_as_the_plan_writes_them() {
+        let seen = Observed { entries: vec![Entry { path: "notes".into(), is_dir: true }, Entry { path: "notes/a.txt".into(), is_dir: false }], commands: BTreeMap::new() };
+        assert!(seen.is_folder("./notes/") && seen.is_folder(".") && !seen.is_folder("notes/a.txt"));
+        assert!(seen.on_disk("notes/a.txt") && seen.is_file("./notes/a.txt") && !seen.on_disk("b.txt"));
+    }
+}
