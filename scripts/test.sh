@@ -5,4 +5,5 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 scripts/setup.sh --no-run
+cargo fmt --all --check
 cargo test --workspace --all-targets

@@ -7,12 +7,12 @@
 //! `reference_loop` is the engine benchmark's loop. The [`registry`]
 //! describes each of them once, for every surface.
 
+mod approved;
 pub mod coder;
+mod commands;
+pub mod fence;
 pub mod planner;
 pub mod reference_loop;
 pub mod registry;
 pub mod repl;
-mod approved;
-mod commands;
-pub mod fence;
 pub mod test_command;

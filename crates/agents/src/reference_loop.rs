@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentloop_core::{
-    ChatRequest, ChatResponse, CompiledGraph, Effect, Error, Fields, Graph, Message, Models, Result, Runner, State, Step,
-    Store, Termination, Tool, Tools, END,
+    ChatRequest, ChatResponse, CompiledGraph, Effect, Error, Fields, Graph, Message, Models, Result, Runner, State, Step, Store, Termination, Tool, Tools, END,
 };
 use agentloop_llm::ScriptedModel;
 use async_trait::async_trait;

@@ -42,9 +42,8 @@ fn pytest_installed() -> bool {
 
 fn has_python_tests(root: &Path) -> bool {
     let is_test = |name: &str| name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
-    let in_dir = |dir: &Path| {
-        std::fs::read_dir(dir).map(|entries| entries.filter_map(|e| e.ok()).any(|e| is_test(&e.file_name().to_string_lossy()))).unwrap_or(false)
-    };
+    let in_dir =
+        |dir: &Path| std::fs::read_dir(dir).map(|entries| entries.filter_map(|e| e.ok()).any(|e| is_test(&e.file_name().to_string_lossy()))).unwrap_or(false);
     in_dir(root) || in_dir(&root.join("tests"))
 }
 

@@ -279,7 +279,10 @@ async fn retries_are_sampled_while_the_first_change_is_greedy() {
 
 #[tokio::test]
 async fn a_replan_after_progress_becomes_a_fix() {
-    let two_tests = TESTS.replace("        self.assertEqual(add(2, 3), 5)\n", "        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n");
+    let two_tests = TESTS.replace(
+        "        self.assertEqual(add(2, 3), 5)\n",
+        "        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+    );
     let script = Script::default()
         .with("plan", plan())
         .with("code", change("def add(a, b):\n    return a - b + 1\n"))

@@ -107,7 +107,12 @@ fn action_pattern(req: &ChatRequest) -> String {
     schema.pointer(&format!("{step}/properties/action/pattern")).and_then(Value::as_str).unwrap().to_string()
 }
 
-fn scripted(script: Arc<Mutex<Script>>, asked: Arc<Mutex<Vec<&'static str>>>, prompts: Arc<Mutex<Vec<String>>>, patterns: Arc<Mutex<Vec<String>>>) -> ScriptedModel {
+fn scripted(
+    script: Arc<Mutex<Script>>,
+    asked: Arc<Mutex<Vec<&'static str>>>,
+    prompts: Arc<Mutex<Vec<String>>>,
+    patterns: Arc<Mutex<Vec<String>>>,
+) -> ScriptedModel {
     ScriptedModel::with(move |req| {
         let phase = phase_of(req);
         asked.lock().unwrap().push(phase);
@@ -161,7 +166,16 @@ async fn run(script: Script, approve: ApproveMode) -> Run {
 #[tokio::test]
 async fn a_valid_plan_runs_every_step_with_all() {
     let r = run(
-        Script::default().with("plan", plan(&["CREATE_DIR notes", "WRITE_FILE notes/a.txt first\\nsecond", "REPEAT 3 WRITE_FILE notes/day_{index:02d}.txt day {index}", "LIST_DIR notes AS files", "FOR_EACH files RUN_COMMAND wc -c {item}"])),
+        Script::default().with(
+            "plan",
+            plan(&[
+                "CREATE_DIR notes",
+                "WRITE_FILE notes/a.txt first\\nsecond",
+                "REPEAT 3 WRITE_FILE notes/day_{index:02d}.txt day {index}",
+                "LIST_DIR notes AS files",
+                "FOR_EACH files RUN_COMMAND wc -c {item}",
+            ]),
+        ),
         ApproveMode::All,
     )
     .await;
@@ -181,7 +195,9 @@ async fn a_valid_plan_runs_every_step_with_all() {
 #[tokio::test]
 async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_prompt() {
     let r = run(
-        Script::default().with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE ../escape.txt hello"])).with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE inside.txt hello"])),
+        Script::default()
+            .with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE ../escape.txt hello"]))
+            .with("plan", plan(&["CREATE_DIR ok", "WRITE_FILE inside.txt hello"])),
         ApproveMode::All,
     )
     .await;
@@ -212,7 +228,10 @@ async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
     assert!(planner::confidence(&s) < 0.9);
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let shown = &events.iter().find(|e| e.name == "planner:plan").unwrap().payload;
-    assert!(shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"), "{shown}");
+    assert!(
+        shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"),
+        "{shown}"
+    );
     assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"], "no diagnosis and no second plan");
 }
 
@@ -232,7 +251,8 @@ async fn the_planner_chain_moves_to_the_next_model_after_n_rejects() {
     let bad = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["DELETE_FILE everything"])))).named("strong"));
     let good = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["CREATE_DIR made_by_fallback"])))).named("fallback"));
     let chain: Arc<dyn ChatModel> = Arc::new(FallbackChain::new("planner-chain", vec![bad.clone() as Arc<dyn ChatModel>, good.clone()], 2).unwrap());
-    let r = run_with(Script::default(), ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m.with_role(PLANNER_ROLE, chain)).await;
+    let r = run_with(Script::default(), ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m.with_role(PLANNER_ROLE, chain))
+        .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!((bad.calls(), good.calls()), (2, 1), "two rejects on the strong model, then the fallback");
     assert!(r.root.path().join("made_by_fallback").is_dir());
@@ -266,7 +286,9 @@ async fn declining_the_plan_with_a_reason_replans_with_that_feedback() {
 async fn step_by_step_a_failing_step_feeds_the_replan() {
     let config = PlannerConfig::default(); // with the fast model's pre-check
     let mut r = run_with(
-        Script::default().with("plan", plan(&["CREATE_DIR out", "RUN_COMMAND ls missing_folder", "CREATE_DIR never"])).with("plan", plan(&["WRITE_FILE out/ok.txt recovered"])),
+        Script::default()
+            .with("plan", plan(&["CREATE_DIR out", "RUN_COMMAND ls missing_folder", "CREATE_DIR never"]))
+            .with("plan", plan(&["WRITE_FILE out/ok.txt recovered"])),
         ApproveMode::Step,
         config,
         |m| m,
@@ -339,9 +361,12 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 #[tokio::test]
 async fn the_fast_role_can_be_a_different_model() {
     let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
-    let r = run_with(Script::default().with("plan", plan(&["CREATE_DIR a"])), ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| {
-        m.with_role(FAST_ROLE, fast.clone())
-    })
+    let r = run_with(
+        Script::default().with("plan", plan(&["CREATE_DIR a"])),
+        ApproveMode::All,
+        PlannerConfig { precheck: false, ..PlannerConfig::default() },
+        |m| m.with_role(FAST_ROLE, fast.clone()),
+    )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed);
     assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
@@ -351,7 +376,14 @@ async fn the_fast_role_can_be_a_different_model() {
 #[tokio::test]
 async fn a_plan_refused_for_its_paths_is_followed_by_one_held_to_the_goals_paths() {
     let goal = "Create a shell script hello.sh that echoes hello, and run it with sh.";
-    let r = run(Script::default().goal(goal).with("plan", plan(&["CREATE_DIR hello.sh"])).with("plan", plan(&["WRITE_FILE hello.sh echo hello", "RUN_COMMAND sh hello.sh"])), ApproveMode::All).await;
+    let r = run(
+        Script::default()
+            .goal(goal)
+            .with("plan", plan(&["CREATE_DIR hello.sh"]))
+            .with("plan", plan(&["WRITE_FILE hello.sh echo hello", "RUN_COMMAND sh hello.sh"])),
+        ApproveMode::All,
+    )
+    .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.file("hello.sh").unwrap(), "echo hello");
     let s = r.state();

@@ -187,7 +187,11 @@ fn path_kind_rule_in_the_plan_and_on_disk() {
     let found = rejections_for_goal(root.path(), "Create a folder backup.zip", &answer(&["CREATE_DIR backup.zip"]), Shell::Sh);
     assert!(found.is_empty(), "{found:?}");
     // Using each as what it is passes.
-    let found = rejections_in(root.path(), &answer(&["CREATE_DIR site", "WRITE_FILE site/index.html <p>hi</p>", "READ_FILE report.txt", "LIST_DIR site AS pages"]), Shell::Sh);
+    let found = rejections_in(
+        root.path(),
+        &answer(&["CREATE_DIR site", "WRITE_FILE site/index.html <p>hi</p>", "READ_FILE report.txt", "LIST_DIR site AS pages"]),
+        Shell::Sh,
+    );
     assert!(found.is_empty(), "{found:?}");
 }
 
@@ -210,7 +214,10 @@ fn goal_path_rule() {
     assert!(found[0].reason.ends_with("add a RUN_COMMAND that makes backup.tar.gz"), "an archive is not text to write: {found:?}");
     let range = "Create five files named file_0.txt to file_4.txt, each containing its number.";
     let found = rejections_for_goal(root.path(), range, &answer(&["WRITE_FILE file_1.txt 1"]), Shell::Sh);
-    assert!(found[0].reason.ends_with("add `REPEAT 5 WRITE_FILE file_{index}.txt` with the text the goal gives (it makes file_0.txt to file_4.txt)"), "{found:?}");
+    assert!(
+        found[0].reason.ends_with("add `REPEAT 5 WRITE_FILE file_{index}.txt` with the text the goal gives (it makes file_0.txt to file_4.txt)"),
+        "{found:?}"
+    );
     // A text the goal quotes for the one file to write is in the step: the
     // model copies steps whole.
     let logs = "Create a folder logs and a file logs/app.log with the line 'started'.";
@@ -227,7 +234,12 @@ fn goal_path_rule() {
     let runs = "Create three folders run_0, run_1 and run_2.";
     let found = rejections_for_goal(root.path(), runs, &answer(&["WRITE_FILE run_0.html x", "WRITE_FILE run_1.html x", "WRITE_FILE run_2.html x"]), Shell::Sh);
     assert!(found.len() == 1 && found[0].reason.contains("run_0, run_1, run_2"), "{found:?}");
-    let found = rejections_for_goal(root.path(), goal, &answer(&["WRITE_FILE README.md # Inventory", "CREATE_DIR assets/images", "RUN_COMMAND ls assets/images"]), Shell::Sh);
+    let found = rejections_for_goal(
+        root.path(),
+        goal,
+        &answer(&["WRITE_FILE README.md # Inventory", "CREATE_DIR assets/images", "RUN_COMMAND ls assets/images"]),
+        Shell::Sh,
+    );
     assert!(found.is_empty(), "{found:?}");
     // Names copied from the worked examples instead of the goal's.
     let folders = "Create folders 2024/q1 and 2024/q2.";
@@ -256,7 +268,10 @@ fn goal_path_rule_wants_a_file_in_the_folder_the_goal_puts_it_in() {
 fn goal_text_rule() {
     let hello = "Create a file hello.txt containing the text Hello, world!";
     let found = rejections_with_goal(hello, &answer(&["RUN_COMMAND echo hello > hello.txt"]));
-    assert!(found.len() == 1 && found[0].rule == Rule::GoalText && found[0].reason.ends_with("write it with `WRITE_FILE hello.txt Hello, world!`"), "the step itself, for the one file: {found:?}");
+    assert!(
+        found.len() == 1 && found[0].rule == Rule::GoalText && found[0].reason.ends_with("write it with `WRITE_FILE hello.txt Hello, world!`"),
+        "the step itself, for the one file: {found:?}"
+    );
     assert!(rejections_with_goal(hello, &answer(&["WRITE_FILE hello.txt hello, WORLD!"])).is_empty(), "any case");
     let days = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
     let found = rejections_with_goal(days, &answer(&["CREATE_DIR days", "REPEAT 3 WRITE_FILE days/day_{number:03d}.txt day {number}"]));
@@ -275,6 +290,11 @@ fn missing_folder_rule() {
 #[test]
 fn a_name_the_goal_calls_a_file_is_not_a_folder() {
     let root = tempfile::tempdir().unwrap();
-    let found = rejections_for_goal(root.path(), "Create a file .gitignore that ignores target.", &answer(&["CREATE_DIR .gitignore", "WRITE_FILE .gitignore/x target"]), Shell::Sh);
+    let found = rejections_for_goal(
+        root.path(),
+        "Create a file .gitignore that ignores target.",
+        &answer(&["CREATE_DIR .gitignore", "WRITE_FILE .gitignore/x target"]),
+        Shell::Sh,
+    );
     assert!(found.iter().any(|r| r.rule == Rule::PathKind && r.reason.contains("CREATE_DIR makes a folder")), "{found:?}");
 }

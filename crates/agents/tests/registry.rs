@@ -59,20 +59,28 @@ fn case(name: &str, dir: &Path) -> Case {
             std::fs::write(ws.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
             std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
             let flags = vec![s("--workspace"), ws.display().to_string(), s("--task"), s("fix add"), s("--test-cmd"), s("python3 -m unittest -q")];
-            Case { flags, asks: Some("yes"), check: |sum, dir| {
-                assert_eq!(sum.changed_files.len(), 1, "{sum:?}");
-                assert_eq!(sum.changed_files[0].path, "calc.py");
-                assert!(std::fs::read_to_string(dir.join("ws/calc.py")).unwrap().contains("a + b"));
-            } }
+            Case {
+                flags,
+                asks: Some("yes"),
+                check: |sum, dir| {
+                    assert_eq!(sum.changed_files.len(), 1, "{sum:?}");
+                    assert_eq!(sum.changed_files[0].path, "calc.py");
+                    assert!(std::fs::read_to_string(dir.join("ws/calc.py")).unwrap().contains("a + b"));
+                },
+            }
         }
         "planner" => {
             let root = dir.join("root");
             std::fs::create_dir_all(&root).unwrap();
             let flags = vec![s("--root"), root.display().to_string(), s("--goal"), s("make a notes folder with a.txt saying hello"), s("--no-precheck")];
-            Case { flags, asks: Some("all"), check: |sum, dir| {
-                assert_eq!(sum.plan, vec!["CREATE_DIR notes", "WRITE_FILE notes/a.txt hello"]);
-                assert_eq!(std::fs::read_to_string(dir.join("root/notes/a.txt")).unwrap(), "hello");
-            } }
+            Case {
+                flags,
+                asks: Some("all"),
+                check: |sum, dir| {
+                    assert_eq!(sum.plan, vec!["CREATE_DIR notes", "WRITE_FILE notes/a.txt hello"]);
+                    assert_eq!(std::fs::read_to_string(dir.join("root/notes/a.txt")).unwrap(), "hello");
+                },
+            }
         }
         "repl" => {
             let flags = vec![s("--prompt"), s("the sum of the squares of 1 to 10?"), s("--folder"), dir.join("py").display().to_string()];
@@ -213,5 +221,8 @@ fn the_event_schema_in_docs_is_the_one_the_types_make() {
         std::fs::write(&path, &current).unwrap();
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(checked_in == current, "docs/events.schema.json is stale: run `AGENTLOOP_UPDATE_SCHEMA=1 cargo test -p agentloop-agents --test registry` and commit it");
+    assert!(
+        checked_in == current,
+        "docs/events.schema.json is stale: run `AGENTLOOP_UPDATE_SCHEMA=1 cargo test -p agentloop-agents --test registry` and commit it"
+    );
 }

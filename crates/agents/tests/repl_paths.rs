@@ -192,7 +192,11 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert_eq!(s.answer(), "385");
-    assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("two independent programs printed 385, but this turn printed 285"), "{:?}", s.verdicts);
+    assert!(
+        !s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("two independent programs printed 385, but this turn printed 285"),
+        "{:?}",
+        s.verdicts
+    );
     let second_turn = &r.requests[3].messages.last().unwrap().content;
     assert!(second_turn.contains("total += i ** 2"), "the outvoting program is shown to the next turn: {second_turn}");
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
@@ -204,7 +208,12 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
 #[tokio::test]
 async fn the_cross_check_cannot_touch_the_session_namespace() {
     let r = run(
-        vec!["```python\nkeep = 7\nprint(keep * 55)\n```".into(), "```python\nkeep = 0\nprint(385)\n```".into(), "```python\nprint(keep)\n```".into(), "```python\nprint(7)\n```".into()],
+        vec![
+            "```python\nkeep = 7\nprint(keep * 55)\n```".into(),
+            "```python\nkeep = 0\nprint(385)\n```".into(),
+            "```python\nprint(keep)\n```".into(),
+            "```python\nprint(7)\n```".into(),
+        ],
         vec![verdict(false, "print keep"), verdict(true, "")],
         ReplConfig { max_turns: 2, ..ReplConfig::default() },
     )
@@ -238,7 +247,15 @@ async fn one_contradicting_program_alone_does_not_overrule_the_turn() {
 async fn failed_programs_are_not_votes_so_two_that_ran_later_still_overrule() {
     // The turn prints 285; two checks fail, then two print 385.
     let failing = "```python\nprint(undefined_name)\n```";
-    let replies = vec!["```python\nprint(sum(i * i for i in range(1, 10)))\n```".into(), failing.into(), failing.into(), CHECK_385.into(), CHECK_385.into(), SUM.into(), CHECK_385.into()];
+    let replies = vec![
+        "```python\nprint(sum(i * i for i in range(1, 10)))\n```".into(),
+        failing.into(),
+        failing.into(),
+        CHECK_385.into(),
+        CHECK_385.into(),
+        SUM.into(),
+        CHECK_385.into(),
+    ];
     let r = run(replies, vec![verdict(true, "")], ReplConfig::default()).await;
     let s = r.state();
     assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("printed 385"), "{:?}", s.verdicts);

@@ -93,10 +93,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 fn progress(handle: &agentloop_core::SessionHandle, iterations: u32) -> tokio::task::JoinHandle<()> {
     let bar = ProgressBar::new(u64::from(iterations));
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} iteration {pos}/{len} [{bar:30}] {per_sec} {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    bar.set_style(ProgressStyle::with_template("{spinner} iteration {pos}/{len} [{bar:30}] {per_sec} {eta}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut events = handle.events();
     tokio::spawn(async move {
         loop {

@@ -122,7 +122,9 @@ fn shared_context() -> String {
     .iter()
     .enumerate()
     {
-        code.push_str(&format!("/// Helper {i}: used by the request handlers and by the command-line tool.\npub fn {name}(/* arguments */) {{\n    {body}\n}}\n\n"));
+        code.push_str(&format!(
+            "/// Helper {i}: used by the request handlers and by the command-line tool.\npub fn {name}(/* arguments */) {{\n    {body}\n}}\n\n"
+        ));
     }
     code.push_str("```\n");
     code

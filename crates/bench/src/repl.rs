@@ -104,7 +104,13 @@ async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, mod
     let outcome = runner.start(state, StartOptions::new(repl::termination(config)))?.wait().await?;
     let s: ReplState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
     let answer = s.answer();
-    Ok(Answered { correct: is_correct(&answer, &q.answer), answer, turns: s.turn_count, tokens: outcome.progress.tokens(), finish_reason: outcome.finish_reason })
+    Ok(Answered {
+        correct: is_correct(&answer, &q.answer),
+        answer,
+        turns: s.turn_count,
+        tokens: outcome.progress.tokens(),
+        finish_reason: outcome.finish_reason,
+    })
 }
 
 /// A number is right when the last line of the answer has it (within 1e-6,
@@ -127,7 +133,19 @@ fn is_correct(answer: &str, expected: &str) -> bool {
 const MAX_NUMBERS_IN_ANSWER: usize = 3;
 
 fn numbers(text: &str) -> Vec<f64> {
-    let cleaned: String = text.chars().map(|c| if c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' { c } else if c == ',' || c == '_' { '\0' } else { ' ' }).filter(|c| *c != '\0').collect();
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' {
+                c
+            } else if c == ',' || c == '_' {
+                '\0'
+            } else {
+                ' '
+            }
+        })
+        .filter(|c| *c != '\0')
+        .collect();
     cleaned.split_whitespace().filter_map(|t| t.trim_matches(|c| c == '.' || c == 'e').parse().ok()).collect()
 }
 

@@ -70,7 +70,12 @@ impl Config {
     }
 
     pub fn bench_env(&self) -> agentloop_bench::BenchEnv {
-        agentloop_bench::BenchEnv { data_dir: self.data_dir.clone(), durability: self.durability, models: self.models.clone(), debug_log: self.debug_log.clone() }
+        agentloop_bench::BenchEnv {
+            data_dir: self.data_dir.clone(),
+            durability: self.durability,
+            models: self.models.clone(),
+            debug_log: self.debug_log.clone(),
+        }
     }
 }
 

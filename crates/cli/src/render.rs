@@ -180,11 +180,7 @@ pub fn outcome(registry: &Registry, o: &Outcome) -> String {
         s.push_str(&format!("\n{m}"));
     }
     if let Some(q) = &o.pending {
-        s.push_str(&format!(
-            "\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>",
-            question_text(registry, &q.request),
-            o.session_id
-        ));
+        s.push_str(&format!("\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>", question_text(registry, &q.request), o.session_id));
     } else if o.status == agentloop_core::SessionStatus::Paused {
         s.push_str(&format!("\ncontinue with: agentloop sessions resume {}", o.session_id));
     }
@@ -214,7 +210,8 @@ mod tests {
         let at = "2026-01-01T00:00:00Z";
         let line = event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": 5, "timestamp": at}))).unwrap();
         assert_eq!(line, format!("iteration 2/5 [{}{}]", "█".repeat(8), "░".repeat(12)));
-        let unknown = event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": null, "timestamp": at}))).unwrap();
+        let unknown =
+            event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": null, "timestamp": at}))).unwrap();
         assert_eq!(unknown, "iteration 2 started");
         let phase = event_line(&registry, &event("planner:phase", serde_json::json!({"phase": "plan"}))).unwrap();
         assert_eq!(phase, "  ▸ plan");

@@ -16,7 +16,10 @@ fn reply(content: String) -> ResponseTemplate {
 }
 
 fn plan(action: &str) -> String {
-    format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": action, "expects": "done"}]}))
+    format!(
+        "<json>{}</json>",
+        json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": action, "expects": "done"}]})
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +53,18 @@ async fn goals_are_planned_run_and_checked() {
     let config = dir.path().join("agentloop.toml");
     std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
     let results = dir.path().join("results.jsonl");
-    let args: Vec<String> = vec!["--data-dir".into(), dir.path().display().to_string(), "--config".into(), config.display().to_string(), "bench".into(), "planner".into(), "--limit".into(), "2".into(), "--out".into(), results.display().to_string()];
+    let args: Vec<String> = vec![
+        "--data-dir".into(),
+        dir.path().display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "bench".into(),
+        "planner".into(),
+        "--limit".into(),
+        "2".into(),
+        "--out".into(),
+        results.display().to_string(),
+    ];
     let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();

@@ -39,11 +39,7 @@ fn other_processes_list_and_follow_a_running_session() {
     while list(data).is_empty() {
         assert!(t.elapsed() < Duration::from_secs(30), "the session never appeared");
     }
-    let follow = agentloop(data, &["sessions", "events", "live", "--follow", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let follow = agentloop(data, &["sessions", "events", "live", "--follow", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut reads = 0;
     while writer.try_wait().unwrap().is_none() {
         list(data);
@@ -54,8 +50,7 @@ fn other_processes_list_and_follow_a_running_session() {
 
     let follow = follow.wait_with_output().unwrap();
     assert!(follow.status.success(), "follow failed: {}", String::from_utf8_lossy(&follow.stderr));
-    let events: Vec<Value> =
-        String::from_utf8(follow.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> = String::from_utf8(follow.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e["seq"], i as u64 + 1);
     }

@@ -44,7 +44,11 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
         .mount(&server)
         .await;
     let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n\n[planner]\nname = \"Ada\"\n", server.uri())).unwrap();
+    std::fs::write(
+        &config,
+        format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n\n[planner]\nname = \"Ada\"\n", server.uri()),
+    )
+    .unwrap();
     let base = vec!["--data-dir".to_string(), dir.path().display().to_string(), "--config".into(), config.display().to_string()];
 
     let mut args = base.clone();

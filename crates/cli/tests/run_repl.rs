@@ -27,11 +27,21 @@ async fn a_question_is_answered_by_running_python() {
         .mount(&server)
         .await;
     let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri())).unwrap();
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri()))
+        .unwrap();
     let folder = dir.path().join("py");
     let args: Vec<String> = vec![
-        "--data-dir".into(), dir.path().display().to_string(), "--config".into(), config.display().to_string(),
-        "run".into(), "repl".into(), "--prompt".into(), "sum of squares 1..10?".into(), "--folder".into(), folder.display().to_string(), "--json".into(),
+        "--data-dir".into(),
+        dir.path().display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "run".into(),
+        "repl".into(),
+        "--prompt".into(),
+        "sum of squares 1..10?".into(),
+        "--folder".into(),
+        folder.display().to_string(),
+        "--json".into(),
     ];
     let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -41,7 +41,8 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
 
 fn command(dir: &std::path::Path, server: &MockServer, root: &std::path::Path, extra: &[&str]) -> Command {
     let config = dir.join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri())).unwrap();
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri()))
+        .unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentloop"));
     cmd.arg("--data-dir").arg(dir).arg("--config").arg(&config);
     cmd.args(["run", "planner", "--root"]).arg(root).args(["--goal", "make files"]).args(extra);

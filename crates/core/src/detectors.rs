@@ -85,12 +85,7 @@ mod tests {
     #[test]
     fn user_confirmation_overrides_both_ways() {
         assert!(completion(&with(Signals { user_confirmed: Some(true), ..Signals::default() }, None)).is_some());
-        let all = Signals {
-            user_confirmed: Some(false),
-            agent_signalled_completion: true,
-            tests_passing: Some(true),
-            ..Signals::default()
-        };
+        let all = Signals { user_confirmed: Some(false), agent_signalled_completion: true, tests_passing: Some(true), ..Signals::default() };
         assert_eq!(completion(&with(all, Some("stop"))), None);
     }
 

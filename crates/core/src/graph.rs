@@ -184,7 +184,11 @@ mod tests {
     #[test]
     fn compile_accepts_a_loop_with_a_route_to_end() {
         let g = Graph::<S>::new("t").node("a", noop).node("b", noop).entry("a").edge("a", "b").route("b", &["a", END], |s| {
-            if s.n > 2 { END.into() } else { "a".into() }
+            if s.n > 2 {
+                END.into()
+            } else {
+                "a".into()
+            }
         });
         let g = g.compile().unwrap();
         assert_eq!(g.next_after("b", &S { n: 3 }).unwrap(), None);

@@ -86,9 +86,7 @@ impl IterationRecord {
                 }),
                 event::ITERATION_COMPLETE => {
                     if let Some(r) = out.iter_mut().rev().find(|r| r.number == number) {
-                        r.completed_at = Some(
-                            e.payload.get("completedAt").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or(e.timestamp),
-                        );
+                        r.completed_at = Some(e.payload.get("completedAt").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or(e.timestamp));
                         r.status = match e.payload.get("status").and_then(Value::as_str) {
                             Some("failed") => IterationStatus::Failed,
                             _ => IterationStatus::Completed,
@@ -152,9 +150,17 @@ pub enum Write {
     /// session's counters if they changed since the session row was
     /// written. Written for every step, so the session row need not be:
     /// loading a session reads where it is from its newest entries.
-    Step { step: u64, next: Option<String>, patch: Option<String>, progress: Option<Box<Progress>> },
+    Step {
+        step: u64,
+        next: Option<String>,
+        patch: Option<String>,
+        progress: Option<Box<Progress>>,
+    },
     /// Full state after step `step`; older snapshots and step entries are compacted.
-    Snapshot { step: u64, state: String },
+    Snapshot {
+        step: u64,
+        state: String,
+    },
 }
 
 /// What a step needs to re-run exactly once after a crash, pause or interrupt.
@@ -179,13 +185,11 @@ pub struct LoadedSession {
 
 /// Applies stored patches, in order, to a snapshot.
 pub fn rebuild<'a>(snapshot: &str, patches: impl IntoIterator<Item = (u64, &'a str)>) -> Result<Value> {
-    let mut state: Value = serde_json::from_str(snapshot)
-        .map_err(|e| Error::State(format!("the stored snapshot is not valid JSON ({e})")))?;
+    let mut state: Value = serde_json::from_str(snapshot).map_err(|e| Error::State(format!("the stored snapshot is not valid JSON ({e})")))?;
     for (step, text) in patches {
-        let patch: json_patch::Patch = serde_json::from_str(text)
-            .map_err(|e| Error::State(format!("the patch of step {step} is not a valid JSON Patch ({e})")))?;
-        json_patch::patch(&mut state, &patch)
-            .map_err(|e| Error::State(format!("the patch of step {step} does not apply ({e})")))?;
+        let patch: json_patch::Patch =
+            serde_json::from_str(text).map_err(|e| Error::State(format!("the patch of step {step} is not a valid JSON Patch ({e})")))?;
+        json_patch::patch(&mut state, &patch).map_err(|e| Error::State(format!("the patch of step {step} does not apply ({e})")))?;
     }
     Ok(state)
 }

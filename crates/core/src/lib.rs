@@ -27,7 +27,6 @@ pub mod tool;
 
 pub use control::{Command, Controller, Outcome, SessionHandle};
 pub use error::{Error, Result};
-pub use schemars::{self, JsonSchema};
 pub use event::{EngineEvent, Event, EventDraft, EventKind};
 pub use graph::{CompiledGraph, Graph, END};
 pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
@@ -35,6 +34,7 @@ pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Rol
 pub use models::{Models, DEFAULT_ROLE};
 pub use progress::{Progress, Signals};
 pub use runner::{Runner, StartOptions};
+pub use schemars::{self, JsonSchema};
 pub use session::{Iteration, MessageRecord, MessageUsage, Session, SessionStatus, ToolCallRecord};
 pub use state::{Fields, Marks, State};
 pub use step::{json_schema_of, parse_json, reply_is, Step};

@@ -155,13 +155,7 @@ pub struct ChatResponse {
 impl ChatResponse {
     /// A plain text answer that ended normally.
     pub fn text(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            tool_calls: Vec::new(),
-            finish_reason: FinishReason::Stop,
-            usage: Usage::default(),
-            model: String::new(),
-        }
+        Self { content: content.into(), tool_calls: Vec::new(), finish_reason: FinishReason::Stop, usage: Usage::default(), model: String::new() }
     }
 }
 

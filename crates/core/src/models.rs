@@ -30,8 +30,9 @@ impl Models {
 
     /// The model for `role`, falling back to the default one.
     pub fn get(&self, role: &str) -> Result<&Arc<dyn ChatModel>> {
-        self.roles.get(role).or_else(|| self.roles.get(DEFAULT_ROLE)).ok_or_else(|| {
-            Error::NotFound(format!("no model is configured for role `{role}`: set one in agentloop.toml or pass --model"))
-        })
+        self.roles
+            .get(role)
+            .or_else(|| self.roles.get(DEFAULT_ROLE))
+            .ok_or_else(|| Error::NotFound(format!("no model is configured for role `{role}`: set one in agentloop.toml or pass --model")))
     }
 }

@@ -121,8 +121,7 @@ impl<S: State> Runner<S> {
                 meta.finish_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
             )));
         }
-        let state: S = serde_json::from_value(loaded.state)
-            .map_err(|e| Error::State(format!("session `{id}` does not fit agent `{}` ({e})", meta.agent)))?;
+        let state: S = serde_json::from_value(loaded.state).map_err(|e| Error::State(format!("session `{id}` does not fit agent `{}` ({e})", meta.agent)))?;
         let was_paused = meta.status == SessionStatus::Paused;
         meta.status = SessionStatus::Running;
         let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
@@ -171,13 +170,7 @@ struct HandleParts {
 impl HandleParts {
     fn spawn<S: State>(self, machine: Machine<S>) -> SessionHandle {
         let task = tokio::spawn(machine.run());
-        let controller = Controller {
-            id: self.id,
-            control: Arc::new(self.control_tx),
-            answered: self.answered,
-            events: self.events,
-            store: self.store,
-        };
+        let controller = Controller { id: self.id, control: Arc::new(self.control_tx), answered: self.answered, events: self.events, store: self.store };
         SessionHandle { controller, task }
     }
 }
@@ -289,11 +282,7 @@ impl<S: State> Machine<S> {
 
     async fn run_step(&mut self, node: &str) -> Result<StepEnd> {
         let number = self.meta.step + 1;
-        let replay = if std::mem::take(&mut self.replay_next) {
-            self.env.store.step_records(&self.env.session_id, number)?
-        } else {
-            StepRecords::default()
-        };
+        let replay = if std::mem::take(&mut self.replay_next) { self.env.store.step_records(&self.env.session_id, number)? } else { StepRecords::default() };
         let mut step = Step::new(self.env.clone(), number, node, replay, self.meta.progress.clone());
         let f = self.graph.node(node)?.clone();
         let result = {
@@ -305,10 +294,7 @@ impl<S: State> Machine<S> {
                 Ok(()) => match iteration_time_left(&step.progress, &self.meta.termination) {
                     Some(left) => match tokio::time::timeout(left, f(&mut self.state, &mut step)).await {
                         Ok(r) => r,
-                        Err(_) => Err(Error::Timeout(format!(
-                            "iteration {} ran past its time limit and was cancelled",
-                            step.progress.iterations
-                        ))),
+                        Err(_) => Err(Error::Timeout(format!("iteration {} ran past its time limit and was cancelled", step.progress.iterations))),
                     },
                     None => f(&mut self.state, &mut step).await,
                 },

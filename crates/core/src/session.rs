@@ -109,8 +109,7 @@ pub struct MessageUsage {
 
 impl MessageUsage {
     fn of(answer: &ChatResponse, latency_ms: u64) -> Self {
-        let tokens_per_second =
-            if latency_ms == 0 { 0.0 } else { answer.usage.completion_tokens as f64 * 1000.0 / latency_ms as f64 };
+        let tokens_per_second = if latency_ms == 0 { 0.0 } else { answer.usage.completion_tokens as f64 * 1000.0 / latency_ms as f64 };
         Self { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens, latency_ms, tokens_per_second }
     }
 }

@@ -62,14 +62,7 @@ impl Env {
                 Pending::Write(w) => w,
                 Pending::Event(d) => {
                     seq += 1;
-                    let e = Event {
-                        session_id: self.session_id.clone(),
-                        seq,
-                        name: d.name,
-                        payload: d.payload,
-                        timestamp: Utc::now(),
-                        step,
-                    };
+                    let e = Event { session_id: self.session_id.clone(), seq, name: d.name, payload: d.payload, timestamp: Utc::now(), step };
                     events.push(e.clone());
                     Write::Event(e)
                 }
@@ -119,18 +112,7 @@ pub(crate) fn close_iteration(progress: &mut Progress, pending: &mut Vec<Pending
 
 impl Step {
     pub(crate) fn new(env: Arc<Env>, number: u64, node: &str, replay: StepRecords, progress: Progress) -> Self {
-        Self {
-            env,
-            number,
-            node: node.to_string(),
-            calls: 0,
-            emits: 0,
-            replay,
-            pending: Vec::new(),
-            progress,
-            started: Instant::now(),
-            retry_iteration: false,
-        }
+        Self { env, number, node: node.to_string(), calls: 0, emits: 0, replay, pending: Vec::new(), progress, started: Instant::now(), retry_iteration: false }
     }
 
     pub fn session_id(&self) -> &str {
@@ -292,9 +274,7 @@ impl Step {
             Err(why) => {
                 self.env.models.get(role)?.reject();
                 request.messages.push(crate::model::Message::assistant(first.content));
-                request.messages.push(crate::model::Message::user(format!(
-                    "That was not valid: {why}. Answer again with only the JSON object."
-                )));
+                request.messages.push(crate::model::Message::user(format!("That was not valid: {why}. Answer again with only the JSON object.")));
                 let second = self.chat_as(role, request).await?;
                 parse_json::<T>(&second.content).map_err(|why| {
                     if let Ok(m) = self.env.models.get(role) {
@@ -482,8 +462,9 @@ impl Step {
 /// The recorded outcome of a call, as the live call returned it.
 fn replayed<T>(rec: &CallRecord, decode: impl FnOnce(Value) -> std::result::Result<T, serde_json::Error>) -> Result<T> {
     match (&rec.status, &rec.output) {
-        (CallStatus::Success, Some(v)) => decode(v.clone())
-            .map_err(|e| Error::State(format!("the recorded result of call {} does not decode ({e})", rec.id()))),
+        (CallStatus::Success, Some(v)) => {
+            decode(v.clone()).map_err(|e| Error::State(format!("the recorded result of call {} does not decode ({e})", rec.id())))
+        }
         _ => {
             let message = rec.error.clone().unwrap_or_else(|| "failed".into());
             Err(match rec.kind {

@@ -13,16 +13,30 @@ use crate::session::SessionStatus;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Termination {
-    MaxIterations { n: u32 },
-    UntilFinishReason { reasons: Vec<String> },
+    MaxIterations {
+        n: u32,
+    },
+    UntilFinishReason {
+        reasons: Vec<String>,
+    },
     /// Per-iteration time limit: an iteration over it is cancelled and fails.
-    Timeout { per_iteration_ms: u64 },
+    Timeout {
+        per_iteration_ms: u64,
+    },
     /// Session time limit (running time; paused time does not count).
-    Deadline { ms: u64 },
-    Stuck { n: u32 },
-    Repetition { n: u32 },
+    Deadline {
+        ms: u64,
+    },
+    Stuck {
+        n: u32,
+    },
+    Repetition {
+        n: u32,
+    },
     Budget(Budget),
-    AnyOf { all: Vec<Termination> },
+    AnyOf {
+        all: Vec<Termination>,
+    },
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -175,7 +189,11 @@ fn millis(d: Duration) -> u64 {
 }
 
 fn human_ms(ms: u64) -> String {
-    if ms >= 1000 { format!("{:.1}s", ms as f64 / 1000.0) } else { format!("{ms}ms") }
+    if ms >= 1000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 #[cfg(test)]

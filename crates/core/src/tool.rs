@@ -67,13 +67,6 @@ impl Tools {
 
     /// Specs for a model request, in name order.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.by_name
-            .values()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                parameters: t.parameters(),
-            })
-            .collect()
+        self.by_name.values().map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() }).collect()
     }
 }

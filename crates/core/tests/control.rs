@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentloop_core::{
-    ChatRequest, ChatResponse, Effect, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State,
-    Step, Store, Termination, Tools, END,
+    ChatRequest, ChatResponse, Effect, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State, Step, Store, Termination, Tools, END,
 };
 use agentloop_llm::ScriptedModel;
 use agentloop_store::{Durability, SqliteStore};
@@ -24,17 +23,13 @@ fn slow_model(delay: Duration) -> Arc<ScriptedModel> {
 }
 
 fn runner(store: &Arc<dyn Store>, model: Arc<ScriptedModel>) -> Runner<Loop> {
-    Runner::new(loop_graph(), store.clone())
-        .models(Models::new(model))
-        .tools(Tools::new().with(Recorder::new("record", Effect::Idempotent)))
+    Runner::new(loop_graph(), store.clone()).models(Models::new(model)).tools(Tools::new().with(Recorder::new("record", Effect::Idempotent)))
 }
 
 #[tokio::test]
 async fn pause_cancels_the_call_in_flight_and_resume_finishes_the_session() {
     let store = memory_store();
-    let model = Arc::new(
-        ScriptedModel::with(|_| Ok(ChatResponse::text("planned"))).delay_first(Duration::from_secs(30)),
-    );
+    let model = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("planned"))).delay_first(Duration::from_secs(30)));
     let h = runner(&store, model.clone()).start(Loop::new(1), StartOptions::new(Termination::defaults(5))).unwrap();
     wait_for_event(&h, &store, "agent:iteration:start").await;
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -227,9 +222,8 @@ fn tick<'a>(s: &'a mut Ticks, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
 }
 
 /// Steps in the ticks run: far more than `wait_until` (which looks every
-/// 10 ms) can miss once step 100 is passed. With 300, at ~45 µs a step, the
-/// run sometimes ended before the abort landed and there was nothing to
-/// resume (a fresh-clone CI run in stop 17).
+/// 10 ms) can miss once step 100 is passed. At tens of microseconds a step,
+/// a short run can end before the abort lands, leaving nothing to resume.
 const TICKS: u32 = 3000;
 
 fn ticks_graph() -> agentloop_core::CompiledGraph<Ticks> {

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus, Write};
 use agentloop_core::{
-    Budget, ChatRequest, ChatResponse, Effect, Error, Fields, Graph, Message, Models, Result, Runner, SessionStatus,
-    StartOptions, State, Step, Store, Termination, Tools, END,
+    Budget, ChatRequest, ChatResponse, Effect, Error, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State, Step, Store,
+    Termination, Tools, END,
 };
 use agentloop_llm::ScriptedModel;
 use common::*;
@@ -94,12 +94,7 @@ fn counts<'a>(s: &'a mut Count, step: &'a mut Step) -> BoxFuture<'a, Result<()>>
 #[tokio::test]
 async fn a_loop_that_succeeds_is_not_stuck() {
     let store = memory_store();
-    let out = Runner::new(forever(counts), store.clone())
-        .start(Count::default(), exit_on_pause(Termination::defaults(8)))
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let out = Runner::new(forever(counts), store.clone()).start(Count::default(), exit_on_pause(Termination::defaults(8))).unwrap().wait().await.unwrap();
     assert_eq!((out.status, out.finish_reason.as_deref()), (SessionStatus::Completed, Some("max_iterations")));
     assert_eq!(out.progress.consecutive_failures, 0);
 }
@@ -142,13 +137,8 @@ async fn a_timeout_is_retried_once_then_the_session_pauses() {
     let mut tool = Recorder::new("record", Effect::ReadOnly);
     tool.delay = Duration::from_secs(20);
     let t = Termination::any_of([Termination::defaults(20), Termination::timeout(Duration::from_millis(100))]);
-    let out = Runner::new(forever(sleeps), store.clone())
-        .tools(Tools::new().with(tool))
-        .start(Count::default(), exit_on_pause(t))
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let out =
+        Runner::new(forever(sleeps), store.clone()).tools(Tools::new().with(tool)).start(Count::default(), exit_on_pause(t)).unwrap().wait().await.unwrap();
     assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
     assert_eq!(out.progress.iterations, 2, "one retry, then pause");
     assert!(out.pending.unwrap().request["message"].as_str().unwrap().contains("timed out"));
@@ -166,12 +156,7 @@ fn denied<'a>(_: &'a mut Count, step: &'a mut Step) -> BoxFuture<'a, Result<()>>
 #[tokio::test]
 async fn permission_denied_stops_at_once_with_the_error() {
     let store = memory_store();
-    let out = Runner::new(forever(denied), store.clone())
-        .start(Count::default(), exit_on_pause(Termination::defaults(20)))
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let out = Runner::new(forever(denied), store.clone()).start(Count::default(), exit_on_pause(Termination::defaults(20))).unwrap().wait().await.unwrap();
     assert_eq!(out.status, SessionStatus::Error);
     assert_eq!(out.progress.iterations, 1);
     assert!(out.message.unwrap().contains("/etc/passwd"));

@@ -44,10 +44,7 @@ impl AnthropicModel {
     pub fn new(config: AnthropicConfig) -> Result<Self> {
         let var = &config.api_key_env;
         let api_key = std::env::var(var).map_err(|_| {
-            Error::Other(format!(
-                "the environment variable `{var}`, named in the config as the API key for model `{}`, is not set",
-                config.model
-            ))
+            Error::Other(format!("the environment variable `{var}`, named in the config as the API key for model `{}`, is not set", config.model))
         })?;
         let client = reqwest::Client::builder().build().map_err(|e| Error::Other(format!("cannot set up HTTP ({e})")))?;
         Ok(Self { config, api_key, client })
@@ -66,11 +63,7 @@ impl AnthropicModel {
             body.insert("system".into(), json!(system.join("\n\n")));
         }
         body.insert("messages".into(), Value::Array(wire_messages(&request.messages)));
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
+        let mut tools: Vec<Value> = request.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
         if let Some(schema) = &request.json_schema {
             tools.push(json!({"name": ANSWER_TOOL, "description": "Give the answer in the required form.", "input_schema": schema}));
             body.insert("tool_choice".into(), json!({"type": "tool", "name": ANSWER_TOOL}));
@@ -104,8 +97,7 @@ impl ChatModel for AnthropicModel {
             self.client.post(&url).header("x-api-key", &self.api_key).header("anthropic-version", API_VERSION).json(&body)
         })
         .await?;
-        let mut blocks =
-            if self.config.stream { self.read_stream(response, request.on_token.as_ref()).await? } else { self.read_whole(response).await? };
+        let mut blocks = if self.config.stream { self.read_stream(response, request.on_token.as_ref()).await? } else { self.read_whole(response).await? };
         let structured = request.json_schema.is_some();
         blocks.model = self.config.model.clone();
         Ok(blocks.into_response(structured))
@@ -157,8 +149,7 @@ impl Blocks {
 impl AnthropicModel {
     async fn read_whole(&self, response: reqwest::Response) -> Result<Blocks> {
         let text = response.text().await.map_err(|e| self.fail(format!("the answer was cut off ({e})")))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|_| self.fail(format!("the server answered with something that is not JSON: {}", clip(&text))))?;
+        let v: Value = serde_json::from_str(&text).map_err(|_| self.fail(format!("the server answered with something that is not JSON: {}", clip(&text))))?;
         let content = v["content"].as_array().ok_or_else(|| self.fail(format!("the answer has no content: {}", clip(&text))))?;
         let mut out = Blocks { stop_reason: v["stop_reason"].as_str().map(String::from), usage: usage(&v["usage"]), ..Blocks::default() };
         for block in content {
@@ -251,10 +242,7 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
         let (role, blocks) = match m.role {
             Role::System => continue,
             Role::User => ("user", vec![json!({"type": "text", "text": m.content})]),
-            Role::Tool => (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": m.tool_call_id.clone().unwrap_or_default(), "content": m.content})],
-            ),
+            Role::Tool => ("user", vec![json!({"type": "tool_result", "tool_use_id": m.tool_call_id.clone().unwrap_or_default(), "content": m.content})]),
             Role::Assistant => {
                 let mut blocks = Vec::new();
                 if !m.content.is_empty() {

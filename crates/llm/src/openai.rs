@@ -40,10 +40,7 @@ impl OpenAiModel {
         let api_key = match &config.api_key_env {
             None => None,
             Some(var) => Some(std::env::var(var).map_err(|_| {
-                Error::Other(format!(
-                    "the environment variable `{var}`, named in the config as the API key for model `{}`, is not set",
-                    config.model
-                ))
+                Error::Other(format!("the environment variable `{var}`, named in the config as the API key for model `{}`, is not set", config.model))
             })?),
         };
         let client = reqwest::Client::builder().build().map_err(|e| Error::Other(format!("cannot set up HTTP ({e})")))?;
@@ -63,10 +60,7 @@ impl OpenAiModel {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(schema) = &request.json_schema {
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": true}}),
-            );
+            body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": true}}));
         }
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
@@ -115,8 +109,7 @@ impl ChatModel for OpenAiModel {
 impl OpenAiModel {
     async fn read_whole(&self, response: reqwest::Response) -> Result<ChatResponse> {
         let text = response.text().await.map_err(|e| self.fail(format!("the answer was cut off ({e})")))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|_| self.fail(format!("the server answered with something that is not JSON: {}", clip(&text))))?;
+        let v: Value = serde_json::from_str(&text).map_err(|_| self.fail(format!("the server answered with something that is not JSON: {}", clip(&text))))?;
         let choice = v.pointer("/choices/0").ok_or_else(|| self.fail(format!("the answer has no choices: {}", clip(&text))))?;
         let message = &choice["message"];
         let tool_calls = message["tool_calls"].as_array().map(|calls| calls.iter().filter_map(tool_call).collect()).unwrap_or_default();
@@ -205,11 +198,7 @@ impl Stream {
     fn finish(self) -> ChatResponse {
         ChatResponse {
             content: self.content,
-            tool_calls: self
-                .calls
-                .into_iter()
-                .map(|(id, name, args)| ToolCall { id, name, arguments: parse_arguments(&args) })
-                .collect(),
+            tool_calls: self.calls.into_iter().map(|(id, name, args)| ToolCall { id, name, arguments: parse_arguments(&args) }).collect(),
             finish_reason: finish_reason(self.finish_reason.as_deref()),
             usage: self.usage,
             model: String::new(),
@@ -226,11 +215,8 @@ fn wire_message(m: &Message) -> Value {
     };
     let mut v = json!({"role": role, "content": m.content});
     if !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
-            .collect();
+        v["tool_calls"] =
+            m.tool_calls.iter().map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}})).collect();
     }
     if let Some(id) = &m.tool_call_id {
         v["tool_call_id"] = json!(id);

@@ -143,7 +143,8 @@ pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_
 }
 
 fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMap<PathBuf, Arc<dyn ChatModel>>) -> Result<Arc<dyn ChatModel>> {
-    let retry = |timeout: &Option<u64>| RetryPolicy { timeout: timeout.map(Duration::from_secs).unwrap_or(RetryPolicy::default().timeout), ..RetryPolicy::default() };
+    let retry =
+        |timeout: &Option<u64>| RetryPolicy { timeout: timeout.map(Duration::from_secs).unwrap_or(RetryPolicy::default().timeout), ..RetryPolicy::default() };
     match spec {
         ModelSpec::Llama { model, threads, context, max_tokens } => {
             let path = KnownModel::resolve(model.as_deref().unwrap_or(DEFAULT_MODEL.name), data_dir);
@@ -156,11 +157,23 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
             Ok(model)
         }
         ModelSpec::Openai { base_url, model, api_key_env, stream, timeout_secs } => {
-            let config = OpenAiConfig { base_url: base_url.clone(), model: model.clone(), api_key_env: api_key_env.clone(), stream: *stream, retry: retry(timeout_secs) };
+            let config = OpenAiConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: api_key_env.clone(),
+                stream: *stream,
+                retry: retry(timeout_secs),
+            };
             Ok(Arc::new(OpenAiModel::new(config)?))
         }
         ModelSpec::Anthropic { base_url, model, api_key_env, stream, timeout_secs } => {
-            let config = AnthropicConfig { base_url: base_url.clone(), model: model.clone(), api_key_env: api_key_env.clone(), stream: *stream, retry: retry(timeout_secs) };
+            let config = AnthropicConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: api_key_env.clone(),
+                stream: *stream,
+                retry: retry(timeout_secs),
+            };
             Ok(Arc::new(AnthropicModel::new(config)?))
         }
         ModelSpec::Chain { .. } => Err(Error::other(format!("`{role}` is a chain, not a model"))),
@@ -213,7 +226,10 @@ mod tests {
     #[test]
     fn a_chain_naming_an_unknown_role_is_refused_with_the_names() {
         let mut specs = BTreeMap::new();
-        specs.insert("default".to_string(), ModelSpec::Openai { base_url: "http://127.0.0.1:9/v1".into(), model: "m".into(), api_key_env: None, stream: false, timeout_secs: None });
+        specs.insert(
+            "default".to_string(),
+            ModelSpec::Openai { base_url: "http://127.0.0.1:9/v1".into(), model: "m".into(), api_key_env: None, stream: false, timeout_secs: None },
+        );
         specs.insert("planner".to_string(), ModelSpec::Chain { models: vec!["default".into(), "strong".into()], switch_after: 1 });
         let err = build_models(&specs, Path::new("/tmp"), None).err().unwrap().to_string();
         assert!(err.contains("`planner`") && err.contains("`strong`"), "{err}");

@@ -93,9 +93,9 @@ impl ChatModel for ScriptedModel {
             tokio::time::sleep(self.delay).await;
         }
         let mut response = match &mut *lock(&self.script) {
-            Script::Queue(q) => q.pop_front().unwrap_or_else(|| {
-                Err(Error::Model { model: self.name.clone(), message: format!("the script ran out of responses at call {n}") })
-            }),
+            Script::Queue(q) => {
+                q.pop_front().unwrap_or_else(|| Err(Error::Model { model: self.name.clone(), message: format!("the script ran out of responses at call {n}") }))
+            }
             Script::Closure(f) => f(request),
         }?;
         if response.model.is_empty() {

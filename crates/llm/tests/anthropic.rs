@@ -64,7 +64,12 @@ async fn tool_use_round_trips_as_content_blocks() {
     Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(reply)).mount(&server).await;
     let mut req = ChatRequest::new(vec![
         Message::user("look"),
-        Message { role: Role::Assistant, content: String::new(), tool_calls: vec![ToolCall { id: "toolu_0".into(), name: "list_dir".into(), arguments: json!({}) }], tool_call_id: None },
+        Message {
+            role: Role::Assistant,
+            content: String::new(),
+            tool_calls: vec![ToolCall { id: "toolu_0".into(), name: "list_dir".into(), arguments: json!({}) }],
+            tool_call_id: None,
+        },
         Message { role: Role::Tool, content: "a.rs".into(), tool_calls: vec![], tool_call_id: Some("toolu_0".into()) },
     ]);
     req.tools = vec![ToolSpec { name: "read_file".into(), description: "Reads".into(), parameters: json!({"type": "object"}) }];
@@ -168,7 +173,9 @@ async fn overloaded_529_is_retried() {
 async fn a_401_fails_at_once_with_the_message_and_without_the_key() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})),
+        )
         .mount(&server)
         .await;
     let err = model(&server).chat(&ChatRequest::new(vec![Message::user("x")])).await.unwrap_err().to_string();

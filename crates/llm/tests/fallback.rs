@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use agentloop_core::journal::CallKind;
 use agentloop_core::{
-    ChatModel, ChatRequest, ChatResponse, Error, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State,
-    Step, Store, Termination, END,
+    ChatModel, ChatRequest, ChatResponse, Error, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State, Step, Store, Termination,
+    END,
 };
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
@@ -60,9 +60,7 @@ struct Judgement {
 fn judge<'a>(s: &'a mut Verdict, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
-        let j: Judgement = step
-            .chat_json(ChatRequest::new(vec![Message::user("judge")]))
-            .await?;
+        let j: Judgement = step.chat_json(ChatRequest::new(vec![Message::user("judge")])).await?;
         s.verdicts.push(j.ok);
         Ok(())
     })

@@ -80,10 +80,7 @@ async fn tool_calls_go_out_as_functions_and_come_back_parsed() {
 #[tokio::test]
 async fn json_schema_mode_sends_response_format() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("{\"ok\":true}"), "stop")))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("{\"ok\":true}"), "stop"))).mount(&server).await;
     let mut request = ask();
     request.json_schema = Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}));
     let answer = model(&server).chat(&request).await.unwrap();
@@ -119,10 +116,7 @@ async fn a_streamed_answer_is_assembled_text_and_tool_calls() {
         ],
         true,
     );
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).mount(&server).await;
     let mut c = config(&server);
     c.stream = true;
     let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
@@ -144,10 +138,7 @@ async fn a_truncated_stream_is_an_error_not_a_short_answer() {
     let server = MockServer::start().await;
     let mut body = sse(&[delta(json!({"content": "The answer is"}), None)], false);
     body.push_str("data: {\"choices\": [{\"index\": 0, \"del");
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).mount(&server).await;
     let mut c = config(&server);
     c.stream = true;
     let err = OpenAiModel::new(c).unwrap().chat(&ask()).await.unwrap_err().to_string();
@@ -162,10 +153,7 @@ async fn a_429_honours_retry_after_then_succeeds() {
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("ok"), "stop")))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("ok"), "stop"))).mount(&server).await;
     let t = Instant::now();
     let answer = model(&server).chat(&ask()).await.unwrap();
     assert_eq!(answer.content, "ok");
@@ -177,10 +165,7 @@ async fn a_429_honours_retry_after_then_succeeds() {
 async fn a_500_is_retried_and_the_next_answer_used() {
     let server = MockServer::start().await;
     Mock::given(method("POST")).respond_with(ResponseTemplate::new(500)).up_to_n_times(1).mount(&server).await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("recovered"), "stop")))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("recovered"), "stop"))).mount(&server).await;
     assert_eq!(model(&server).chat(&ask()).await.unwrap().content, "recovered");
 }
 
@@ -222,10 +207,7 @@ async fn a_missing_key_variable_is_named() {
 #[tokio::test]
 async fn a_non_json_body_is_a_clear_error() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>502 Bad Gateway</html>", "text/html"))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw("<html>502 Bad Gateway</html>", "text/html")).mount(&server).await;
     let err = model(&server).chat(&ask()).await.unwrap_err().to_string();
     assert!(err.contains("not JSON") && err.contains("Bad Gateway"), "{err}");
 }

@@ -41,10 +41,7 @@ impl Checkpointer {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         let (tx, rx) = sync_channel::<()>(1);
-        let thread = std::thread::Builder::new()
-            .name("agentloop-checkpoint".into())
-            .spawn(move || run(conn, rx))
-            .ok();
+        let thread = std::thread::Builder::new().name("agentloop-checkpoint".into()).spawn(move || run(conn, rx)).ok();
         Ok(Self { nudge: Some(tx), thread })
     }
 

@@ -57,9 +57,7 @@ pub(crate) fn migrate(conn: &mut Connection, what: &str) -> Result<(), Refusal> 
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version = current(&tx)?;
     if version > known {
-        return Err(Refusal::Refused(format!(
-            "{what} was written by a newer agentloop (schema v{version}, this one knows v{known}): upgrade agentloop"
-        )));
+        return Err(Refusal::Refused(format!("{what} was written by a newer agentloop (schema v{version}, this one knows v{known}): upgrade agentloop")));
     }
     for sql in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
         tx.execute_batch(sql)?;

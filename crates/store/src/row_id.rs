@@ -13,9 +13,7 @@ const MAX_N: u64 = (1 << SHIFT) - 1;
 /// The id of step (or event) `n` of the session with key `session`.
 pub(crate) fn row_id(session: i64, n: u64) -> Result<i64> {
     if n > MAX_N {
-        return Err(Error::Store(format!(
-            "a session cannot hold more than {MAX_N} steps or events: end it and start a new one"
-        )));
+        return Err(Error::Store(format!("a session cannot hold more than {MAX_N} steps or events: end it and start a new one")));
     }
     // `n` fits in 32 bits; session keys are SQLite rowids, far below 2^31.
     Ok((session << SHIFT) | n as i64)
@@ -34,16 +32,10 @@ mod tests {
     #[test]
     fn a_sessions_rows_sort_by_n_and_stay_inside_its_span() {
         let (first, last) = span(7);
-        let ids: Vec<i64> = [0, 1, 2, 9, MAX_N]
-            .iter()
-            .map(|n| row_id(7, *n).unwrap())
-            .collect();
+        let ids: Vec<i64> = [0, 1, 2, 9, MAX_N].iter().map(|n| row_id(7, *n).unwrap()).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert_eq!((ids[0], ids[4]), (first, last));
-        assert!(
-            span(8).0 > last,
-            "the next session's rows start after this one's"
-        );
+        assert!(span(8).0 > last, "the next session's rows start after this one's");
     }
 
     #[test]

@@ -97,12 +97,7 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", durability.synchronous())?;
         migrate(&mut conn, what)?;
-        Ok(Self {
-            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }),
-            checkpointer: None,
-            what: what.to_string(),
-            durability,
-        })
+        Ok(Self { inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }), checkpointer: None, what: what.to_string(), durability })
     }
 
     pub fn path_description(&self) -> &str {
@@ -126,11 +121,8 @@ impl SqliteStore {
         if let Some(k) = inner.keys.get(id) {
             return Ok(*k);
         }
-        let key: Option<i64> = inner
-            .conn
-            .query_row("SELECT key FROM sessions WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(self.err("look up a session"))?;
+        let key: Option<i64> =
+            inner.conn.query_row("SELECT key FROM sessions WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(self.err("look up a session"))?;
         let key = key.ok_or_else(|| Error::UnknownSession(id.to_string()))?;
         inner.keys.insert(id.to_string(), key);
         Ok(key)
@@ -138,10 +130,7 @@ impl SqliteStore {
 
     fn meta(&self, inner: &mut Inner, id: &str) -> Result<(i64, SessionMeta)> {
         let key = self.key(inner, id)?;
-        let text: String = inner
-            .conn
-            .query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0))
-            .map_err(self.err("read a session"))?;
+        let text: String = inner.conn.query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0)).map_err(self.err("read a session"))?;
         let meta = self.up_to_date(&inner.conn, key, decode(&self.what, "session row", id, &text)?)?;
         Ok((key, meta))
     }
@@ -192,10 +181,9 @@ impl SqliteStore {
         };
         match write {
             Write::Meta(_) => Ok(()),
-            Write::Call(c) => run(
-                "INSERT OR REPLACE INTO calls (session, step, idx, record) VALUES (?1, ?2, ?3, ?4)",
-                &[&key, &to_i64(c.step), &c.index, &encode(c)?],
-            ),
+            Write::Call(c) => {
+                run("INSERT OR REPLACE INTO calls (session, step, idx, record) VALUES (?1, ?2, ?3, ?4)", &[&key, &to_i64(c.step), &c.index, &encode(c)?])
+            }
             Write::Event(e) => run(
                 "INSERT INTO events (id, session, seq, step, name, payload, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 &[&row_id(key, e.seq)?, &key, &to_i64(e.seq), &to_i64(e.step), &e.name, &encode(&e.payload)?, &e.timestamp.to_rfc3339()],
@@ -341,9 +329,7 @@ impl Store for SqliteStore {
         let (key, meta) = self.meta(inner, session_id)?;
         let (snap_step, snapshot): (i64, String) = inner
             .conn
-            .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_row("SELECT step, state FROM snapshots WHERE session = ?1 ORDER BY step DESC LIMIT 1", [key], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .map_err(self.err("read a snapshot"))?
             .ok_or_else(|| Error::Store(format!("session `{session_id}` in {} has no snapshot: its journal is incomplete", self.what)))?;
@@ -444,13 +430,8 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        let mut found: Vec<InterruptRecord> = self.rows(
-            inner,
-            "SELECT record FROM interrupts WHERE session = ?1 AND answered = 0 ORDER BY step DESC LIMIT 1",
-            &[&key],
-            session_id,
-            "interrupt",
-        )?;
+        let mut found: Vec<InterruptRecord> =
+            self.rows(inner, "SELECT record FROM interrupts WHERE session = ?1 AND answered = 0 ORDER BY step DESC LIMIT 1", &[&key], session_id, "interrupt")?;
         Ok(found.pop())
     }
 
@@ -458,13 +439,8 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        let mut found: Vec<InterruptRecord> = self.rows(
-            inner,
-            "SELECT record FROM interrupts WHERE session = ?1 AND id = ?2",
-            &[&key, &interrupt_id],
-            session_id,
-            "interrupt",
-        )?;
+        let mut found: Vec<InterruptRecord> =
+            self.rows(inner, "SELECT record FROM interrupts WHERE session = ?1 AND id = ?2", &[&key, &interrupt_id], session_id, "interrupt")?;
         let mut record = found.pop().ok_or_else(|| {
             Error::NotFound(format!("session `{session_id}` has no question `{interrupt_id}`: `agentloop sessions show {session_id}` lists what it waits on"))
         })?;
@@ -474,10 +450,7 @@ impl Store for SqliteStore {
         record.reply = Some(reply.clone());
         inner
             .conn
-            .execute(
-                "UPDATE interrupts SET answered = 1, record = ?3 WHERE session = ?1 AND id = ?2",
-                params![key, interrupt_id, encode(&record)?],
-            )
+            .execute("UPDATE interrupts SET answered = 1, record = ?3 WHERE session = ?1 AND id = ?2", params![key, interrupt_id, encode(&record)?])
             .map_err(self.err("save an answer"))?;
         Ok(())
     }
@@ -509,9 +482,7 @@ fn check_header(path: &Path, what: &str) -> Result<()> {
         return Ok(());
     }
     if n < 16 || &header != b"SQLite format 3\0" {
-        return Err(Error::Store(format!(
-            "{what} is not an agentloop database (not SQLite, or truncated): move it aside and agentloop will create a new one"
-        )));
+        return Err(Error::Store(format!("{what} is not an agentloop database (not SQLite, or truncated): move it aside and agentloop will create a new one")));
     }
     Ok(())
 }
@@ -530,9 +501,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
     let damaged = matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase));
     if damaged {
-        return Error::Store(format!(
-            "{what} is damaged ({e}): move it aside (or restore a backup) and agentloop will create a new one"
-        ));
+        return Error::Store(format!("{what} is damaged ({e}): move it aside (or restore a backup) and agentloop will create a new one"));
     }
     if is_busy(&e) {
         return Error::Store(format!("{what} is locked by another process; try again when it is done ({e})"));

@@ -20,7 +20,13 @@ fn seeded(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("s.sqlite");
     let store = SqliteStore::open(&path, Durability::Fsync).unwrap();
     store.write("s1", &[Write::Meta(Box::new(meta("s1"))), Write::Snapshot { step: 0, state: "{\"n\":1}".into() }], false).unwrap();
-    store.write("s1", &[Write::Step { step: 1, next: Some("a".into()), patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()), progress: None }], false).unwrap();
+    store
+        .write(
+            "s1",
+            &[Write::Step { step: 1, next: Some("a".into()), patch: Some("[{\"op\":\"add\",\"path\":\"/n\",\"value\":2}]".into()), progress: None }],
+            false,
+        )
+        .unwrap();
     path
 }
 
@@ -84,12 +90,9 @@ fn a_foreign_sqlite_database_is_refused_and_left_untouched() {
 #[test]
 fn an_unknown_session_id_names_the_command_that_lists_ids() {
     let store = SqliteStore::in_memory().unwrap();
-    for e in [
-        store.load("ghost").unwrap_err(),
-        store.session("ghost").unwrap_err(),
-        store.events("ghost", 0, 10).unwrap_err(),
-        store.delete("ghost").unwrap_err(),
-    ] {
+    for e in
+        [store.load("ghost").unwrap_err(), store.session("ghost").unwrap_err(), store.events("ghost", 0, 10).unwrap_err(), store.delete("ghost").unwrap_err()]
+    {
         let e = e.to_string();
         assert!(e.contains("`ghost`") && e.contains("agentloop sessions list"), "{e}");
     }

@@ -20,20 +20,11 @@ fn step(step: u64, n: u64) -> Write {
 }
 
 fn set_n(n: u64) -> Option<String> {
-    Some(format!(
-        "[{{\"op\":\"replace\",\"path\":\"/n\",\"value\":{n}}}]"
-    ))
+    Some(format!("[{{\"op\":\"replace\",\"path\":\"/n\",\"value\":{n}}}]"))
 }
 
 fn event(id: &str, seq: u64, step: u64) -> Write {
-    Write::Event(Event {
-        session_id: id.into(),
-        seq,
-        name: format!("test:{id}:{seq}"),
-        payload: json!({"seq": seq}),
-        timestamp: chrono::Utc::now(),
-        step,
-    })
+    Write::Event(Event { session_id: id.into(), seq, name: format!("test:{id}:{seq}"), payload: json!({"seq": seq}), timestamp: chrono::Utc::now(), step })
 }
 
 fn names(events: &[Event]) -> Vec<String> {
@@ -44,28 +35,18 @@ fn names(events: &[Event]) -> Vec<String> {
 /// patches after it, two events.
 fn version_one_file(path: &std::path::Path) {
     let conn = Connection::open(path).unwrap();
-    conn.execute_batch(include_str!("../migrations/0001_init.sql"))
-        .unwrap();
+    conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
     conn.pragma_update(None, "user_version", 1).unwrap();
-    conn.pragma_update(None, "application_id", 0x4147_4C50)
-        .unwrap();
+    conn.pragma_update(None, "application_id", 0x4147_4C50).unwrap();
     let meta_json = serde_json::to_string(&meta("old")).unwrap();
     conn.execute(
         "INSERT INTO sessions (key, id, agent, status, started_at, updated_at, meta) VALUES (1, 'old', 'test', 'running', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', ?1)",
         [meta_json],
     )
     .unwrap();
-    conn.execute(
-        "INSERT INTO snapshots (session, step, state) VALUES (1, 0, '{\"n\":0}')",
-        [],
-    )
-    .unwrap();
+    conn.execute("INSERT INTO snapshots (session, step, state) VALUES (1, 0, '{\"n\":0}')", []).unwrap();
     for step in 1..=2u64 {
-        conn.execute(
-            "INSERT INTO steps (session, step, next, patch) VALUES (1, ?1, 'a', ?2)",
-            params![step, set_n(step)],
-        )
-        .unwrap();
+        conn.execute("INSERT INTO steps (session, step, next, patch) VALUES (1, ?1, 'a', ?2)", params![step, set_n(step)]).unwrap();
         conn.execute(
             "INSERT INTO events (session, seq, step, name, payload, at) VALUES (1, ?1, ?1, ?2, '{}', '2026-01-01T00:00:00Z')",
             params![step, format!("test:old:{step}")],

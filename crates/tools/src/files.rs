@@ -47,7 +47,10 @@ impl Tool for ReadFile {
         let real = self.0.resolve(&path)?;
         let meta = std::fs::metadata(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
         if meta.len() > MAX_READ_BYTES {
-            return Err(Error::Tool { tool: self.name().into(), message: format!("`{path}` is {} bytes, more than the {MAX_READ_BYTES} a read may return", meta.len()) });
+            return Err(Error::Tool {
+                tool: self.name().into(),
+                message: format!("`{path}` is {} bytes, more than the {MAX_READ_BYTES} a read may return", meta.len()),
+            });
         }
         let bytes = std::fs::read(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
         let content = String::from_utf8(bytes).map_err(|_| Error::Tool { tool: self.name().into(), message: format!("`{path}` is not UTF-8 text") })?;

@@ -130,7 +130,11 @@ impl PythonSession {
                 self.process = Some(self.spawn().await?);
                 restarted = true;
                 Execution {
-                    error: Some(PyError { kind: "SessionRestarted".into(), message: format!("{why}; the Python session was restarted and its variables are gone"), traceback: String::new() }),
+                    error: Some(PyError {
+                        kind: "SessionRestarted".into(),
+                        message: format!("{why}; the Python session was restarted and its variables are gone"),
+                        traceback: String::new(),
+                    }),
                     timed_out: why.contains("limit"),
                     ..Execution::default()
                 }
@@ -145,7 +149,9 @@ impl PythonSession {
         let Some(p) = self.process.as_mut() else { return Err("no interpreter".into()) };
         p.stdin.write_all(format!("{line}\n").as_bytes()).await.map_err(|e| format!("the interpreter stopped listening ({e})"))?;
         p.stdin.flush().await.map_err(|e| format!("the interpreter stopped listening ({e})"))?;
-        let next = tokio::time::timeout(limit, p.lines.next_line()).await.map_err(|_| format!("the code ignored its time limit of {}s", limit.saturating_sub(GRACE).as_secs()))?;
+        let next = tokio::time::timeout(limit, p.lines.next_line())
+            .await
+            .map_err(|_| format!("the code ignored its time limit of {}s", limit.saturating_sub(GRACE).as_secs()))?;
         match next {
             Ok(Some(text)) => serde_json::from_str(&text).map_err(|e| format!("the interpreter answered something unreadable ({e})")),
             Ok(None) => Err("the interpreter exited (the code may have called os._exit or crashed it)".into()),
@@ -193,8 +199,8 @@ impl Tool for Python {
         Effect::SideEffect
     }
     async fn call(&self, input: Value) -> Result<Value> {
-        let PythonInput { code, timeout_secs, restore } = serde_json::from_value(input)
-            .map_err(|e| Error::Tool { tool: self.name().into(), message: format!("the input needs a `code` string ({e})") })?;
+        let PythonInput { code, timeout_secs, restore } =
+            serde_json::from_value(input).map_err(|e| Error::Tool { tool: self.name().into(), message: format!("the input needs a `code` string ({e})") })?;
         let timeout = timeout_secs.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64).unwrap_or(self.timeout);
         let mut guard = self.session.lock().await;
         if guard.is_none() {

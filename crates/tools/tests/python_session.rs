@@ -48,7 +48,10 @@ async fn a_runaway_execution_is_interrupted_and_the_variables_are_kept() {
     assert!(spin.timed_out && !spin.restarted, "{spin:?}");
     assert_eq!(spin.error.unwrap().kind, "TimeoutError");
     // `except Exception` in the code does not swallow the interruption.
-    let stubborn = py.execute("import time\nwhile True:\n    try:\n        time.sleep(10)\n    except Exception:\n        pass", Duration::from_millis(500)).await.unwrap();
+    let stubborn = py
+        .execute("import time\nwhile True:\n    try:\n        time.sleep(10)\n    except Exception:\n        pass", Duration::from_millis(500))
+        .await
+        .unwrap();
     assert!(stubborn.timed_out, "{stubborn:?}");
     assert_eq!(py.execute("kept", T).await.unwrap().value.as_deref(), Some("'yes'"));
 }

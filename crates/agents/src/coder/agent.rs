@@ -84,7 +84,12 @@ pub struct CoderInput {
 
 impl CoderInput {
     fn loop_config(&self) -> LoopConfig {
-        LoopConfig { max_iterations: self.max_iterations, max_replans: self.max_replans, confidence_threshold: self.confidence_threshold, edit_tests: self.edit_tests }
+        LoopConfig {
+            max_iterations: self.max_iterations,
+            max_replans: self.max_replans,
+            confidence_threshold: self.confidence_threshold,
+            edit_tests: self.edit_tests,
+        }
     }
 }
 
@@ -109,7 +114,9 @@ impl AgentSpec for Coder {
             }
         };
         if let Some(program) = test_command::missing_program(&test_command) {
-            return Err(Error::other(format!("the test command `{test_command}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd")));
+            return Err(Error::other(format!(
+                "the test command `{test_command}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd"
+            )));
         }
         let approval = flags.approval.or(config.approval).unwrap_or_else(|| "on-write".into());
         approval.parse::<ApprovalPolicy>().map_err(Error::other)?;

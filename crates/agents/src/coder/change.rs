@@ -2,7 +2,7 @@
 //! fenced block holding its new content.
 //!
 //! Small models write code far better in a fenced block than escaped inside
-//! a JSON string (where a 0.5B model drifts into repeating itself until the
+//! a JSON string (where a small model drifts into repeating itself until the
 //! token limit), so CODE and FIX answer in this plain shape:
 //!
 //! ````text

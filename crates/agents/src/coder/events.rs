@@ -26,7 +26,10 @@ impl CoderEvent {
         match self {
             Self::Phase { phase } => format!("  ▸ {phase}"),
             Self::Reflection { diagnosis, recommendation, confidence, .. } => {
-                format!("    reflection: {diagnosis} → {} (confidence {confidence:.2})", serde_json::to_value(recommendation).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+                format!(
+                    "    reflection: {diagnosis} → {} (confidence {confidence:.2})",
+                    serde_json::to_value(recommendation).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+                )
             }
             Self::KeepApproach { failing_before, failing_now } => {
                 format!("    failing tests {failing_before} → {failing_now}: keeping the approach (a fix, not a replan)")

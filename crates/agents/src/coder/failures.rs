@@ -8,7 +8,12 @@
 pub fn count(output: &str) -> Option<u32> {
     if let Some(rest) = output.rsplit("FAILED (").next().filter(|_| output.contains("FAILED (")) {
         let inside = rest.split(')').next().unwrap_or_default();
-        let total: u32 = inside.split(", ").filter_map(|kv| kv.split_once('=')).filter(|(k, _)| matches!(*k, "failures" | "errors")).filter_map(|(_, v)| v.trim().parse::<u32>().ok()).sum();
+        let total: u32 = inside
+            .split(", ")
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| matches!(*k, "failures" | "errors"))
+            .filter_map(|(_, v)| v.trim().parse::<u32>().ok())
+            .sum();
         return Some(total);
     }
     let go = output.lines().filter(|l| l.trim_start().starts_with("--- FAIL:")).count();

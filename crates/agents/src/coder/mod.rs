@@ -30,7 +30,7 @@ use agentloop_tools::{workspace_tools, Workspace};
 
 pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
 pub use events::CoderEvent;
-pub use state::{Attempt, CoderState, LoopConfig, Reflection, Recommendation, RootCause};
+pub use state::{Attempt, CoderState, LoopConfig, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";
 

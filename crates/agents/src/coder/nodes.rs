@@ -122,10 +122,18 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
                 keep_an_improving_approach(s, step, r)
             }
         };
-        step.emit(CoderEvent::Reflection { diagnosis: r.diagnosis.clone(), root_cause: r.root_cause, recommendation: r.recommendation, confidence: r.confidence });
+        step.emit(CoderEvent::Reflection {
+            diagnosis: r.diagnosis.clone(),
+            root_cause: r.root_cause,
+            recommendation: r.recommendation,
+            confidence: r.confidence,
+        });
         let stop = |reason: &str, message: String| Error::Stopped(Stop { status: SessionStatus::Error, finish_reason: reason.into(), message, ask: false });
         if r.confidence < s.config.confidence_threshold {
-            return Err(stop("low_confidence", format!("stopped: the reflection's confidence {:.2} is below {:.2} ({})", r.confidence, s.config.confidence_threshold, r.diagnosis)));
+            return Err(stop(
+                "low_confidence",
+                format!("stopped: the reflection's confidence {:.2} is below {:.2} ({})", r.confidence, s.config.confidence_threshold, r.diagnosis),
+            ));
         }
         match r.recommendation {
             Recommendation::Abort => return Err(stop("aborted", format!("the agent gave up: {}", r.diagnosis))),
@@ -215,7 +223,17 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
         Err(why) => {
             let iteration = step.progress().iterations;
             let test_output = format!("the answer was not applied: {why}");
-            let attempt = Attempt { iteration, kind: kind.into(), change_hash: 0, files: Vec::new(), test_output, passed: false, repeated: false, unapplied: Some(why), reflection: None };
+            let attempt = Attempt {
+                iteration,
+                kind: kind.into(),
+                change_hash: 0,
+                files: Vec::new(),
+                test_output,
+                passed: false,
+                repeated: false,
+                unapplied: Some(why),
+                reflection: None,
+            };
             s.attempts.push(attempt);
             Ok(())
         }
@@ -253,7 +271,17 @@ async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Fi
     let change_hash = fingerprint(&files);
     let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
     let repeated = s.attempts.iter().any(|a| a.change_hash == change_hash);
-    let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, unapplied: None, reflection: None };
+    let mut attempt = Attempt {
+        iteration,
+        kind: kind.into(),
+        change_hash,
+        files: names,
+        test_output: String::new(),
+        passed: false,
+        repeated,
+        unapplied: None,
+        reflection: None,
+    };
     if !repeated {
         for (path, content) in &files {
             if !s.originals.contains_key(path) {

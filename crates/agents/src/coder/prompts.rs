@@ -52,12 +52,7 @@ pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
 }
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan. {CHANGE_SHAPE}",
-        s.task,
-        numbered(&s.plan),
-        memory(s)
-    ))
+    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s)))
 }
 
 pub fn reflect(s: &CoderState) -> ChatRequest {
@@ -70,12 +65,7 @@ pub fn reflect(s: &CoderState) -> ChatRequest {
 }
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}",
-        s.task,
-        numbered(&s.plan),
-        memory(s)
-    ))
+    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s)))
 }
 
 pub fn review(s: &CoderState, diff: &str) -> ChatRequest {

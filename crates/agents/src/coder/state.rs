@@ -124,14 +124,7 @@ impl State for CoderState {
 
 impl CoderState {
     pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: LoopConfig, approvals: Approvals) -> Self {
-        Self {
-            workspace: workspace.root().display().to_string(),
-            task: task.into(),
-            test_command: test_command.into(),
-            config,
-            approvals,
-            ..Self::default()
-        }
+        Self { workspace: workspace.root().display().to_string(), task: task.into(), test_command: test_command.into(), config, approvals, ..Self::default() }
     }
 
     /// `(path, lines added, lines removed)` of each file that differs from

@@ -24,9 +24,8 @@ pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR
 pub const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
 
 /// A key LIST_DIR stores and FOR_EACH reads, up to 40 characters in the
-/// grammar: held to its paths, the 0.5B model once ran a key on for 600
-/// characters (`inbox_files_RUN_COMMANDcpinbox_files…`) with nothing to
-/// stop it.
+/// grammar: a model held to the paths can otherwise run a key on for
+/// hundreds of characters with nothing to stop it.
 const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
 
 /// The paths a verb may name, as regular expressions: `new_folder` for
@@ -121,7 +120,8 @@ impl Action {
             }
             "REPEAT" => {
                 let (count, body) = split_word(rest);
-                let times: u32 = count.parse().map_err(|_| format!("REPEAT needs a whole number first, e.g. `REPEAT 3 CREATE_DIR dir_{{index}}` (got `{line}`)"))?;
+                let times: u32 =
+                    count.parse().map_err(|_| format!("REPEAT needs a whole number first, e.g. `REPEAT 3 CREATE_DIR dir_{{index}}` (got `{line}`)"))?;
                 if times == 0 || times > MAX_REPEAT {
                     return Err(format!("REPEAT takes 1 to {MAX_REPEAT} (got {times})"));
                 }
@@ -326,7 +326,10 @@ mod tests {
     #[test]
     fn each_verb_parses() {
         assert_eq!(Action::parse("CREATE_DIR notes").unwrap(), Action::CreateDir { path: "notes".into() });
-        assert_eq!(Action::parse("WRITE_FILE \"my notes/a.txt\" hello\\nworld").unwrap(), Action::WriteFile { path: "my notes/a.txt".into(), content: "hello\nworld".into() });
+        assert_eq!(
+            Action::parse("WRITE_FILE \"my notes/a.txt\" hello\\nworld").unwrap(),
+            Action::WriteFile { path: "my notes/a.txt".into(), content: "hello\nworld".into() }
+        );
         assert_eq!(Action::parse("LIST_DIR logs AS files").unwrap(), Action::ListDir { path: "logs".into(), key: "files".into() });
         assert_eq!(
             Action::parse("FOR_EACH files READ_FILE {item}").unwrap(),
@@ -364,7 +367,8 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for line in ["CREATE_DIR \"a b\"", "WRITE_FILE x.txt a\\nb", "LIST_DIR . AS all", "FOR_EACH all READ_FILE {item}", "REPEAT 2 RUN_COMMAND echo {index}"] {
+        for line in ["CREATE_DIR \"a b\"", "WRITE_FILE x.txt a\\nb", "LIST_DIR . AS all", "FOR_EACH all READ_FILE {item}", "REPEAT 2 RUN_COMMAND echo {index}"]
+        {
             let action = Action::parse(line).unwrap();
             assert_eq!(Action::parse(&action.to_string()).unwrap(), action, "{line}");
         }
@@ -390,7 +394,16 @@ mod tests {
         }
         let run_on_key = format!("FOR_EACH {} RUN_COMMAND cat {{item}}", "inbox_files_".repeat(4));
         assert!(!pattern.is_match(&run_on_key), "a key runs to 40 characters at most");
-        let bad = ["LIST_DIR logs", "REPEAT CREATE_DIR x", "REPEAT 3", "DELETE_FILE a", "CREATE_DIR a b", "FOR_EACH files CREATE_DIR {name}", "WRITE_FILE a.txt", "RUN_COMMAND "];
+        let bad = [
+            "LIST_DIR logs",
+            "REPEAT CREATE_DIR x",
+            "REPEAT 3",
+            "DELETE_FILE a",
+            "CREATE_DIR a b",
+            "FOR_EACH files CREATE_DIR {name}",
+            "WRITE_FILE a.txt",
+            "RUN_COMMAND ",
+        ];
         for line in bad {
             assert!(!pattern.is_match(line), "the pattern lets through {line:?}");
         }

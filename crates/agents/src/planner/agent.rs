@@ -71,7 +71,8 @@ pub struct PlannerInput {
 
 impl AgentSpec for Planner {
     const NAME: &'static str = super::AGENT;
-    const ABOUT: &'static str = "Restate a goal, write a validated plan of file and shell actions, run it with your approval, and replan from failures and feedback.";
+    const ABOUT: &'static str =
+        "Restate a goal, write a validated plan of file and shell actions, run it with your approval, and replan from failures and feedback.";
     type Input = PlannerInput;
     type Flags = PlannerFlags;
     type Config = PlannerFile;
@@ -117,8 +118,16 @@ impl AgentSpec for Planner {
         let refused = s.proposals.iter().filter(|p| !p.valid()).count();
         let ok = s.runs.iter().filter(|r| r.ok).count();
         let plan_ms: u64 = s.proposals.iter().map(|p| p.plan_ms).sum();
-        summary.plan = s.running_plan().or_else(|| s.proposals.last().and_then(|p| p.plan.as_ref())).map(|p| p.actions().into_iter().map(String::from).collect()).unwrap_or_default();
-        summary.notes.push(format!("{} plan(s) proposed, {refused} refused, {plan_ms} ms planning; {ok} of {} step(s) ran ok", s.proposals.len(), s.runs.len()));
+        summary.plan = s
+            .running_plan()
+            .or_else(|| s.proposals.last().and_then(|p| p.plan.as_ref()))
+            .map(|p| p.actions().into_iter().map(String::from).collect())
+            .unwrap_or_default();
+        summary.notes.push(format!(
+            "{} plan(s) proposed, {refused} refused, {plan_ms} ms planning; {ok} of {} step(s) ran ok",
+            s.proposals.len(),
+            s.runs.len()
+        ));
     }
 
     fn line(event: &PlannerEvent) -> String {

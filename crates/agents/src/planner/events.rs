@@ -61,7 +61,13 @@ impl PlannerEvent {
 
 fn plan_lines(p: &PlanProposed) -> String {
     let verdict = if p.valid { "valid" } else { "REFUSED" };
-    let how = if !p.mends.is_empty() { ", mended" } else if p.repaired { ", repaired" } else { "" };
+    let how = if !p.mends.is_empty() {
+        ", mended"
+    } else if p.repaired {
+        ", repaired"
+    } else {
+        ""
+    };
     let held = if p.held { ", held to the goal's paths" } else { "" };
     let mut out = format!("  plan {} ({} ms, {verdict}{how}{held})", p.iteration, p.ms);
     for (i, step) in p.steps.iter().enumerate() {

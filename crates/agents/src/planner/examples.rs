@@ -31,7 +31,8 @@ impl Example {
 
     /// The answer as the model should write it, without the `<json>` tags.
     pub fn answer(&self) -> Value {
-        let plan: Vec<Value> = self.steps.iter().enumerate().map(|(i, (action, expects))| json!({"step": i + 1, "action": action, "expects": expects})).collect();
+        let plan: Vec<Value> =
+            self.steps.iter().enumerate().map(|(i, (action, expects))| json!({"step": i + 1, "action": action, "expects": expects})).collect();
         json!({"goal": self.goal, "thinking_summary": self.summary, "reflection": "", "ready": true, "plan": plan})
     }
 }
@@ -40,7 +41,11 @@ const POOL: [Example; 19] = [
     Example {
         goal: "Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
         summary: "Create the folder, write the file, count with ls and wc.",
-        steps: &[("CREATE_DIR reports", "the folder reports exists"), ("WRITE_FILE reports/summary.md Q1: sales up", "reports/summary.md holds the line"), ("RUN_COMMAND ls reports | wc -l", "prints 1")],
+        steps: &[
+            ("CREATE_DIR reports", "the folder reports exists"),
+            ("WRITE_FILE reports/summary.md Q1: sales up", "reports/summary.md holds the line"),
+            ("RUN_COMMAND ls reports | wc -l", "prints 1"),
+        ],
     },
     Example {
         goal: "In a folder parts, create part_000.txt to part_002.txt each saying 'part N' with its number, then show the size of each file.",
@@ -77,11 +82,7 @@ const POOL: [Example; 19] = [
         summary: "grep selects the lines and the redirect saves them.",
         steps: &[("RUN_COMMAND grep WARN app.log > warnings.txt", "warnings.txt holds the WARN lines")],
     },
-    Example {
-        goal: "How many lines does todo.md have?",
-        summary: "wc -l counts the lines.",
-        steps: &[("RUN_COMMAND wc -l todo.md", "prints the line count")],
-    },
+    Example { goal: "How many lines does todo.md have?", summary: "wc -l counts the lines.", steps: &[("RUN_COMMAND wc -l todo.md", "prints the line count")] },
     Example {
         goal: "Create page_1.html to page_3.html, each with a heading naming its page.",
         summary: "The numbers start at 1, so REPEAT with {number} names them.",
@@ -132,11 +133,7 @@ const POOL: [Example; 19] = [
         summary: "WRITE_FILE with \\n for new lines, then py_compile checks it.",
         steps: &[("WRITE_FILE util.py def double(x):\\n    return 2 * x", "util.py defines double"), ("RUN_COMMAND python3 -m py_compile util.py", "no error")],
     },
-    Example {
-        goal: "Print the name of the current user.",
-        summary: "One command does it.",
-        steps: &[("RUN_COMMAND whoami", "prints the user name")],
-    },
+    Example { goal: "Print the name of the current user.", summary: "One command does it.", steps: &[("RUN_COMMAND whoami", "prints the user name")] },
 ];
 
 /// The names the examples use: the files and folders their goals name, and
@@ -169,7 +166,7 @@ fn collect_names() -> BTreeSet<String> {
 }
 
 /// Lines of text the examples write because their goals quote them ("Q1:
-/// sales up", "first entry"): text for that goal only. The 0.5B model
+/// sales up", "first entry"): text for that goal only. A small model
 /// pastes them into other goals' files (`WRITE_FILE .gitignore Q1: sales up`).
 pub fn quoted_texts() -> &'static BTreeSet<String> {
     static TEXTS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
@@ -188,16 +185,12 @@ pub fn quoted_texts() -> &'static BTreeSet<String> {
 
 /// Words too common in goals to say anything about their shape.
 const STOPWORDS: [&str; 24] = [
-    "a", "an", "the", "of", "in", "into", "to", "and", "or", "with", "each", "it", "its", "is", "are", "that", "then", "as", "on", "for", "from",
-    "named", "called", "by",
+    "a", "an", "the", "of", "in", "into", "to", "and", "or", "with", "each", "it", "its", "is", "are", "that", "then", "as", "on", "for", "from", "named",
+    "called", "by",
 ];
 
 fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty() && !STOPWORDS.contains(w))
-        .map(String::from)
-        .collect()
+    text.to_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty() && !STOPWORDS.contains(w)).map(String::from).collect()
 }
 
 /// How much a shared word says about two goals being alike: `ln(N / df)`
@@ -212,14 +205,18 @@ fn weight(word: &str) -> f64 {
 /// How alike an example's goal is to `wanted`: the weights of the words
 /// they share over the example's own weight (a cosine of weighted word
 /// sets). A long example that shares three common words with a short goal
-/// loses to a short one sharing the same words: the 0.5B model, shown the
-/// five-step `parts` loop as the closest match for "Create a file hello.txt
-/// …", copied the loop.
+/// loses to a short one sharing the same words: a small model copies the
+/// closest example's shape, so a long loop shown for a one-file goal gets
+/// copied.
 fn likeness(example: &Example, wanted: &BTreeSet<String>) -> f64 {
     let theirs: BTreeSet<String> = words(example.goal).into_iter().collect();
     let norm = theirs.iter().map(|w| weight(w).powi(2)).sum::<f64>().sqrt();
     let shared: f64 = theirs.intersection(wanted).map(|w| weight(w).powi(2)).sum();
-    if norm == 0.0 { 0.0 } else { shared / norm }
+    if norm == 0.0 {
+        0.0
+    } else {
+        shared / norm
+    }
 }
 
 /// The `n` examples most like `goal`, after skipping the `skip` closest;

@@ -14,8 +14,8 @@ use super::action::{Action, Vars};
 /// the .txt files") is a kind of file, not a file's name; `.gitignore` is a
 /// name.
 const FILE_EXTENSIONS: [&str; 24] = [
-    "txt", "md", "py", "json", "log", "csv", "sh", "rs", "toml", "yaml", "yml", "html", "css", "js", "ts", "xml", "ini", "cfg", "conf", "gz",
-    "tar", "zip", "c", "h",
+    "txt", "md", "py", "json", "log", "csv", "sh", "rs", "toml", "yaml", "yml", "html", "css", "js", "ts", "xml", "ini", "cfg", "conf", "gz", "tar", "zip",
+    "c", "h",
 ];
 
 /// Paths the goal names: words with a file extension (`README.md`,
@@ -84,8 +84,8 @@ pub fn goal_calls(goal: &str, path: &str, words: &[&str]) -> bool {
 /// Words that follow "folder" or "file" in a goal without being a name
 /// ("every file in the folder", "files are").
 const NOT_NAMES: [&str; 24] = [
-    "a", "an", "the", "in", "of", "to", "and", "or", "with", "that", "which", "is", "are", "for", "each", "every", "from", "into", "inside", "at",
-    "on", "it", "its", "this",
+    "a", "an", "the", "in", "of", "to", "and", "or", "with", "that", "which", "is", "are", "for", "each", "every", "from", "into", "inside", "at", "on", "it",
+    "its", "this",
 ];
 
 /// The word right after each "folder", "file", "script" … in the goal
@@ -115,7 +115,8 @@ pub fn given_text(goal: &str) -> Option<String> {
     for (open, _) in goal.match_indices(" '") {
         let before = goal[..open].rsplit(' ').next().unwrap_or_default().to_lowercase();
         let after = &goal[open + 2..];
-        let close = after.match_indices('\'').map(|(at, _)| at).find(|&at| after[at + 1..].chars().next().is_none_or(|c| c.is_whitespace() || ".,;:!?".contains(c)));
+        let close =
+            after.match_indices('\'').map(|(at, _)| at).find(|&at| after[at + 1..].chars().next().is_none_or(|c| c.is_whitespace() || ".,;:!?".contains(c)));
         if let (true, Some(close)) = (TEXT_WORDS.contains(&before.as_str()), close) {
             found.push(after[..close].to_string());
         }
@@ -166,9 +167,14 @@ pub fn placed_files(goal: &str) -> Vec<(String, String)> {
         let Some(folder) = next_name(rest) else { continue };
         let after = &rest[rest.find(folder.as_str()).map_or(0, |i| i + folder.len())..];
         // The first file named after the folder, and the words between.
-        let Some((file, between)) = files.iter().filter_map(|f| after.find(f.as_str()).map(|i| (f, after[..i].to_lowercase()))).min_by_key(|(_, between)| between.len()) else { continue };
+        let Some((file, between)) =
+            files.iter().filter_map(|f| after.find(f.as_str()).map(|i| (f, after[..i].to_lowercase()))).min_by_key(|(_, between)| between.len())
+        else {
+            continue;
+        };
         let words: Vec<&str> = between.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-        let inside = INSIDE_WORDS.iter().any(|w| between.contains(&format!(" {w} ")) || words.first() == Some(w)) && !words.iter().any(|w| FOLDER_WORDS.contains(w));
+        let inside =
+            INSIDE_WORDS.iter().any(|w| between.contains(&format!(" {w} ")) || words.first() == Some(w)) && !words.iter().any(|w| FOLDER_WORDS.contains(w));
         if inside {
             claim(file, &folder, &mut placed);
         }
@@ -180,9 +186,13 @@ pub fn placed_files(goal: &str) -> Vec<(String, String)> {
 /// The first name-like word of `text` ("named" and "called" skipped), as
 /// the goal spells it.
 fn next_name(text: &str) -> Option<String> {
-    let mut words = text.split_whitespace().map(|w| w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')')).trim_end_matches('.'));
+    let mut words =
+        text.split_whitespace().map(|w| w.trim_matches(|c: char| matches!(c, '\'' | '"' | '`' | ',' | ';' | ':' | '(' | ')')).trim_end_matches('.'));
     let name = words.find(|w| !matches!(w.to_lowercase().as_str(), "named" | "called"))?;
-    let name_like = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')) && !name.contains("..") && !name.starts_with('/');
+    let name_like = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+        && !name.contains("..")
+        && !name.starts_with('/');
     (name_like && !NOT_NAMES.contains(&name.to_lowercase().as_str())).then(|| name.to_string())
 }
 
@@ -314,8 +324,8 @@ pub fn counting_from_one(text: &str) -> String {
 }
 
 /// Names in the plan's paths that come from the worked examples and not
-/// from the goal: the 0.5B model, shown `build/debug`, creates `build/debug`
-/// whatever it was asked. `example_names` are the examples' own names.
+/// from the goal: a small model shown an example's folder tends to create
+/// that folder whatever it was asked. `example_names` are the examples' own names.
 pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> Vec<String> {
     let goal = goal.to_lowercase();
     let mut found: Vec<String> = Vec::new();
@@ -487,7 +497,11 @@ mod tests {
     #[test]
     fn names_copied_from_the_examples_are_found() {
         let names: BTreeSet<String> = ["build/debug", "build", "parts"].map(String::from).into();
-        let plan = [Action::parse("CREATE_DIR build/debug").unwrap(), Action::parse("REPEAT 2 WRITE_FILE parts/p_{index}.txt x").unwrap(), Action::parse("CREATE_DIR 2024/q1").unwrap()];
+        let plan = [
+            Action::parse("CREATE_DIR build/debug").unwrap(),
+            Action::parse("REPEAT 2 WRITE_FILE parts/p_{index}.txt x").unwrap(),
+            Action::parse("CREATE_DIR 2024/q1").unwrap(),
+        ];
         assert_eq!(copied("Create folders 2024/q1 and 2024/q2.", &plan, &names), ["build", "build/debug", "parts"]);
         assert!(copied("Clean the build folder, then the parts folder.", &plan[1..], &names).is_empty(), "names the goal uses are its own");
     }
@@ -544,8 +558,14 @@ mod tests {
     #[test]
     fn a_repeat_shaped_like_a_range_is_fitted_to_it() {
         let fit = |repeat: &str, first, last| fitted_to_range(&Action::parse(repeat).unwrap(), first, last).map(|a| a.to_string());
-        assert_eq!(fit("REPEAT 3 WRITE_FILE notes/note_{index:03d}.txt note {index}", "note_00.txt", "note_09.txt").as_deref(), Some("REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt note {index}"));
-        assert_eq!(fit("REPEAT 3 WRITE_FILE day_{index}.txt day {index}", "day_1.txt", "day_5.txt").as_deref(), Some("REPEAT 5 WRITE_FILE day_{number}.txt day {number}"));
+        assert_eq!(
+            fit("REPEAT 3 WRITE_FILE notes/note_{index:03d}.txt note {index}", "note_00.txt", "note_09.txt").as_deref(),
+            Some("REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt note {index}")
+        );
+        assert_eq!(
+            fit("REPEAT 3 WRITE_FILE day_{index}.txt day {index}", "day_1.txt", "day_5.txt").as_deref(),
+            Some("REPEAT 5 WRITE_FILE day_{number}.txt day {number}")
+        );
         assert_eq!(fit("REPEAT 2 CREATE_DIR run_{index}", "run_0", "run_2").as_deref(), Some("REPEAT 3 CREATE_DIR run_{index}"));
         assert_eq!(fit("REPEAT 10 WRITE_FILE note_{index:02d}.txt note", "note_00.txt", "note_09.txt"), None, "it already fits");
         assert_eq!(fit("REPEAT 3 WRITE_FILE page_{index}.txt x", "note_00.txt", "note_09.txt"), None, "another name");
@@ -558,8 +578,15 @@ mod tests {
         let placed = |goal| placed_files(goal).into_iter().map(|(f, d)| format!("{d}/{f}")).collect::<Vec<_>>();
         assert_eq!(placed("Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna."), ["notes/todo.txt"]);
         assert_eq!(placed("Create a folder src with a file main.py that prints 'hi'."), ["src/main.py"]);
-        assert_eq!(placed("In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'."), ["days/day_001.txt", "days/day_002.txt", "days/day_003.txt"]);
-        assert_eq!(placed("Create ten empty-ish files note_00.txt to note_09.txt in a folder notes, each with the text 'note'.").len(), 2, "the range's two ends");
+        assert_eq!(
+            placed("In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'."),
+            ["days/day_001.txt", "days/day_002.txt", "days/day_003.txt"]
+        );
+        assert_eq!(
+            placed("Create ten empty-ish files note_00.txt to note_09.txt in a folder notes, each with the text 'note'.").len(),
+            2,
+            "the range's two ends"
+        );
         assert!(placed("Create a folder logs and a file logs/app.log with the line 'started'.").is_empty(), "the path already says where");
         assert!(placed("Create a folder docs and a file README.md.").is_empty(), "'and' alone does not put it inside");
         assert_eq!(placed("Create a folder alpha with a file x.txt, and a folder beta with a file y.txt."), ["alpha/x.txt", "beta/y.txt"]);
@@ -592,7 +619,11 @@ mod tests {
         assert_eq!(given_text("Create main.py that prints 'hi'."), None, "what a program prints is not the file's text");
         assert_eq!(given_text("Write the output of 'ls' into listing.txt."), None);
         assert_eq!(given_text("Files a.txt saying 'x' and b.txt saying 'y'."), None, "two texts: which is whose is not known");
-        assert_eq!(given_text("Create a file hello.txt containing the text Hello, world!").as_deref(), Some("Hello, world!"), "unquoted after 'the text': the rest");
+        assert_eq!(
+            given_text("Create a file hello.txt containing the text Hello, world!").as_deref(),
+            Some("Hello, world!"),
+            "unquoted after 'the text': the rest"
+        );
         assert_eq!(given_text("Write a.txt with the text 'note' and more."), Some("note".to_string()));
     }
 }

@@ -1,7 +1,7 @@
 //! The paths a plan may name once the model has strayed from the goal's.
 //!
 //! Refused for a name the goal never gives (a worked example's `week_0`,
-//! `mail`) or for the wrong kind of path (`CREATE_DIR hello.sh`), the 0.5B
+//! `mail`) or for the wrong kind of path (`CREATE_DIR hello.sh`), a small
 //! model, asked again, mostly writes the same names again: reasons in words
 //! do not move it. So the plan after such a refusal is decoded under a
 //! grammar whose paths can only be the goal's own names (with the loops
@@ -103,8 +103,7 @@ impl HeldPaths {
     /// The action pattern with only these paths, each where something
     /// fills its variables: `{item}` and `{name}` inside FOR_EACH, `{index}`
     /// and `{number}` inside REPEAT, neither at the top (held to its paths,
-    /// the 0.5B model wrote `WRITE_FILE project/src/{name} …` at the top
-    /// in three plans running).
+    /// a model otherwise writes loop variables outside any loop).
     pub fn pattern(&self) -> String {
         let new_folders: BTreeSet<String> = self.folders.iter().filter(|f| *f != ".").cloned().collect();
         let choices = |keep: &dyn Fn(&String) -> bool| {
@@ -210,8 +209,15 @@ mod tests {
     fn what_exists_and_what_ran_may_be_named() {
         let existing = [Entry { path: "inbox".into(), is_dir: true }, Entry { path: "inbox/m1.txt".into(), is_dir: false }];
         let done = ["CREATE_DIR archive".to_string()];
-        let p = regex::Regex::new(&HeldPaths::new("For every file in the folder inbox, make a copy in the folder archive.", &existing, &done).pattern()).unwrap();
-        for line in ["LIST_DIR inbox AS mails", "READ_FILE inbox/m1.txt", "FOR_EACH mails WRITE_FILE archive/{name} copy", "FOR_EACH mails RUN_COMMAND cp {item} archive/", "CREATE_DIR archive"] {
+        let p =
+            regex::Regex::new(&HeldPaths::new("For every file in the folder inbox, make a copy in the folder archive.", &existing, &done).pattern()).unwrap();
+        for line in [
+            "LIST_DIR inbox AS mails",
+            "READ_FILE inbox/m1.txt",
+            "FOR_EACH mails WRITE_FILE archive/{name} copy",
+            "FOR_EACH mails RUN_COMMAND cp {item} archive/",
+            "CREATE_DIR archive",
+        ] {
             assert!(p.is_match(line), "{line}");
         }
         assert!(!p.is_match("READ_FILE inbox/m9.txt"));

@@ -2,7 +2,7 @@
 //! again: each is a change the rules name exactly, and a mended plan runs
 //! only if it then passes every rule, like any other plan.
 //!
-//! The 0.5B model's refused plans are often one slip away from right:
+//! A small model's refused plans are often one slip away from right:
 //! `REPEAT 3 WRITE_FILE notes/todo.txt …` (the same file three times),
 //! `day_{index:03d}.txt` for a goal that counts from 1, or a right plan
 //! with a stray step pasted from a worked example. Asking again costs a
@@ -125,7 +125,9 @@ fn fit_ranges(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let ranges = goal_paths::ranges(cx.goal);
     for item in &mut plan.plan {
         let Ok(action) = Action::parse(&item.action) else { continue };
-        let Some((fitted, (first, last))) = ranges.iter().find_map(|range| goal_paths::fitted_to_range(&action, &range.0, &range.1).map(|f| (f, range))) else { continue };
+        let Some((fitted, (first, last))) = ranges.iter().find_map(|range| goal_paths::fitted_to_range(&action, &range.0, &range.1).map(|f| (f, range))) else {
+            continue;
+        };
         changes.push(format!("step {}: `{action}` made other names than {first} to {last}, so it is `{fitted}`", item.step));
         item.action = fitted.to_string();
     }
@@ -150,7 +152,11 @@ fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) 
 fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
     let written_after = |i: usize, path: &str| parsed[i + 1..].iter().any(|a| matches!(a, Action::WriteFile { path: p, .. } if p == path));
-    let doomed: Vec<bool> = parsed.iter().enumerate().map(|(i, a)| matches!(a, Action::CreateDir { path } if goal_paths::looks_like_file(path) && written_after(i, path))).collect();
+    let doomed: Vec<bool> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, a)| matches!(a, Action::CreateDir { path } if goal_paths::looks_like_file(path) && written_after(i, path)))
+        .collect();
     if !doomed.contains(&true) {
         return;
     }
@@ -182,8 +188,12 @@ fn without_example_lines(action: &Action, goal: &str) -> Option<(Action, Vec<Str
             let removed = copied.iter().map(|line| format!("{:?}", line.trim())).collect();
             Some((Action::WriteFile { path: path.clone(), content: kept.join("\n") }, removed))
         }
-        Action::Repeat { times, body } => without_example_lines(body, goal).map(|(body, removed)| (Action::Repeat { times: *times, body: Box::new(body) }, removed)),
-        Action::ForEach { key, body } => without_example_lines(body, goal).map(|(body, removed)| (Action::ForEach { key: key.clone(), body: Box::new(body) }, removed)),
+        Action::Repeat { times, body } => {
+            without_example_lines(body, goal).map(|(body, removed)| (Action::Repeat { times: *times, body: Box::new(body) }, removed))
+        }
+        Action::ForEach { key, body } => {
+            without_example_lines(body, goal).map(|(body, removed)| (Action::ForEach { key: key.clone(), body: Box::new(body) }, removed))
+        }
         _ => None,
     }
 }
@@ -226,7 +236,8 @@ fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 /// exists under the root or an earlier step creates it. A run-on key
 /// (`inbox_files_RUN_COMMANDcp…`) names none.
 fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String> {
-    let stem = key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
+    let stem =
+        key.rsplit_once('_').filter(|(stem, word)| !stem.is_empty() && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).map(|(stem, _)| stem);
     [Some(key), stem].into_iter().flatten().find(|folder| created.contains(folder) || cx.seen.is_folder(folder)).map(String::from)
 }
 
@@ -242,13 +253,20 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
     }
     // Every name of a range too: chapter_2.md is the goal's in "chapter_1.md to chapter_3.md".
     let named = held_paths::goal_names(cx.goal);
-    let mut written: Vec<String> = parsed.iter().flat_map(written_files).filter(|p| !p.contains('{') && !on_disk(p) && !named.iter().any(|n| p == n || p.ends_with(&format!("/{n}")))).collect();
+    let mut written: Vec<String> = parsed
+        .iter()
+        .flat_map(written_files)
+        .filter(|p| !p.contains('{') && !on_disk(p) && !named.iter().any(|n| p == n || p.ends_with(&format!("/{n}"))))
+        .collect();
     written.dedup();
     let [other] = written.as_slice() else { return };
     for item in &mut plan.plan {
         let renamed = with_word_replaced(&item.action, other, wanted);
         if renamed != item.action && Action::parse(&renamed).is_ok() {
-            changes.push(format!("step {}: the plan wrote {other}, which the goal never names, and not {wanted}, which it does: `{}` is `{renamed}`", item.step, item.action));
+            changes.push(format!(
+                "step {}: the plan wrote {other}, which the goal never names, and not {wanted}, which it does: `{}` is `{renamed}`",
+                item.step, item.action
+            ));
             item.action = renamed;
         }
     }
@@ -301,7 +319,10 @@ fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
             _ => return,
         }
     }
-    changes.push(format!("added {} first: the goal names what they make and no step made it", added.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")));
+    changes.push(format!(
+        "added {} first: the goal names what they make and no step made it",
+        added.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+    ));
     let new_steps = added.into_iter().map(|action| PlanStep { step: 0, expects: "what the goal names exists".into(), action });
     plan.plan.splice(0..0, new_steps);
     renumber(plan);
@@ -313,7 +334,8 @@ fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>
     // A text with a stand-in for a number ('part N') is not written as it is.
     let Some(text) = validate::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let writes: Vec<usize> = parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. })) || echo_into(a).is_some()).map(|(i, _)| i).collect();
+    let writes: Vec<usize> =
+        parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. })) || echo_into(a).is_some()).map(|(i, _)| i).collect();
     let [i] = writes.as_slice() else { return };
     // The one write must be of a file the goal names.
     if goal_paths::uncovered(cx.goal, std::slice::from_ref(&parsed[*i]), &[]).len() == goal_paths::named_paths(cx.goal).len() {
@@ -363,7 +385,11 @@ fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     for (item, action) in plan.plan.iter_mut().zip(parsed) {
         let placed = in_folder(&action, &misplaced);
         if placed != action {
-            changes.push(format!("step {}: the goal puts {}, so `{action}` is `{placed}`", item.step, misplaced.iter().map(|(f, d)| format!("{f} in the folder {d}")).collect::<Vec<_>>().join(", ")));
+            changes.push(format!(
+                "step {}: the goal puts {}, so `{action}` is `{placed}`",
+                item.step,
+                misplaced.iter().map(|(f, d)| format!("{f} in the folder {d}")).collect::<Vec<_>>().join(", ")
+            ));
             item.action = placed.to_string();
         }
     }
@@ -371,9 +397,13 @@ fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
 
 /// `action` with each of `misplaced`'s files named in its folder.
 fn in_folder(action: &Action, misplaced: &[(String, String)]) -> Action {
-    let folder_of = |path: &str, filled: &[String]| misplaced.iter().find(|(file, _)| !path.contains('/') && filled.iter().any(|f| f == file)).map(|(_, folder)| folder.as_str());
+    let folder_of = |path: &str, filled: &[String]| {
+        misplaced.iter().find(|(file, _)| !path.contains('/') && filled.iter().any(|f| f == file)).map(|(_, folder)| folder.as_str())
+    };
     match action {
-        Action::WriteFile { path, .. } | Action::ReadFile { path } => folder_of(path, std::slice::from_ref(path)).and_then(|folder| moved_into(action, folder)).unwrap_or_else(|| action.clone()),
+        Action::WriteFile { path, .. } | Action::ReadFile { path } => {
+            folder_of(path, std::slice::from_ref(path)).and_then(|folder| moved_into(action, folder)).unwrap_or_else(|| action.clone())
+        }
         Action::Repeat { times, body } => {
             let Some(path) = body.path() else { return action.clone() };
             let filled: Vec<String> = (0..(*times).min(1000)).filter_map(|i| body.fill(&Vars::index(i)).path().map(String::from)).collect();
@@ -532,7 +562,8 @@ mod tests {
     #[test]
     fn a_folder_made_of_a_file_name_that_is_written_later_is_dropped() {
         let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
-        let m = mended(goal, &["CREATE_DIR chapter_1.md", "WRITE_FILE chapter_1.md # Chapter 1", "CREATE_DIR chapter_3.md", "WRITE_FILE chapter_3.md # Chapter 3"]);
+        let m =
+            mended(goal, &["CREATE_DIR chapter_1.md", "WRITE_FILE chapter_1.md # Chapter 1", "CREATE_DIR chapter_3.md", "WRITE_FILE chapter_3.md # Chapter 3"]);
         assert_eq!(m.unwrap(), ["1 WRITE_FILE chapter_1.md # Chapter 1", "2 WRITE_FILE chapter_3.md # Chapter 3"]);
     }
 
@@ -557,7 +588,11 @@ mod tests {
         let m = mended(&["CREATE_DIR archive", "FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR archive", "2 LIST_DIR inbox AS inbox_files", "3 FOR_EACH inbox_files RUN_COMMAND cp {item} archive/"]);
         let m = mended(&["CREATE_DIR archive", "FOR_EACH archive RUN_COMMAND wc -c {item}"]);
-        assert_eq!(m.unwrap(), ["1 CREATE_DIR archive", "2 LIST_DIR archive AS archive", "3 FOR_EACH archive RUN_COMMAND wc -c {item}"], "a folder an earlier step makes");
+        assert_eq!(
+            m.unwrap(),
+            ["1 CREATE_DIR archive", "2 LIST_DIR archive AS archive", "3 FOR_EACH archive RUN_COMMAND wc -c {item}"],
+            "a folder an earlier step makes"
+        );
         assert_eq!(mended(&["CREATE_DIR archive", "FOR_EACH mail_files RUN_COMMAND cp {item} archive/"]), None, "no folder mail");
         assert_eq!(mended(&["CREATE_DIR archive", "FOR_EACH inbox_files_RUN_COMMANDcp RUN_COMMAND cp {item} archive/"]), None, "a run-on key names no folder");
     }
@@ -568,7 +603,10 @@ mod tests {
         let m = mended(goal, &["RUN_COMMAND echo buy milk >> todo.txt", "RUN_COMMAND echo call Anna >> todo.txt"]);
         assert_eq!(m.unwrap(), ["1 CREATE_DIR notes", "2 RUN_COMMAND echo buy milk >> notes/todo.txt", "3 RUN_COMMAND echo call Anna >> notes/todo.txt"]);
         let goal = "Create a folder src with a file main.py that prints 'hi'.";
-        assert_eq!(mended(goal, &["WRITE_FILE main.py print('hi')", "READ_FILE main.py"]).unwrap(), ["1 WRITE_FILE src/main.py print('hi')", "2 READ_FILE src/main.py"]);
+        assert_eq!(
+            mended(goal, &["WRITE_FILE main.py print('hi')", "READ_FILE main.py"]).unwrap(),
+            ["1 WRITE_FILE src/main.py print('hi')", "2 READ_FILE src/main.py"]
+        );
         let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt, each saying 'log'.";
         assert_eq!(mended(goal, &["REPEAT 3 WRITE_FILE day_{number:03d}.txt log"]).unwrap(), ["1 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
     }
@@ -580,7 +618,11 @@ mod tests {
         assert_eq!(m.unwrap(), ["1 CREATE_DIR days", "2 REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log"]);
         let goal = "Create a file hello.txt containing the text Hello, world!";
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hello"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"]);
-        assert_eq!(mended(goal, &["RUN_COMMAND echo hello > hello.txt"]).unwrap(), ["1 WRITE_FILE hello.txt Hello, world!"], "a plain echo into the file is its write");
+        assert_eq!(
+            mended(goal, &["RUN_COMMAND echo hello > hello.txt"]).unwrap(),
+            ["1 WRITE_FILE hello.txt Hello, world!"],
+            "a plain echo into the file is its write"
+        );
         assert_eq!(mended(goal, &["RUN_COMMAND echo hello | tr a-z A-Z > hello.txt"]), None, "a command that does more is not rewritten");
         assert_eq!(mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]), None, "which write is meant is not known");
     }
@@ -607,7 +649,8 @@ mod tests {
     #[test]
     fn an_entry_put_under_a_folder_is_named_by_its_file_name() {
         let goal = "For every file in the folder inbox, make a copy in the folder archive.";
-        let (rejections, mended) = mend_in(&["inbox"], goal, &["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
+        let (rejections, mended) =
+            mend_in(&["inbox"], goal, &["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
         assert!(rejections.iter().any(|r| r.rule == Rule::LoopVariable && r.reason.contains("write inbox/{name}")), "{rejections:?}");
         assert_eq!(mended.unwrap()[1], "2 FOR_EACH inbox_files RUN_COMMAND cp inbox/{name} archive/{name}");
         assert_eq!(validate::with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
@@ -616,12 +659,19 @@ mod tests {
     #[test]
     fn a_range_name_written_is_not_renamed() {
         let goal = "Create files chapter_1.md to chapter_3.md, each starting with '# Chapter' and its number.";
-        assert_eq!(mended(goal, &["WRITE_FILE chapter_1.md # Chapter 1", "WRITE_FILE chapter_2.md # Chapter 2", "READ_FILE {item}"]), None, "chapter_2.md is the goal's; chapter_3.md is still missing");
+        assert_eq!(
+            mended(goal, &["WRITE_FILE chapter_1.md # Chapter 1", "WRITE_FILE chapter_2.md # Chapter 2", "READ_FILE {item}"]),
+            None,
+            "chapter_2.md is the goal's; chapter_3.md is still missing"
+        );
     }
 
     #[test]
     fn only_whole_words_are_replaced() {
-        assert_eq!(with_word_replaced("cat todo.txt old_todo.txt todo.txt.bak notes/todo.txt >todo.txt", "todo.txt", "n/todo.txt"), "cat n/todo.txt old_todo.txt todo.txt.bak notes/todo.txt >n/todo.txt");
+        assert_eq!(
+            with_word_replaced("cat todo.txt old_todo.txt todo.txt.bak notes/todo.txt >todo.txt", "todo.txt", "n/todo.txt"),
+            "cat n/todo.txt old_todo.txt todo.txt.bak notes/todo.txt >n/todo.txt"
+        );
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! A command that writes into a folder nothing makes.
 //!
 //! `RUN_COMMAND echo buy milk >> notes/todo.txt` fails when `notes` does not
-//! exist: a shell redirect makes no folders, where WRITE_FILE does. Run 2 of
-//! stop 17 ran that plan and its three replans, each failing the same way.
-//! Such a step is refused before anything runs, and mended by creating the
+//! exist: a shell redirect makes no folders, where WRITE_FILE does. Replanning
+//! from the failure tends to repeat it. Such a step is refused before anything runs, and mended by creating the
 //! folder first (`mend.rs`).
 
 use std::collections::BTreeSet;

@@ -38,7 +38,7 @@ use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termin
 use agentloop_tools::{workspace_tools, Workspace};
 
 pub use action::{Action, Vars, VERBS};
-pub use agent::{PlannerFile, PlannerFlags, PlannerInput, Planner};
+pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use events::{PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;

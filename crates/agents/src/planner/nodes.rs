@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 use super::action::Action;
+use super::events::{PlanProposed, PlannerEvent};
+use super::execute as execute_plan;
 use super::held_paths::{self, HeldPaths};
 use super::mend;
 use super::observe::observe;
@@ -16,9 +18,7 @@ use super::plan::{self, Plan};
 use super::prompts;
 use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
 use super::validate::{self, Context, Rule};
-use super::events::{PlanProposed, PlannerEvent};
 use super::{FAST_ROLE, PLANNER_ROLE};
-use super::execute as execute_plan;
 
 #[derive(Deserialize, JsonSchema)]
 struct Diagnosis {
@@ -68,7 +68,18 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             request.temperature = Some(RETRY_TEMPERATURE);
         }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
-        let mut proposal = Proposal { iteration, raw: answer.content, plan: None, rejections: Vec::new(), repaired: false, plan_ms: 0, retry_hints: Vec::new(), mends: Vec::new(), mended_from: Vec::new(), held: held.is_some() };
+        let mut proposal = Proposal {
+            iteration,
+            raw: answer.content,
+            plan: None,
+            rejections: Vec::new(),
+            repaired: false,
+            plan_ms: 0,
+            retry_hints: Vec::new(),
+            mends: Vec::new(),
+            mended_from: Vec::new(),
+            held: held.is_some(),
+        };
         match plan::read(&proposal.raw) {
             Ok((p, repaired)) => {
                 proposal.plan = Some(p);
@@ -216,7 +227,9 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
             if reply_is(&reply, "all") {
                 s.step_by_step = false;
             } else if !reply_is(&reply, "yes") && !reply_is(&reply, "y") {
-                let why = step.interrupt(json!({"kind": "planner_feedback", "question": format!("Why not step {}? Your answer goes into the next plan.", item.step)})).await?;
+                let why = step
+                    .interrupt(json!({"kind": "planner_feedback", "question": format!("Why not step {}? Your answer goes into the next plan.", item.step)}))
+                    .await?;
                 s.feedback.push(format!("The user declined step {} `{}`: {}", item.step, item.action, reply_text(&why)));
                 s.running = None;
                 return Ok(());
@@ -266,7 +279,8 @@ fn cancel(s: &mut PlannerState, step: &mut Step) {
 
 /// The plan shown to the user for approval.
 fn plan_question(s: &PlannerState) -> Value {
-    let steps: Vec<Value> = s.running_plan().map(|p| p.plan.iter().map(|i| json!({"step": i.step, "action": i.action, "expects": i.expects})).collect()).unwrap_or_default();
+    let steps: Vec<Value> =
+        s.running_plan().map(|p| p.plan.iter().map(|i| json!({"step": i.step, "action": i.action, "expects": i.expects})).collect()).unwrap_or_default();
     let thinking = s.running_plan().map(|p| p.thinking_summary.clone()).unwrap_or_default();
     json!({
         "kind": "planner_plan",

@@ -78,7 +78,8 @@ fn plan_commands(plan: Option<&Plan>) -> Vec<String> {
 /// the session's tools.
 pub async fn observe(step: &mut Step, plan: Option<&Plan>, shell: Shell) -> Result<Observed> {
     let listing = step.tool(ObserveRoot::NAME, json!({"limit": ENTRIES_OBSERVED})).await?;
-    let entries: Vec<Entry> = serde_json::from_value(listing["entries"].clone()).map_err(|e| Error::State(format!("the root's listing does not read ({e})")))?;
+    let entries: Vec<Entry> =
+        serde_json::from_value(listing["entries"].clone()).map_err(|e| Error::State(format!("the root's listing does not read ({e})")))?;
     let mut commands = BTreeMap::new();
     for command in plan_commands(plan) {
         if commands.contains_key(&command) {
@@ -144,7 +145,9 @@ impl Tool for CheckCommand {
     async fn call(&self, input: Value) -> Result<Value> {
         let command = input["command"].as_str().unwrap_or_default().to_string();
         let shell: Shell = serde_json::from_value(input["shell"].clone()).unwrap_or_default();
-        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell).err()).await.map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
+        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell).err())
+            .await
+            .map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
         Ok(json!({"problem": problem}))
     }
 }
@@ -155,7 +158,10 @@ mod tests {
 
     #[test]
     fn paths_are_looked_up_as_the_plan_writes_them() {
-        let seen = Observed { entries: vec![Entry { path: "notes".into(), is_dir: true }, Entry { path: "notes/a.txt".into(), is_dir: false }], commands: BTreeMap::new() };
+        let seen = Observed {
+            entries: vec![Entry { path: "notes".into(), is_dir: true }, Entry { path: "notes/a.txt".into(), is_dir: false }],
+            commands: BTreeMap::new(),
+        };
         assert!(seen.is_folder("./notes/") && seen.is_folder(".") && !seen.is_folder("notes/a.txt"));
         assert!(seen.on_disk("notes/a.txt") && seen.is_file("./notes/a.txt") && !seen.on_disk("b.txt"));
     }

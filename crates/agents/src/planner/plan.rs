@@ -51,11 +51,11 @@ impl Plan {
 
 /// The plan schema for one goal: `goal` may only be the user's goal, word
 /// for word. The model writes that key first, so the goal's own names are
-/// the last thing it wrote before the plan; free to write any goal, the
-/// 0.5B model wrote the closest worked example's goal and then its plan.
-/// `ready` may only be true: a proposal is a plan to run, and the 0.5B
-/// model wrote `ready: false` on a right plan three times running (run 7 of
-/// stop 17), which `not-ready` refuses and nothing may mend. Each action
+/// the last thing it wrote before the plan; free to write any goal, a small
+/// model writes the closest worked example's goal and then its plan.
+/// `ready` may only be true: a proposal is a plan to run, and a small model
+/// writes `ready: false` on right plans, which `not-ready` refuses and
+/// nothing may mend. Each action
 /// must match the action language's pattern, with any path or, when the
 /// model is `held` to them, only those paths.
 pub fn schema_for(goal: &str, held: Option<&HeldPaths>) -> Value {
@@ -169,7 +169,8 @@ mod tests {
 
     use super::*;
 
-    const GOOD: &str = r#"{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR a", "expects": "a exists"}]}"#;
+    const GOOD: &str =
+        r#"{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{"step": 1, "action": "CREATE_DIR a", "expects": "a exists"}]}"#;
 
     #[test]
     fn a_tagged_plan_reads() {

@@ -114,7 +114,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
 
 /// WRITE_FILE, when the last plan was refused for missing a file the goal
 /// names that is still to be written, and wrote no file: the examples then
-/// show one that does. The 0.5B model follows an example's shape before a
+/// show one that does. A small model follows an example's shape before a
 /// reason: shown only command and list-and-loop examples for "a file
 /// logs/app.log with the line 'started'", it listed `logs` twice, told each
 /// time to add `WRITE_FILE logs/app.log`.
@@ -200,7 +200,18 @@ mod tests {
             r#"<json>{{"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [{{"step": 1, "action": "{actions}", "expects": "e"}}]}}</json>"#
         );
         let plan = read(&raw).ok().map(|(p, _)| p);
-        Proposal { iteration: 1, raw, plan, rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")], repaired: false, plan_ms: 0, retry_hints: vec!["write day_003.txt".into()], mends: Vec::new(), mended_from: Vec::new(), held: false }
+        Proposal {
+            iteration: 1,
+            raw,
+            plan,
+            rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")],
+            repaired: false,
+            plan_ms: 0,
+            retry_hints: vec!["write day_003.txt".into()],
+            mends: Vec::new(),
+            mended_from: Vec::new(),
+            held: false,
+        }
     }
 
     fn state(proposals: Vec<Proposal>) -> PlannerState {
@@ -211,8 +222,8 @@ mod tests {
 
     #[test]
     fn no_prompt_carries_the_roots_absolute_path() {
-        // Shown `/tmp/…/goal-18`, the 0.5B model wrote `/tmp/…/archive`
-        // (outside the root); and a root that differs from run to run made
+        // An absolute root invites absolute paths (outside the root once the
+        // model edits them), and a root that differs from run to run makes
         // greedy first plans differ too.
         let mut s = state(vec![refused("CREATE_DIR days")]);
         s.root = "/tmp/agentloop-bench-123/goal-18".into();
@@ -238,7 +249,10 @@ mod tests {
         let twice = plan(&state(vec![refused("CREATE_DIR days"), refused("CREATE_DIR days")]));
         let last = twice.messages.last().unwrap().content.clone();
         assert!(last.starts_with("GOAL:"), "a fresh request ends with the goal: {last}");
-        assert!(last.contains("EARLIER PLANS WERE REJECTED") && last.contains("the goal names day_003.txt") && last.contains("hint: write day_003.txt"), "{last}");
+        assert!(
+            last.contains("EARLIER PLANS WERE REJECTED") && last.contains("the goal names day_003.txt") && last.contains("hint: write day_003.txt"),
+            "{last}"
+        );
         assert!(!twice.messages.iter().any(|m| m.content.contains("CREATE_DIR days")), "the repeated plan is not shown again");
         let examples = |r: &ChatRequest| r.messages.iter().filter(|m| m.content.starts_with("GOAL:")).map(|m| m.content.clone()).collect::<Vec<_>>();
         assert_ne!(examples(&once), examples(&twice), "other worked examples are shown");

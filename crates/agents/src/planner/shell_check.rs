@@ -8,13 +8,18 @@ use crate::commands;
 use super::validate::Shell;
 
 /// Words that start a command but are not commands.
-const SH_KEYWORDS: [&str; 18] = ["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "!", "{", "}", "time", "function"];
+const SH_KEYWORDS: [&str; 18] =
+    ["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "!", "{", "}", "time", "function"];
 
 /// The command is valid for `shell` and every command it calls exists here.
 pub fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
     match shell {
         Shell::Sh => {
-            let syntax = Command::new("sh").args(["-n", "-c", command]).stdin(Stdio::null()).output().map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
+            let syntax = Command::new("sh")
+                .args(["-n", "-c", command])
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
             if !syntax.status.success() {
                 let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
                 return Err(format!("the command is not valid POSIX sh ({err})"));
@@ -56,9 +61,7 @@ fn command_words(command: &str) -> Vec<String> {
         if matches!(part.split_whitespace().next(), Some("for" | "case" | "select")) {
             continue;
         }
-        let first = part
-            .split_whitespace()
-            .find(|w| names_a_command(w));
+        let first = part.split_whitespace().find(|w| names_a_command(w));
         if let Some(w) = first {
             let w = w.trim_matches(|c| c == '"' || c == '\'');
             if !w.is_empty() && !w.contains('$') && !words.iter().any(|x| x == w) {

@@ -58,7 +58,9 @@ impl Default for PlannerConfig {
             max_iterations: 8,
             shell: Shell::Sh,
             name: "agentloop planner".into(),
-            backstory: "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder.".into(),
+            backstory:
+                "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder."
+                    .into(),
             precheck: true,
             command_timeout_secs: 60,
         }

@@ -143,7 +143,13 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
             reject(Rule::LoopVariable, reason);
         }
         if let Some(path) = item_inside_a_folder(&action) {
-            reject(Rule::LoopVariable, format!("{path}: {{item}} is already the entry's whole path, so nothing is under another folder's name: write {} ({{name}} is the file name)", path.replace("/{item}", "/{name}")));
+            reject(
+                Rule::LoopVariable,
+                format!(
+                    "{path}: {{item}} is already the entry's whole path, so nothing is under another folder's name: write {} ({{name}} is the file name)",
+                    path.replace("/{item}", "/{name}")
+                ),
+            );
         }
         for (rule, reason) in check_action(&action, cx, &keys) {
             reject(rule, reason);
@@ -175,7 +181,8 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     // A plan missing a goal's file is told the file's text by goal-path.
     if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
-        let files: Vec<String> = goal_paths::named_paths(cx.goal).into_iter().filter(|n| goal_paths::looks_like_file(n) && !goal_paths::is_archive(n)).collect();
+        let files: Vec<String> =
+            goal_paths::named_paths(cx.goal).into_iter().filter(|n| goal_paths::looks_like_file(n) && !goal_paths::is_archive(n)).collect();
         let how = match files.as_slice() {
             [file] => format!("write it with `WRITE_FILE {} {text}`", goal_paths::in_its_folder(cx.goal, file)),
             _ => "write exactly that text in the file".to_string(),
@@ -190,8 +197,12 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
     }
     if !missing.is_empty() {
         let reason = match goal_paths::counts_from_zero(cx.goal, &parsed, &missing) {
-            Some(path) => format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), goal_paths::counting_from_one(path)),
-            None => format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.seen).join(", ")),
+            Some(path) => {
+                format!("the goal names {} but {path} counts from 0: write {} (counts from 1)", missing.join(", "), goal_paths::counting_from_one(path))
+            }
+            None => {
+                format!("the goal names {} but no step creates or uses it: add {}", missing.join(", "), missing_steps(cx.goal, &missing, cx.seen).join(", "))
+            }
         };
         out.push(Rejection::new(Rule::GoalPath, None, reason));
     }
@@ -225,8 +236,13 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         out.push((Rule::OneAction, format!("{verb} appears inside this step's text, where it would not run: put each action in its own step")));
     }
     match action {
-        Action::CreateDir { path } if (goal_paths::looks_like_file(path) || goal_calls(cx.goal, path, &FILE_WORDS)) && !goal_calls(cx.goal, path, &FOLDER_WORDS) => {
-            out.push((Rule::PathKind, format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)")));
+        Action::CreateDir { path }
+            if (goal_paths::looks_like_file(path) || goal_calls(cx.goal, path, &FILE_WORDS)) && !goal_calls(cx.goal, path, &FOLDER_WORDS) =>
+        {
+            out.push((
+                Rule::PathKind,
+                format!("{path} is a file name, but CREATE_DIR makes a folder: create the file with WRITE_FILE (its folder is made for it)"),
+            ));
         }
         Action::WriteFile { path, content } => {
             if let Some(what) = placeholder(content, cx.goal) {
@@ -235,7 +251,10 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
         }
         Action::ForEach { key, body } => {
             if !keys.contains(key) {
-                out.push((Rule::ForEachKey, format!("FOR_EACH uses the key `{key}`, which no earlier step stored: add `LIST_DIR <folder> AS {key}` before it")));
+                out.push((
+                    Rule::ForEachKey,
+                    format!("FOR_EACH uses the key `{key}`, which no earlier step stored: add `LIST_DIR <folder> AS {key}` before it"),
+                ));
             }
             if contains_create_dir(body) {
                 out.push((Rule::ForEachCreateDir, "FOR_EACH may not CREATE_DIR: create the folders in their own steps".into()));
@@ -385,7 +404,9 @@ fn path_kind(action: &Action, step: u32, seen: &Observed, kinds: &mut BTreeMap<S
     });
     let by = |n: u32| if n == 0 { "already".to_string() } else { format!("(step {n} makes it so)") };
     let conflict = match (is, wants) {
-        (Some(Kind::Folder(n)), Kind::File(_)) => Some(format!("{key} is {} a folder, so it cannot be used as a file: write files inside it, or create only the folders the goal names", by(n))),
+        (Some(Kind::Folder(n)), Kind::File(_)) => {
+            Some(format!("{key} is {} a folder, so it cannot be used as a file: write files inside it, or create only the folders the goal names", by(n)))
+        }
         (Some(Kind::File(n)), Kind::Folder(_)) => Some(format!("{key} is {} a file, so it cannot be used as a folder: name a folder, not a file", by(n))),
         _ => None,
     };
@@ -401,7 +422,7 @@ fn path_kind(action: &Action, step: u32, seen: &Observed, kinds: &mut BTreeMap<S
 /// REPEAT that makes a range the goal gives as "a to b"
 /// (`goal_paths::range_loop`), and "a step that uses" a name that exists.
 /// When one file is to be written and the goal quotes its text ("with the
-/// line 'started'"), the step holds that text: the 0.5B model copies a
+/// line 'started'"), the step holds that text: a small model copies a
 /// step whole, and told to add "`WRITE_FILE a.md` with the text the goal
 /// gives" it wrote those words into the file.
 fn missing_steps(goal: &str, missing: &[String], seen: &Observed) -> Vec<String> {
@@ -518,8 +539,7 @@ fn placeholder(content: &str, goal: &str) -> Option<&'static str> {
     if text.chars().all(|c| matches!(c, '.' | '…' | ' ')) {
         return Some("an ellipsis");
     }
-    // Unless the goal is about one: "todo 1 buy milk" is a todo list's text
-    // (run 6 of stop 17 refused it three times for todo.txt).
+    // Unless the goal is about one: then "todo …" is the list's own text.
     let goal = goal.to_lowercase();
     if ["todo", "fixme", "tbd"].iter().any(|marker| lower.starts_with(marker) && !goal.contains(marker)) {
         return Some("a TODO");
@@ -550,7 +570,9 @@ mod tests {
 
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
-        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "with the text the goal gives"] {
+        for p in
+            ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "with the text the goal gives"]
+        {
             assert!(placeholder(p, "Create notes.md.").is_some(), "{p:?}");
         }
         for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {

@@ -94,9 +94,7 @@ impl AgentSpec for Repl {
     type Event = ReplEvent;
 
     fn input(flags: ReplFlags, file: ReplFile, data_dir: &Path) -> Result<ReplInput> {
-        let folder = flags.folder.unwrap_or_else(|| {
-            data_dir.join("repl").join(format!("{}-{}", chrono_stamp(), std::process::id()))
-        });
+        let folder = flags.folder.unwrap_or_else(|| data_dir.join("repl").join(format!("{}-{}", chrono_stamp(), std::process::id())));
         std::fs::create_dir_all(&folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", folder.display())))?;
         let defaults = ReplConfig::default();
         Ok(ReplInput {

@@ -33,10 +33,21 @@ impl ReplEvent {
         match self {
             Self::Response { .. } => String::new(),
             Self::Code { blocks, .. } if blocks.is_empty() => "  (no code: the answer is the text)".into(),
-            Self::Code { blocks, .. } => blocks.iter().enumerate().map(|(i, b)| format!("  code block {}:\n{}", i + 1, indent(b))).collect::<Vec<_>>().join("\n"),
+            Self::Code { blocks, .. } => {
+                blocks.iter().enumerate().map(|(i, b)| format!("  code block {}:\n{}", i + 1, indent(b))).collect::<Vec<_>>().join("\n")
+            }
             Self::Output { block, output, is_error, .. } => format!("  {} block {block}:\n{}", if *is_error { "✗" } else { "✓" }, indent(output)),
             Self::Check { check, failed, agrees, .. } => {
-                format!("  cross-check: {} ({check})", if *agrees { "agrees" } else if *failed { "its program failed" } else { "DISAGREES" })
+                format!(
+                    "  cross-check: {} ({check})",
+                    if *agrees {
+                        "agrees"
+                    } else if *failed {
+                        "its program failed"
+                    } else {
+                        "DISAGREES"
+                    }
+                )
             }
             Self::Verdict { is_complete, reasoning, next_action, .. } => format!(
                 "  verdict: {} — {reasoning}{}",

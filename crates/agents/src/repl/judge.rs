@@ -28,7 +28,7 @@ pub fn plain_failure(s: &ReplState) -> Option<Verdict> {
 
 /// Code that computes nothing: only `print(<literal>)` lines, perhaps
 /// wrapped in a function that is then called. Told that other programs
-/// printed 7 and 5, the 0.5B model answers `print(7)`; such a turn is a
+/// printed 7 and 5, a small model answers `print(7)`; such a turn is a
 /// guess, not a result, and no check may confirm it.
 pub fn prints_only_literals(code: &str) -> bool {
     let mut prints = 0;
@@ -56,7 +56,7 @@ fn is_bare_function_line(line: &str) -> bool {
     (line.starts_with("def ") && line.ends_with("():")) || call
 }
 
-/// What to do about an error, for the next turn. The 0.5B model reaches
+/// What to do about an error, for the next turn. A small model reaches
 /// for library functions that do not exist (`math.isprime`) and, told only
 /// to "fix the error", writes the same call again.
 fn advice(error: &str) -> String {
@@ -107,7 +107,10 @@ mod tests {
 
     #[test]
     fn errors_get_concrete_advice() {
-        assert_eq!(advice("AttributeError: module 'math' has no attribute 'isprime'"), "'math' has no 'isprime': write that function yourself in plain Python instead of calling it");
+        assert_eq!(
+            advice("AttributeError: module 'math' has no attribute 'isprime'"),
+            "'math' has no 'isprime': write that function yourself in plain Python instead of calling it"
+        );
         assert!(advice("ModuleNotFoundError: No module named 'numpy'").contains("standard library"));
         assert!(advice("ZeroDivisionError: division by zero").starts_with("fix that error"));
     }

@@ -4,11 +4,11 @@ use agentloop_core::{Message, Result, Step, TokenSink};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
+use super::events::ReplEvent;
 use super::extract::code_blocks;
 use super::judge;
 use super::prompts;
 use super::state::{ExecutionResult, ReplState, Verdict};
-use super::events::ReplEvent;
 
 /// The temperature of every answer after the first greedy one.
 const SAMPLED_TEMPERATURE: f32 = 0.7;
@@ -107,7 +107,7 @@ pub fn reflect<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
 /// How many independent programs that ran REFLECT counts for one turn…
 const CHECKS: usize = 3;
 /// …out of at most this many written: a program that fails is no vote, and
-/// the 0.5B model's checks often reach for `math.isprime` and fail.
+/// a small model's checks often call functions that do not exist and fail.
 const CHECK_ATTEMPTS: usize = 5;
 
 /// Checks the turn's answer against independent programs for the same

@@ -17,10 +17,13 @@ pub fn system() -> String {
 }
 
 /// Worked exchanges shown before the conversation, as (user, assistant)
-/// turns: told to compute with code, the 0.5B model still answered from
-/// memory (and wrongly) until it saw the shape of a turn.
+/// turns: told to compute with code, a small model still answers from
+/// memory (and often wrongly) until it has seen the shape of a turn.
 const EXAMPLES: [(&str, &str); 4] = [
-    ("How many words in 'to be or not to be' have two letters?", "```python\nwords = 'to be or not to be'.split()\nprint(sum(1 for w in words if len(w) == 2))\n```"),
+    (
+        "How many words in 'to be or not to be' have two letters?",
+        "```python\nwords = 'to be or not to be'.split()\nprint(sum(1 for w in words if len(w) == 2))\n```",
+    ),
     ("Execution results:\n[block 1]\n6", "All 6 words have two letters: the answer is 6."),
     ("What is the product of the odd numbers from 1 to 9?", "```python\nimport math\nprint(math.prod(range(1, 10, 2)))\n```"),
     ("Execution results:\n[block 1]\n945", "The product is 945."),
@@ -71,7 +74,12 @@ pub fn results(blocks: &[String], outputs: &[(String, bool)]) -> String {
     for (i, ((output, failed), _code)) in outputs.iter().zip(blocks).enumerate() {
         let shown: String = output.chars().take(OUTPUT_SHOWN).collect();
         let cut = if output.chars().count() > OUTPUT_SHOWN { "\n… (output cut)" } else { "" };
-        text.push_str(&format!("[block {}{}]\n{}{cut}\n", i + 1, if *failed { ", FAILED" } else { "" }, if shown.trim().is_empty() { "(no output)" } else { shown.trim_end() }));
+        text.push_str(&format!(
+            "[block {}{}]\n{}{cut}\n",
+            i + 1,
+            if *failed { ", FAILED" } else { "" },
+            if shown.trim().is_empty() { "(no output)" } else { shown.trim_end() }
+        ));
     }
     text
 }

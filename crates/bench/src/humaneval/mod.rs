@@ -117,8 +117,8 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
 }
 
 fn load(path: &Path) -> Result<Vec<Problem>> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("the HumanEval problems are missing at {}: run `bash scripts/fetch-models.sh`", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("the HumanEval problems are missing at {}: run `bash scripts/fetch-models.sh`", path.display()))?;
     let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
     let mut problems = Vec::new();
     for (i, line) in reader.lines().enumerate() {

@@ -208,7 +208,11 @@ mod tests {
 
     #[test]
     fn the_loop_stands_by_the_first_full_pass_else_the_most_examples() {
-        let c = |code: &str, passed: Option<u32>| Candidate { code: code.into(), tokens: 1, visible: passed.map(|p| Visible { examples: 3, passed: p, defined: true }) };
+        let c = |code: &str, passed: Option<u32>| Candidate {
+            code: code.into(),
+            tokens: 1,
+            visible: passed.map(|p| Visible { examples: 3, passed: p, defined: true }),
+        };
         let s = SolveState { candidates: vec![c("a", Some(1)), c("b", Some(2)), c("a", None), c("d", Some(2))], ..SolveState::default() };
         assert_eq!(s.chosen().map(|c| c.code.as_str()), Some("b"));
         let s = SolveState { candidates: vec![c("a", Some(1)), c("b", Some(3)), c("c", Some(3))], ..SolveState::default() };

@@ -92,7 +92,8 @@ pub async fn converse(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitC
     let input = input(app, agent, flags)?;
     let store = app.store()?;
     let env = app.env(agent, store.clone(), Some(stream_to_terminal()))?;
-    let mut conversation = agent.conversation(&env, &input)?.with_context(|| format!("the {name} agent does not take questions at a prompt: use `agentloop run {name}`"))?;
+    let mut conversation =
+        agent.conversation(&env, &input)?.with_context(|| format!("the {name} agent does not take questions at a prompt: use `agentloop run {name}`"))?;
     for line in agent.intro(&input)? {
         eprintln!("{line}");
     }

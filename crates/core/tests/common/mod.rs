@@ -1,15 +1,12 @@
 //! Shared pieces for the engine's integration tests: a small loop state, a
 //! tool that counts its real executions, and a graph builder.
 #![allow(dead_code)]
-
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_core::{
-    ChatRequest, Effect, Error, Event, Fields, Graph, Message, Result, SessionHandle, State, Step, Store, Tool, END,
-};
+use agentloop_core::{ChatRequest, Effect, Error, Event, Fields, Graph, Message, Result, SessionHandle, State, Step, Store, Tool, END};
 use agentloop_store::SqliteStore;
 use async_trait::async_trait;
 use futures::future::BoxFuture;

@@ -120,10 +120,7 @@ impl<'m> Engine<'m> {
         let template = model
             .chat_template(None)
             .map_err(|_| format!("{} has no chat template, so chat messages cannot be turned into a prompt", config.path.display()))?;
-        let threads = config
-            .threads
-            .map(|t| t.max(1) as i32)
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(2));
+        let threads = config.threads.map(|t| t.max(1) as i32).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(2));
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(config.context.max(256)))
             .with_n_batch(BATCH as u32)

@@ -39,9 +39,7 @@ impl Grammars {
 fn compact(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(map) = schema.as_object_mut() {
-        map.entry("x-guidance").or_insert_with(|| {
-            json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": ", "lenient": true})
-        });
+        map.entry("x-guidance").or_insert_with(|| json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": ", "lenient": true}));
     }
     schema
 }

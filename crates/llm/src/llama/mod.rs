@@ -66,9 +66,7 @@ impl LlamaConfig {
     }
 
     fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| {
-            self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "llama".into())
-        })
+        self.name.clone().unwrap_or_else(|| self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "llama".into()))
     }
 }
 

@@ -29,12 +29,14 @@ pub fn render(model: &LlamaModel, template: &LlamaChatTemplate, messages: &[Mess
 }
 
 /// The schema as the model reads it: without its `pattern`s. A pattern
-/// holds decoding exactly; read as text, the 0.5B model copied its regular
+/// holds decoding exactly; read as text, a small model copies its regular
 /// expression syntax into answers (`[^\n]+` as a file's content, `a\.txt`
 /// and `\{name\}` for names). A property named `pattern` (an object) stays.
 fn without_patterns(schema: &Value) -> Value {
     match schema {
-        Value::Object(map) => Value::Object(map.iter().filter(|(k, v)| !(*k == "pattern" && v.is_string())).map(|(k, v)| (k.clone(), without_patterns(v))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().filter(|(k, v)| !(*k == "pattern" && v.is_string())).map(|(k, v)| (k.clone(), without_patterns(v))).collect())
+        }
         Value::Array(items) => Value::Array(items.iter().map(without_patterns).collect()),
         other => other.clone(),
     }
@@ -50,6 +52,9 @@ mod tests {
     fn the_schema_the_model_reads_has_no_patterns() {
         let schema = serde_json::json!({"type": "object", "properties": {"action": {"type": "string", "pattern": "^(CREATE_DIR a\\.txt)$", "maxLength": 600}, "list": {"items": [{"pattern": "x"}]}, "pattern": {"type": "string"}}});
         let shown = super::without_patterns(&schema);
-        assert_eq!(shown, serde_json::json!({"type": "object", "properties": {"action": {"type": "string", "maxLength": 600}, "list": {"items": [{}]}, "pattern": {"type": "string"}}}));
+        assert_eq!(
+            shown,
+            serde_json::json!({"type": "object", "properties": {"action": {"type": "string", "maxLength": 600}, "list": {"items": [{}]}, "pattern": {"type": "string"}}})
+        );
     }
 }
