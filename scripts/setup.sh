@@ -30,6 +30,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+if ! cargo fmt --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
+  echo "==> installing rustfmt (the test script checks formatting)"
+  rustup component add rustfmt
+fi
+
 echo "==> models"
 scripts/fetch-models.sh
 
