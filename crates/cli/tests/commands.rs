@@ -66,6 +66,7 @@ fn list_show_stats_and_delete_speak_json_and_exit_codes() {
     assert_eq!(show[0]["sessionId"], "demo");
     assert_eq!(show[0]["iterations"].as_array().unwrap().len(), 3);
     assert_eq!(show[0]["pendingQuestion"], Value::Null);
+    assert_eq!(show[0]["summary"]["notes"][0], "9 messages", "the agent's own summary, through the registry");
 
     let stats = json_lines(&run(dir.path(), &["stats", "--json"]));
     assert_eq!(stats[0]["sessions"], 1);
@@ -160,4 +161,21 @@ fn run_coder_refuses_a_missing_workspace_or_an_unknown_test_command_in_one_sente
 
     let out = run(dir.path(), &["run", "coder", "--workspace", empty.to_str().unwrap(), "--task", "x", "--test-cmd", "true", "--approval", "sometimes"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("never, on-write or always"));
+}
+
+#[test]
+fn run_has_a_subcommand_per_registered_agent_with_its_own_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = String::from_utf8_lossy(&run(dir.path(), &["run", "--help"]).stdout).into_owned();
+    for name in ["coder", "planner", "repl", "bench-engine"] {
+        assert!(help.contains(name), "{help}");
+    }
+    let planner = String::from_utf8_lossy(&run(dir.path(), &["run", "planner", "--help"]).stdout).into_owned();
+    assert!(planner.contains("--goal") && planner.contains("--json") && planner.contains("validated plan"), "{planner}");
+    // A config table that names no agent is refused in one sentence.
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, "[plannr]\nname = \"Ada\"\n").unwrap();
+    let out = run(dir.path(), &["--config", config.to_str().unwrap(), "sessions", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `plannr`"));
 }

@@ -16,15 +16,15 @@ use crate::{exit, live, render};
 /// `run` with a subcommand per agent, and a top-level command for each
 /// agent that answers questions one after another.
 pub fn commands(registry: &Registry, cli: Command) -> Command {
-    let mut run = Command::new("run").about("Run an agent on a task.").subcommand_required(true).arg_required_else_help(true);
+    let mut run = Command::new("run").about("Run an agent on a task").subcommand_required(true).arg_required_else_help(true);
     for agent in registry.agents() {
-        let json = Arg::new("json").long("json").action(ArgAction::SetTrue).help("Print the outcome and the summary as JSON instead of the live view.");
-        run = run.subcommand(agent.flags(Command::new(agent.name()).about(agent.about())).arg(json));
+        let json = Arg::new("json").long("json").action(ArgAction::SetTrue).help("Print the outcome and the summary as JSON instead of the live view");
+        run = run.subcommand(agent.flags(Command::new(agent.name())).about(agent.about()).arg(json));
     }
     let mut cli = cli.subcommand(run);
     for agent in registry.agents().filter(|a| a.converses()) {
         let about = format!("Ask the {} agent questions at a prompt: one session each, every question seeing the ones before.", agent.name());
-        cli = cli.subcommand(agent.flags(Command::new(agent.name()).about(about)));
+        cli = cli.subcommand(agent.flags(Command::new(agent.name())).about(about));
     }
     cli
 }
