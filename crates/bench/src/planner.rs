@@ -27,6 +27,10 @@ pub struct PlannerArgs {
     /// more than once, to rerun the goals a full run missed.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
+    /// Which goals: `tuning` (the shipped set changes may be tuned on) or
+    /// `heldout` (written before any tuning, never tuned on).
+    #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
+    pub set: String,
     /// Plans proposed at most per goal.
     #[arg(long, default_value_t = 4)]
     pub max_iterations: u32,
@@ -35,8 +39,10 @@ pub struct PlannerArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The goals, shipped in the binary.
+/// The tuning goals, shipped in the binary.
 const GOALS: &str = include_str!("../data/planner-goals.toml");
+/// The held-out goals.
+const HELDOUT: &str = include_str!("../data/planner-heldout.toml");
 
 #[derive(Deserialize)]
 struct Goals {
@@ -65,10 +71,16 @@ struct Expect {
     #[serde(default)]
     dir: bool,
     contains: Option<String>,
+    /// The whole text, trimmed, in any case.
+    equals: Option<String>,
+    /// The path must not exist.
+    #[serde(default)]
+    absent: bool,
 }
 
 pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
-    let mut goals: Goals = toml::from_str(GOALS).context("the shipped planner goals do not parse")?;
+    let text = if args.set == "heldout" { HELDOUT } else { GOALS };
+    let mut goals: Goals = toml::from_str(text).context("the shipped planner goals do not parse")?;
     if !args.only.is_empty() {
         goals.goal.retain(|g| picked(&g.goal, &args.only));
         if goals.goal.is_empty() {
@@ -94,7 +106,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     // The roots are kept for a look when a goal failed; the path is in the results.
-    println!("{}", totals.report(goals.goal.len(), &out.path));
+    println!("{}", totals.report(&args.set, goals.goal.len(), &out.path));
     Ok(())
 }
 
@@ -148,12 +160,17 @@ fn picked(goal: &str, only: &[String]) -> bool {
 
 fn check(root: &Path, e: &Expect) -> std::result::Result<(), String> {
     let path = root.join(&e.path);
+    if e.absent {
+        return if path.exists() { Err(format!("{} should not exist", e.path)) } else { Ok(()) };
+    }
     if e.dir {
         return if path.is_dir() { Ok(()) } else { Err(format!("{} is not a folder", e.path)) };
     }
     let text = std::fs::read(&path).map_err(|_| format!("{} is missing", e.path))?;
-    match &e.contains {
-        Some(want) if !String::from_utf8_lossy(&text).to_lowercase().contains(&want.to_lowercase()) => Err(format!("{} does not contain {want:?}", e.path)),
+    let text = String::from_utf8_lossy(&text).replace("\r\n", "\n").to_lowercase();
+    match (&e.contains, &e.equals) {
+        (Some(want), _) if !text.contains(&want.to_lowercase()) => Err(format!("{} does not contain {want:?}", e.path)),
+        (_, Some(want)) if text.trim() != want.to_lowercase().trim() => Err(format!("{} does not hold exactly {want:?}", e.path)),
         _ => Ok(()),
     }
 }
@@ -191,10 +208,11 @@ impl Totals {
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
     }
 
-    fn report(&self, goals: usize, out: &Path) -> serde_json::Value {
+    fn report(&self, set: &str, goals: usize, out: &Path) -> serde_json::Value {
         let frac = |k: u32| fraction(k, goals);
         let mean_plan_ms = if self.plan_ms.is_empty() { 0 } else { self.plan_ms.iter().sum::<u64>() / self.plan_ms.len() as u64 };
         json!({
+            "set": set,
             "goals": goals,
             "valid_first_try": frac(self.valid_first_try),
             "valid_within_3": frac(self.valid_within_3),
@@ -215,9 +233,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shipped_goals_parse_and_are_at_least_thirty() {
+    fn the_shipped_goals_parse_thirty_to_tune_on_and_forty_held_out() {
         let goals: Goals = toml::from_str(GOALS).unwrap();
         assert!(goals.goal.len() >= 30, "{}", goals.goal.len());
+        let held: Goals = toml::from_str(HELDOUT).unwrap();
+        assert!(held.goal.len() >= 40, "{}", held.goal.len());
+        assert!(held.goal.iter().all(|g| !g.expect.is_empty()), "every held-out goal has a check on disk");
+    }
+
+    #[test]
+    fn checks_read_the_files_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("n.txt"), "27\r\n").unwrap();
+        let expect = |path: &str, contains: Option<&str>, equals: Option<&str>, absent: bool| Expect {
+            path: path.into(),
+            dir: false,
+            contains: contains.map(String::from),
+            equals: equals.map(String::from),
+            absent,
+        };
+        assert!(check(dir.path(), &expect("n.txt", None, Some("27"), false)).is_ok());
+        assert!(check(dir.path(), &expect("n.txt", None, Some("2"), false)).is_err());
+        assert!(check(dir.path(), &expect("n.txt", Some("7"), None, false)).is_ok());
+        assert!(check(dir.path(), &expect("gone.txt", None, None, true)).is_ok());
+        assert!(check(dir.path(), &expect("n.txt", None, None, true)).is_err());
     }
 
     #[test]
