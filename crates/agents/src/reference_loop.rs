@@ -215,10 +215,6 @@ impl AgentSpec for ReferenceLoop {
         Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log })
     }
 
-    fn intro(_input: &Input) -> Vec<String> {
-        Vec::new()
-    }
-
     fn runner(env: &AgentEnv, input: &Input) -> Result<Runner<LoopState>> {
         runner(env.store.clone(), input)
     }

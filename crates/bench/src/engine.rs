@@ -39,7 +39,6 @@ pub struct EngineArgs {
 
 /// Runs the reference loop and prints its report; the outcome says how the session ended.
 pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
-    let config = env;
     let scratch = std::env::temp_dir().join(format!("agentloop-bench-{}", std::process::id()));
     let db = match &args.db {
         Some(p) => p.clone(),
@@ -53,7 +52,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         remove_db(&db)?;
     }
     let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone() };
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, config.durability)?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, env.durability)?);
     let runner = reference_loop::runner(store.clone(), &input)?;
     let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));
     options.session_id = args.session_id.clone();
@@ -79,7 +78,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         "us_per_step": round(seconds / steps.max(1) as f64 * 1e6, 1),
         "db_bytes": db_bytes,
         "payload_bytes": steps * MESSAGE_BYTES as u64,
-        "durability": config.durability.to_string(),
+        "durability": env.durability.to_string(),
         "status": outcome.status,
         "session_id": outcome.session_id,
     });

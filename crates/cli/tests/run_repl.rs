@@ -7,6 +7,21 @@ use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+/// An OpenAI-compatible chat answer holding `content`.
+fn reply(content: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}
+
+/// A config file whose default model is the fake endpoint at `uri`.
+fn fake_endpoint(dir: &std::path::Path, uri: &str) -> std::path::PathBuf {
+    let config = dir.join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{uri}/v1\"\nmodel = \"fake\"\nstream = false\n")).unwrap();
+    config
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_is_answered_by_running_python() {
     let dir = tempfile::tempdir().unwrap();
@@ -19,16 +34,11 @@ async fn a_question_is_answered_by_running_python() {
             } else {
                 "```python\nprint(sum(i * i for i in range(1, 11)))\n```".to_string()
             };
-            ResponseTemplate::new(200).set_body_json(json!({
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-            }))
+            reply(content)
         })
         .mount(&server)
         .await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri()))
-        .unwrap();
+    let config = fake_endpoint(dir.path(), &server.uri());
     let folder = dir.path().join("py");
     let args: Vec<String> = vec![
         "--data-dir".into(),
@@ -67,16 +77,11 @@ async fn at_the_prompt_each_question_is_a_session_and_the_interpreter_is_shared(
                 // Only a shared interpreter still has `x`.
                 "```python\nprint(x + 1)\n```".to_string()
             };
-            ResponseTemplate::new(200).set_body_json(json!({
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-            }))
+            reply(content)
         })
         .mount(&server)
         .await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri()))
-        .unwrap();
+    let config = fake_endpoint(dir.path(), &server.uri());
     let args: Vec<String> = vec!["--data-dir".into(), dir.path().display().to_string(), "--config".into(), config.display().to_string(), "repl".into()];
     let out = tokio::task::spawn_blocking(move || {
         use std::io::Write;

@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use agentloop_core::journal::{LoadedSession, SessionMeta};
 use agentloop_core::schemars::{generate::SchemaSettings, Schema};
-use agentloop_core::{EngineEvent, Event, JsonSchema, Models, Result, SessionHandle, Store, TokenSink};
+use agentloop_core::{EngineEvent, Event, Models, Result, SessionHandle, Store, TokenSink};
 use serde_json::{json, Value};
 
-pub use spec::{AgentSpec, Conversation, Launch};
+pub use spec::{start_session, AgentSpec, Conversation, Launch};
 pub use summary::{FileChange, Summary};
 
 /// What an agent needs from its surroundings to run a session.
@@ -157,9 +157,4 @@ impl Registry {
             "$defs": defs,
         })
     }
-}
-
-/// The schema of `T` with its definitions added to `generator`.
-pub(crate) fn schema_in<T: JsonSchema>(generator: &mut agentloop_core::schemars::SchemaGenerator) -> Schema {
-    generator.subschema_for::<T>()
 }

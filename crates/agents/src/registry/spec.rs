@@ -52,7 +52,10 @@ pub trait AgentSpec: Send + Sync + 'static {
     /// the machine (a folder exists, a command is installed) happen here,
     /// before anything is stored. `data_dir` is where per-session folders go.
     fn input(flags: Self::Flags, config: Self::Config, data_dir: &Path) -> Result<Self::Input>;
-    fn intro(input: &Self::Input) -> Vec<String>;
+    /// Lines to show before a run starts; none unless the agent says.
+    fn intro(_input: &Self::Input) -> Vec<String> {
+        Vec::new()
+    }
     fn runner(env: &AgentEnv, input: &Self::Input) -> Result<Runner<Self::State>>;
     fn initial(input: &Self::Input) -> Result<(Self::State, Termination)>;
     /// Adds what the agent did (files changed, plan, answer) to `summary`.
@@ -64,6 +67,16 @@ pub trait AgentSpec: Send + Sync + 'static {
     fn conversation(_env: &AgentEnv, _input: &Self::Input) -> Result<Option<Box<dyn Conversation>>> {
         Ok(None)
     }
+}
+
+/// Starts a session of `runner` from `state`, saving `input` with it so it
+/// can be resumed.
+pub fn start_session<S: State>(runner: &Runner<S>, state: S, termination: Termination, input: Value, launch: Launch) -> Result<SessionHandle> {
+    let mut options = StartOptions::new(termination);
+    options.session_id = launch.session_id;
+    options.input = input;
+    options.exit_when_paused = launch.exit_when_paused;
+    runner.start(state, options)
 }
 
 /// An [`AgentSpec`] in the registry.
@@ -119,13 +132,8 @@ impl<A: AgentSpec> Agent for Registered<A> {
 
     fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle> {
         let typed = read_input::<A>(input, "the input")?;
-        let runner = A::runner(env, &typed)?;
         let (state, termination) = A::initial(&typed)?;
-        let mut options = StartOptions::new(termination);
-        options.session_id = launch.session_id;
-        options.input = input.clone();
-        options.exit_when_paused = launch.exit_when_paused;
-        runner.start(state, options)
+        start_session(&A::runner(env, &typed)?, state, termination, input.clone(), launch)
     }
 
     fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {
@@ -150,7 +158,7 @@ impl<A: AgentSpec> Agent for Registered<A> {
     }
 
     fn events_schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        super::schema_in::<A::Event>(generator)
+        generator.subschema_for::<A::Event>()
     }
 
     fn conversation(&self, env: &AgentEnv, input: &Value) -> Result<Option<Box<dyn Conversation>>> {

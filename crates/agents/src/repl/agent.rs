@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::ReplEvent;
 use super::state::{ReplConfig, ReplState};
-use crate::registry::{AgentEnv, AgentSpec, Conversation, Launch, Summary};
+use crate::registry::{start_session, AgentEnv, AgentSpec, Conversation, Launch, Summary};
 
 pub struct Repl;
 
@@ -94,7 +94,8 @@ impl AgentSpec for Repl {
     type Event = ReplEvent;
 
     fn input(flags: ReplFlags, file: ReplFile, data_dir: &Path) -> Result<ReplInput> {
-        let folder = flags.folder.unwrap_or_else(|| data_dir.join("repl").join(format!("{}-{}", chrono_stamp(), std::process::id())));
+        let folder =
+            flags.folder.unwrap_or_else(|| data_dir.join("repl").join(format!("{}-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), std::process::id())));
         std::fs::create_dir_all(&folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", folder.display())))?;
         let defaults = ReplConfig::default();
         Ok(ReplInput {
@@ -159,19 +160,10 @@ impl Conversation for ReplConversation {
         input.prompt = question.to_string();
         let runner = super::runner(self.python.clone(), env.models.clone(), env.store.clone(), env.tokens.clone())?;
         let (state, termination) = Repl::initial(&input)?;
-        let mut options = agentloop_core::StartOptions::new(termination);
-        options.input = serde_json::to_value(&input)?;
-        options.exit_when_paused = launch.exit_when_paused;
-        options.session_id = launch.session_id;
-        runner.start(state, options)
+        start_session(&runner, state, termination, serde_json::to_value(&input)?, launch)
     }
 
     fn answered(&mut self, question: &str, summary: &Summary) {
         self.input.earlier.push(Exchange { question: question.to_string(), answer: summary.answer.clone().unwrap_or_default() });
     }
-}
-
-/// `YYYYmmdd-HHMMSS` now, for folder names.
-fn chrono_stamp() -> String {
-    chrono::Utc::now().format("%Y%m%d-%H%M%S").to_string()
 }

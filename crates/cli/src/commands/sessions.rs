@@ -112,6 +112,8 @@ fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serd
 
 pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
     let mut answer = answer;
+    // The models are loaded once, however many questions the answer takes to reach.
+    let env = app.env(app.registry.agent_of(&store.load(id)?.meta)?, store.clone(), None)?;
     loop {
         // The reply goes to the question already waiting, or else to the
         // first one the resumed run asks (it then returns, and we go round).
@@ -121,18 +123,13 @@ pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<S
             }
         }
         let meta = store.load(id)?.meta;
-        let env = app.env(app.registry.agent_of(&meta)?, store.clone(), None)?;
         // With nobody at the terminal, return when the session pauses instead of waiting.
         let handle = app.registry.resume(&env, &meta, !live::interactive())?;
-        if answer.is_some() {
-            // The reply goes to the first question the resumed run asks.
-            let outcome = live::drive(app.registry.clone(), handle, live::Drive { show_events: !json }).await?;
-            if outcome.pending.is_some() {
-                continue;
-            }
-            return crate::commands::run::report(app, &*store, &outcome, json);
+        let outcome = live::drive(app.registry.clone(), handle, live::Drive { show_events: !json }).await?;
+        if outcome.pending.is_some() && answer.is_some() {
+            continue;
         }
-        return crate::commands::run::finish(app, &*store, handle, json).await;
+        return crate::commands::run::report(app, &*store, &outcome, json);
     }
 }
 
