@@ -146,9 +146,14 @@ pub fn event_line(registry: &Registry, e: &Event) -> Option<String> {
         }
         EngineEvent::Replan { .. } => "    replanning".to_string(),
         EngineEvent::Fix { fix } => format!("    fix {fix}"),
+        EngineEvent::ModelSwitched { role, from, to } => format!("  ⇪ {role}: {from} → {to} (escalated after misses)"),
         EngineEvent::StepError { node, error } => format!("  ✗ {node}: {error}"),
-        EngineEvent::SessionStart { .. } => return None,
-        other => format!("{} {}", e.name, serde_json::to_value(&other).map(|v| v["payload"].clone()).unwrap_or_default()),
+        // The summary printed at the end says how the session ended.
+        EngineEvent::SessionStart { .. } | EngineEvent::SessionComplete { .. } => return None,
+        EngineEvent::SessionPause { .. } => "paused".to_string(),
+        EngineEvent::SessionResume { .. } => "resumed".to_string(),
+        EngineEvent::SessionTerminate { reason, .. } => format!("terminated: {reason}"),
+        EngineEvent::SessionError { error, .. } => format!("✗ error: {error}"),
     })
 }
 

@@ -1,9 +1,11 @@
 //! The users' completion and failure indicators.
 //!
 //! Completion: the user's confirmation overrides; otherwise the session is
-//! complete when two or more of these hold: the agent signalled completion,
-//! the model's finish reason was `stop`, all requested files were modified,
-//! all tests pass.
+//! complete only when an outcome was observed to hold — the goal verified
+//! against what is on disk, or the tests passing — and no observed check
+//! failed. The agent saying it is done, the model's finish reason `stop` and
+//! every requested file modified are claims: they are listed beside an
+//! observed check, never enough on their own.
 //!
 //! Failure: "3+ failures in a row" and "3+ repetitive calls" are the
 //! `stuck(3)` and `repetition(3)` strategies of `Termination::defaults`; the
@@ -12,7 +14,8 @@
 
 use crate::progress::Progress;
 
-/// Names of the completion indicators that hold, or `None` if not complete.
+/// Names of the completion indicators that hold (observed checks first),
+/// or `None` if the session is not complete.
 pub fn completion(p: &Progress) -> Option<Vec<&'static str>> {
     let s = &p.signals;
     match s.user_confirmed {
@@ -20,7 +23,14 @@ pub fn completion(p: &Progress) -> Option<Vec<&'static str>> {
         Some(false) => return None,
         None => {}
     }
-    let mut held = Vec::new();
+    let observed = [("goal_verified", s.goal_verified), ("tests_passing", s.tests_passing)];
+    if observed.iter().any(|(_, held)| *held == Some(false)) {
+        return None;
+    }
+    let mut held: Vec<&'static str> = observed.iter().filter(|(_, held)| *held == Some(true)).map(|(name, _)| *name).collect();
+    if held.is_empty() {
+        return None;
+    }
     if s.agent_signalled_completion {
         held.push("agent_signalled_completion");
     }
@@ -30,10 +40,7 @@ pub fn completion(p: &Progress) -> Option<Vec<&'static str>> {
     if s.files_requested > 0 && s.files_modified >= s.files_requested {
         held.push("all_files_modified");
     }
-    if s.tests_passing == Some(true) {
-        held.push("tests_passing");
-    }
-    (held.len() >= 2).then_some(held)
+    Some(held)
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -72,14 +79,22 @@ mod tests {
     }
 
     #[test]
-    fn completion_needs_two_indicators() {
-        assert_eq!(completion(&with(Signals { agent_signalled_completion: true, ..Signals::default() }, None)), None);
-        let held = completion(&with(Signals { agent_signalled_completion: true, ..Signals::default() }, Some("stop"))).unwrap();
-        assert_eq!(held, vec!["agent_signalled_completion", "finish_reason_stop"]);
-        let files = Signals { files_requested: 2, files_modified: 2, tests_passing: Some(true), ..Signals::default() };
-        assert_eq!(completion(&with(files, None)).unwrap().len(), 2);
-        let partial = Signals { files_requested: 2, files_modified: 1, tests_passing: Some(true), ..Signals::default() };
-        assert_eq!(completion(&with(partial, None)), None);
+    fn completion_needs_an_observed_check() {
+        let claims = Signals { agent_signalled_completion: true, files_requested: 1, files_modified: 1, ..Signals::default() };
+        assert_eq!(completion(&with(claims.clone(), Some("stop"))), None);
+        let verified = Signals { goal_verified: Some(true), ..claims.clone() };
+        assert_eq!(
+            completion(&with(verified, Some("stop"))).unwrap(),
+            vec!["goal_verified", "agent_signalled_completion", "finish_reason_stop", "all_files_modified"]
+        );
+        let tests = Signals { tests_passing: Some(true), ..Signals::default() };
+        assert_eq!(completion(&with(tests, None)).unwrap(), vec!["tests_passing"]);
+    }
+
+    #[test]
+    fn a_failed_check_outweighs_every_claim() {
+        let unmet = Signals { goal_verified: Some(false), tests_passing: Some(true), agent_signalled_completion: true, ..Signals::default() };
+        assert_eq!(completion(&with(unmet, Some("stop"))), None);
     }
 
     #[test]

@@ -114,6 +114,10 @@ pub enum EngineEvent {
     /// The agent repairs its last change (the count so far).
     #[serde(rename = "fix")]
     Fix { fix: u32 },
+    /// A role's answers now come from another model: a fallback chain
+    /// escalated after its model's misses.
+    #[serde(rename = "agent:model:switched")]
+    ModelSwitched { role: String, from: String, to: String },
 }
 
 impl EventKind for EngineEvent {}

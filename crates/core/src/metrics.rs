@@ -30,13 +30,14 @@ pub struct Metrics {
     pub fix_rate: Option<f64>,
 }
 
-/// Finish reasons of a session that ran out of room rather than reached
-/// its goal: it completed, but did not succeed.
-pub const LIMIT_REASONS: [&str; 2] = ["max_iterations", "max_turns"];
+/// Finish reasons of a session that ended without reaching its goal: it ran
+/// out of room, its outcome was checked and found short (`unverified`), or
+/// the user cancelled it. It completed, but did not succeed.
+pub const UNREACHED_REASONS: [&str; 4] = ["max_iterations", "max_turns", "unverified", "cancelled"];
 
 /// The session completed for a reason other than hitting a limit.
 pub fn reached_goal(status: SessionStatus, finish_reason: Option<&str>) -> bool {
-    status == SessionStatus::Completed && !finish_reason.is_some_and(|r| LIMIT_REASONS.contains(&r))
+    status == SessionStatus::Completed && !finish_reason.is_some_and(|r| UNREACHED_REASONS.contains(&r))
 }
 
 /// A success is a session that reached its goal.

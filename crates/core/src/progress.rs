@@ -2,6 +2,8 @@
 //! detectors read them; they are persisted with the session row, so a
 //! resumed session keeps its budget, failure streak and repetition window.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +42,10 @@ pub struct Progress {
     pub replans: u32,
     /// Repairs of a failed change (the coder's FIX).
     pub fixes: u32,
+    /// Model calls each model answered, by the model's name.
+    pub served: BTreeMap<String, u64>,
+    /// The model that last answered each role.
+    pub role_models: BTreeMap<String, String>,
 }
 
 /// What nodes report about completion and failure; the detectors weigh them.
@@ -51,6 +57,9 @@ pub struct Signals {
     pub files_requested: u32,
     pub files_modified: u32,
     pub tests_passing: Option<bool>,
+    /// The agent checked its outcome against the goal (what is on disk,
+    /// what a command printed): `Some(false)` when a check failed.
+    pub goal_verified: Option<bool>,
     pub agent_admits_failure: bool,
 }
 

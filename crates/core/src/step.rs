@@ -214,6 +214,19 @@ impl Step {
         self.chat_as(DEFAULT_ROLE, request).await
     }
 
+    /// Counts the answer for the model that gave it, and tells watchers when
+    /// a role's answers start coming from another model.
+    fn note_model(&mut self, role: &str, model: &str) {
+        if model.is_empty() {
+            return;
+        }
+        *self.progress.served.entry(model.to_string()).or_default() += 1;
+        let before = self.progress.role_models.insert(role.to_string(), model.to_string());
+        if let Some(from) = before.filter(|b| b != model) {
+            self.emit(EngineEvent::ModelSwitched { role: role.to_string(), from, to: model.to_string() });
+        }
+    }
+
     /// Asks the model configured for `role`.
     pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
         let index = self.next_index();
@@ -247,6 +260,7 @@ impl Step {
             }
         };
         self.progress.model_calls += 1;
+        self.note_model(role, &response.model);
         self.progress.model_ms += took_ms;
         self.progress.prompt_tokens += response.usage.prompt_tokens;
         self.progress.completion_tokens += response.usage.completion_tokens;
