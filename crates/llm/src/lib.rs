@@ -8,6 +8,7 @@ mod anthropic;
 pub mod catalog;
 mod debug_log;
 mod fallback;
+mod lazy;
 #[cfg(feature = "llama")]
 mod llama;
 mod openai;
@@ -19,6 +20,7 @@ mod sse;
 pub use anthropic::{AnthropicConfig, AnthropicModel};
 pub use debug_log::{redact, DebugLog};
 pub use fallback::FallbackChain;
+pub use lazy::LazyModel;
 #[cfg(feature = "llama")]
 pub use llama::{Generation, LlamaConfig, LlamaModel};
 pub use openai::{OpenAiConfig, OpenAiModel};

@@ -27,8 +27,18 @@ use std::time::Duration;
 use agentloop_core::{ChatModel, Error, Models, Result, DEFAULT_ROLE};
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{KnownModel, DEFAULT_MODEL};
-use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, OpenAiConfig, OpenAiModel, RetryPolicy};
+use crate::catalog::{KnownModel, DEFAULT_MODEL, STRONG_MODEL};
+use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, LazyModel, OpenAiConfig, OpenAiModel, RetryPolicy};
+
+/// The role of the stronger model the default chains escalate to.
+pub const STRONG_ROLE: &str = "strong";
+/// The roles that, unless configured, are a chain from the default model to
+/// the strong one: the agents' main writers, whose answers are checked
+/// (plans validated, changes tested) so a miss is known and counted.
+pub const ESCALATING_ROLES: [&str; 2] = ["planner", "coder"];
+/// Misses (refused, failed or unverified answers) before a default chain
+/// moves to the strong model.
+pub const DEFAULT_SWITCH_AFTER: u32 = 2;
 
 /// One role's model, as written in the config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -102,11 +112,36 @@ impl ModelSpec {
     }
 }
 
-/// Builds every configured role. `default` is the embedded model unless the
-/// config says otherwise; `debug_log`, when set, records every call.
-pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_log: Option<&Path>) -> Result<Models> {
+/// The roles a session gets: the configured ones, `default` the embedded
+/// model unless configured, and — when `default` is left to us and the
+/// stronger embedded model is installed — `strong` for it and each of
+/// `ESCALATING_ROLES` a chain from `default` to `strong`. A user who names
+/// their own default model (a flag, a table, an endpoint) gets exactly what
+/// they configured.
+pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BTreeMap<String, ModelSpec> {
     let mut specs = specs.clone();
+    let ours = !specs.contains_key(DEFAULT_ROLE);
     specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
+    if ours && STRONG_MODEL.path(data_dir).is_file() {
+        specs.entry(STRONG_ROLE.to_string()).or_insert_with(|| ModelSpec::Llama {
+            model: Some(STRONG_MODEL.name.to_string()),
+            threads: None,
+            context: None,
+            max_tokens: None,
+        });
+        for role in ESCALATING_ROLES {
+            specs
+                .entry(role.to_string())
+                .or_insert_with(|| ModelSpec::Chain { models: vec![DEFAULT_ROLE.to_string(), STRONG_ROLE.to_string()], switch_after: DEFAULT_SWITCH_AFTER });
+        }
+    }
+    specs
+}
+
+/// Builds every role of `with_defaults`; `debug_log`, when set, records
+/// every call.
+pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_log: Option<&Path>) -> Result<Models> {
+    let specs = with_defaults(specs, data_dir);
     let log = debug_log.map(DebugLog::open).transpose()?;
     let mut built: BTreeMap<String, Arc<dyn ChatModel>> = BTreeMap::new();
     let mut loaded: BTreeMap<PathBuf, Arc<dyn ChatModel>> = BTreeMap::new();
@@ -152,7 +187,16 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
             if let Some(same) = loaded.get(&path) {
                 return Ok(same.clone());
             }
-            let model = load_llama(role, &path, *threads, *context, *max_tokens)?;
+            // The default model is loaded now, so a missing file is said at
+            // once; any other is loaded on its first call (a chain's strong
+            // model may never be needed).
+            let model: Arc<dyn ChatModel> = if role == DEFAULT_ROLE {
+                load_llama(role, &path, *threads, *context, *max_tokens)?
+            } else {
+                let (role, file, threads, context, max_tokens) = (role.to_string(), path.clone(), *threads, *context, *max_tokens);
+                let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| role.clone());
+                Arc::new(LazyModel::new(name, move || load_llama(&role, &file, threads, context, max_tokens)))
+            };
             loaded.insert(path, model.clone());
             Ok(model)
         }
@@ -233,6 +277,20 @@ mod tests {
         specs.insert("planner".to_string(), ModelSpec::Chain { models: vec!["default".into(), "strong".into()], switch_after: 1 });
         let err = build_models(&specs, Path::new("/tmp"), None).err().unwrap().to_string();
         assert!(err.contains("`planner`") && err.contains("`strong`"), "{err}");
+    }
+
+    #[test]
+    fn the_agents_escalate_to_the_strong_model_only_when_the_default_is_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let chain = |specs: &BTreeMap<String, ModelSpec>| with_defaults(specs, dir.path()).get("planner").map(ModelSpec::describe);
+        assert_eq!(chain(&BTreeMap::new()), None, "no chain without the strong model installed");
+        std::fs::create_dir_all(dir.path().join("models")).unwrap();
+        std::fs::write(STRONG_MODEL.path(dir.path()), b"gguf").unwrap();
+        assert_eq!(chain(&BTreeMap::new()).as_deref(), Some("chain default → strong (switch after 2)"));
+        assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["strong"].describe(), "llama qwen2.5-coder-1.5b");
+        let mut mine = BTreeMap::new();
+        mine.insert("default".to_string(), ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None });
+        assert_eq!(chain(&mine), None, "a default the user names is used alone");
     }
 
     #[test]

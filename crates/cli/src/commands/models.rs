@@ -2,9 +2,8 @@
 
 use std::process::ExitCode;
 
-use agentloop_core::DEFAULT_ROLE;
 use agentloop_llm::catalog::{models_dir, FETCH_COMMAND, KNOWN_MODELS};
-use agentloop_llm::ModelSpec;
+use agentloop_llm::roles::with_defaults;
 use anyhow::Result;
 use serde_json::json;
 
@@ -30,8 +29,7 @@ pub fn list(config: &Config, as_json: bool) -> Result<ExitCode> {
         })
         .unwrap_or_default();
     others.sort();
-    let mut roles = config.models.clone();
-    roles.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
+    let roles = with_defaults(&config.models, &config.data_dir);
 
     if as_json {
         let models: Vec<_> = installed

@@ -1,0 +1,77 @@
+//! A model loaded on its first call. The stronger model of a default chain
+//! is only needed when the first one keeps missing; loading it up front
+//! would cost every session its memory and load time.
+
+use std::sync::Arc;
+
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, Result};
+use async_trait::async_trait;
+use tokio::sync::OnceCell;
+
+type Loader = Box<dyn Fn() -> Result<Arc<dyn ChatModel>> + Send + Sync>;
+
+pub struct LazyModel {
+    name: String,
+    load: Arc<Loader>,
+    model: OnceCell<Arc<dyn ChatModel>>,
+}
+
+impl LazyModel {
+    /// `name` is what answers are recorded under until (and after) `load`
+    /// runs; a failed load is tried again on the next call.
+    pub fn new(name: impl Into<String>, load: impl Fn() -> Result<Arc<dyn ChatModel>> + Send + Sync + 'static) -> Self {
+        Self { name: name.into(), load: Arc::new(Box::new(load)), model: OnceCell::new() }
+    }
+
+    async fn model(&self) -> Result<&Arc<dyn ChatModel>> {
+        self.model
+            .get_or_try_init(|| async {
+                let load = self.load.clone();
+                tokio::task::spawn_blocking(move || load()).await.map_err(|e| Error::other(format!("loading the model stopped ({e})")))?
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl ChatModel for LazyModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let mut answer = self.model().await?.chat(request).await?;
+        if answer.model.is_empty() {
+            answer.model = self.name.clone();
+        }
+        Ok(answer)
+    }
+
+    fn reject(&self) {
+        if let Some(m) = self.model.get() {
+            m.reject();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ScriptedModel;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn the_model_is_loaded_once_on_the_first_call() {
+        let loads = Arc::new(AtomicU32::new(0));
+        let counted = loads.clone();
+        let lazy = LazyModel::new("big", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("hi")))) as Arc<dyn ChatModel>)
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 0, "nothing is loaded before a call");
+        let request = ChatRequest::new(vec![agentloop_core::Message::user("hello")]);
+        assert_eq!(lazy.chat(&request).await.unwrap().content, "hi");
+        lazy.chat(&request).await.unwrap();
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+}
