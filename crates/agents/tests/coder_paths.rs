@@ -32,6 +32,17 @@ impl Script {
     }
 }
 
+/// The phase a request belongs to: its last user turn, or the one before a
+/// refusal (an answer asked for again belongs to the same phase).
+fn phase_of_request(req: &agentloop_core::ChatRequest) -> &'static str {
+    let prompt = req.messages.iter().rev().map(|m| m.content.as_str()).find(|c| !c.starts_with("That answer cannot be applied") && !c.is_empty());
+    if req.messages.last().is_some_and(|m| m.content.starts_with("That answer cannot be applied")) {
+        let original = req.messages.iter().rev().nth(2).map(|m| m.content.as_str()).unwrap_or_default();
+        return phase_of(original);
+    }
+    phase_of(prompt.unwrap_or_default())
+}
+
 fn phase_of(prompt: &str) -> &'static str {
     if prompt.contains("Write a short plan") {
         "plan"
@@ -79,8 +90,7 @@ async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run 
     let asked = Arc::new(Mutex::new(Vec::new()));
     let (s2, a2) = (script.clone(), asked.clone());
     let model = ScriptedModel::with(move |req| {
-        let prompt = &req.messages.last().unwrap().content;
-        let phase = phase_of(prompt);
+        let phase = phase_of_request(req);
         a2.lock().unwrap().push(phase);
         let answer = s2.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
         Ok(ChatResponse::text(text_of(answer)))
@@ -194,21 +204,47 @@ async fn the_iteration_limit_ends_a_session_that_never_passes() {
 }
 
 #[tokio::test]
-async fn an_identical_edit_goes_back_to_reflect_without_testing_again() {
+async fn an_identical_edit_is_refused_and_asked_for_again_in_the_same_step() {
     let script = Script::default()
         .with("plan", plan())
         .with("code", change(WRONG_TOO))
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(WRONG_TOO))
-        .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
     let r = run(script, LoopConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
-    let s = state(&r);
-    assert!(s.attempts[1].repeated && s.attempts[1].test_output.is_empty());
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "fix", "review"]);
+    assert_eq!(r.out.progress.iterations, 2, "the repeat cost no iteration");
     let test_runs = r.store.calls(&r.out.session_id).unwrap().into_iter().filter(|c| c.name == "run_command").count();
     assert_eq!(test_runs, 2, "the repeated edit was not tested");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let refused = events.iter().find(|e| e.name == "coder:refused").expect("the refusal is an event");
+    assert!(refused.payload["reason"].as_str().unwrap().contains("same change as attempt 1"), "{}", refused.payload);
+}
+
+#[tokio::test]
+async fn a_block_without_a_path_is_asked_for_again_within_the_same_iteration() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with(
+            "code",
+            Value::String(
+                "```python
+print('no file named')
+```"
+                .into(),
+            ),
+        )
+        .with("code", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "code", "review"]);
+    assert_eq!(r.out.progress.iterations, 1);
+    let s = state(&r);
+    assert_eq!(s.attempts.len(), 1, "{:?}", s.attempts);
+    assert!(s.attempts[0].passed);
 }
 
 #[tokio::test]
@@ -239,20 +275,21 @@ async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
 }
 
 #[tokio::test]
-async fn answers_that_change_nothing_go_to_fix_without_testing_or_asking_reflect() {
+async fn answers_that_change_nothing_are_asked_again_then_go_to_fix_without_asking_reflect() {
     let script = Script::default()
         .with("plan", plan())
         .with("code", Value::String("I would change the minus to a plus.".into()))
-        .with("fix", Value::String(format!("calc.py\n```python\n{BROKEN}```\ntest_calc.py\n```python\nprint('rewritten')\n```")))
+        .with("code", Value::String(format!("calc.py\n```python\n{BROKEN}```\ntest_calc.py\n```python\nprint('rewritten')\n```")))
         .with("fix", change(FIXED))
         .with("review", accept());
     let r = run(script, LoopConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
-    assert_eq!(r.asked, vec!["plan", "code", "fix", "fix", "review"], "no model call diagnoses an answer that was not applied");
+    assert_eq!(r.asked, vec!["plan", "code", "code", "fix", "review"], "no model call diagnoses an answer that was not applied");
     let s = state(&r);
-    assert!(s.attempts[0].unapplied.as_deref().unwrap_or_default().contains("no fenced code block"), "{:?}", s.attempts[0]);
-    assert!(s.attempts[1].unapplied.as_deref().unwrap_or_default().contains("only rewrote the tests (test_calc.py)"), "{:?}", s.attempts[1]);
+    assert!(s.attempts[0].unapplied.as_deref().unwrap_or_default().contains("only rewrote the tests (test_calc.py)"), "{:?}", s.attempts[0]);
     assert_eq!(s.attempts[0].reflection.as_ref().map(|r| r.recommendation), Some(coder::Recommendation::Fix));
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    assert!(events.iter().any(|e| e.name == "coder:refused" && e.payload["reason"].as_str().unwrap().contains("no fenced code block")));
     assert_eq!(std::fs::read_to_string(r.ws.path().join("test_calc.py")).unwrap(), TESTS, "the tests were left alone");
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
 }

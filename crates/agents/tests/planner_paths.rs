@@ -39,6 +39,8 @@ fn phase_of(req: &ChatRequest) -> &'static str {
     let prompt = &req.messages.last().unwrap().content;
     if prompt.contains("Restate the goal") {
         "restate"
+    } else if system.contains("You check finished work") {
+        "verify"
     } else if system.contains("fix broken JSON") {
         "repair"
     } else if prompt.contains("was rejected for these reasons") {
@@ -52,6 +54,14 @@ fn phase_of(req: &ChatRequest) -> &'static str {
 
 fn restatement() -> String {
     json!({"who": "the user", "what": "files", "when": "now", "where": "the root", "why": "to test"}).to_string()
+}
+
+fn met() -> String {
+    json!({"met": true, "missing": [], "evidence": "the files are there"}).to_string()
+}
+
+fn not_met(missing: &str) -> String {
+    json!({"met": false, "missing": [missing], "evidence": "it is not there"}).to_string()
 }
 
 fn diagnosis() -> String {
@@ -128,6 +138,7 @@ fn scripted(
             "restate" => restatement(),
             "diagnose" => diagnosis(),
             "precheck" => "This step is safe.".into(),
+            "verify" => met(),
             other => panic!("no scripted answer for {other}"),
         })))
     })
@@ -180,7 +191,7 @@ async fn a_valid_plan_runs_every_step_with_all() {
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
-    assert_eq!(r.out.finish_reason.as_deref(), Some("plan_executed"));
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"));
     assert_eq!(r.file("notes/a.txt").unwrap(), "first\nsecond");
     assert_eq!(r.file("notes/day_02.txt").unwrap(), "day 2");
     let s = r.state();
@@ -189,7 +200,7 @@ async fn a_valid_plan_runs_every_step_with_all() {
     assert_eq!(s.stored["files"].len(), 4);
     assert!(s.stored["files"][0].starts_with(&s.root), "{:?}", s.stored["files"]);
     assert!(s.runs[4].output.starts_with("4 items"), "{}", s.runs[4].output);
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "verify"]);
 }
 
 #[tokio::test]
@@ -211,7 +222,7 @@ async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_p
     assert!(second.contains("RECENT REJECTIONS") && second.contains("outside the workspace"), "{second}");
     assert!(second.contains("RETRY_HINTS") && second.contains("keep paths inside the root"), "{second}");
     assert!(second.contains("That plan was REJECTED") && second.contains("../escape.txt"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan", "verify"]);
 }
 
 #[tokio::test]
@@ -232,7 +243,7 @@ async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
         shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"),
         "{shown}"
     );
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan"], "no diagnosis and no second plan");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "verify"], "no diagnosis and no second plan");
 }
 
 #[tokio::test]
@@ -243,7 +254,7 @@ async fn broken_json_gets_a_repair_pass_before_it_counts_as_a_rejection() {
     let s = r.state();
     assert_eq!(s.proposals.len(), 1);
     assert!(s.proposals[0].repaired && s.proposals[0].valid());
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair", "verify"]);
 }
 
 #[tokio::test]
@@ -259,6 +270,10 @@ async fn the_planner_chain_moves_to_the_next_model_after_n_rejects() {
     let s = r.state();
     assert_eq!(s.proposals.iter().filter(|p| !p.valid()).count(), 2);
     assert!(s.proposals[0].rejections[0].reason.contains("not an allowed action"));
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let switched = events.iter().find(|e| e.name == "agent:model:switched").expect("the escalation is an event");
+    assert_eq!(switched.payload, json!({"role": "planner", "from": "strong", "to": "fallback"}));
+    assert_eq!((r.out.progress.served["strong"], r.out.progress.served["fallback"]), (2, 1), "{:?}", r.out.progress.served);
 }
 
 #[tokio::test]
@@ -360,7 +375,7 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 
 #[tokio::test]
 async fn the_fast_role_can_be_a_different_model() {
-    let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
+    let fast = Arc::new(ScriptedModel::with(|req| Ok(ChatResponse::text(if phase_of(req) == "verify" { met() } else { restatement() }))).named("fast"));
     let r = run_with(
         Script::default().with("plan", plan(&["CREATE_DIR a"])),
         ApproveMode::All,
@@ -369,7 +384,7 @@ async fn the_fast_role_can_be_a_different_model() {
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed);
-    assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
+    assert_eq!(fast.calls(), 2, "the restatement and the verdict came from the fast model");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
 }
 
@@ -413,4 +428,55 @@ async fn what_validation_saw_of_the_root_and_the_commands_is_journaled() {
     assert!(checked.iter().any(|o| o["problem"].as_str().is_some_and(|p| p.contains("no-such-tool-here"))), "{checked:?}");
     assert!(calls.iter().any(|c| c.name == "observe_root"));
     assert_eq!(s.observed.commands.get("ls ok"), Some(&None), "the last plan's command as checked");
+}
+
+#[tokio::test]
+async fn a_goal_whose_outcome_checks_out_ends_verified_with_its_checks() {
+    let goal = "Create a folder plans and inside it a file week.md with the text 'monday first'.";
+    let r = run(Script::default().goal(goal).with("plan", plan(&["CREATE_DIR plans", "WRITE_FILE plans/week.md Monday   first"])), ApproveMode::All).await;
+    assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("goal_verified")), "{:?}", r.out);
+    assert!(r.out.message.as_deref().unwrap().contains("goal_verified"), "{:?}", r.out.message);
+    let s = r.state();
+    let v = s.verifications.last().unwrap();
+    assert!(v.met && v.checks.len() == 3 && v.checks.iter().all(|c| c.held), "{v:?}");
+    assert!(s.outcome.files.iter().any(|f| f.path == "plans/week.md"), "the new file was read: {:?}", s.outcome.files);
+    let calls = r.store.calls(&r.out.session_id).unwrap();
+    assert!(calls.iter().any(|c| c.name == "read_file" && c.input["path"] == "plans/week.md"), "observed through the journaled tools");
+}
+
+#[tokio::test]
+async fn a_failed_check_sends_the_planner_back_with_what_is_missing() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("old.txt"), "stale").unwrap();
+    let script = Script::default().goal("Delete old.txt.").with("plan", plan(&["RUN_COMMAND cat old.txt"])).with("plan", plan(&["RUN_COMMAND rm old.txt"]));
+    let r = run_in(root, script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    assert!(!r.root.path().join("old.txt").exists());
+    let s = r.state();
+    assert_eq!(s.verifications.len(), 2);
+    assert!(!s.verifications[0].met && s.verifications[0].verdict.is_none(), "a failed check needs no verdict: {:?}", s.verifications[0]);
+    let second = r.prompts.lock().unwrap()[1].clone();
+    assert!(second.contains("THE GOAL IS NOT MET YET") && second.contains("old.txt is gone (it is still there)"), "{second}");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "plan", "verify"]);
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    assert!(events.iter().any(|e| e.name == "planner:reflection"));
+}
+
+#[tokio::test]
+async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_complete() {
+    let script = Script::default()
+        .with("plan", plan(&["CREATE_DIR a"]))
+        .with("verify", not_met("a file b.txt"))
+        .with("plan", plan(&["CREATE_DIR c"]))
+        .with("verify", not_met("a file b.txt"));
+    let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, max_iterations: 2, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("unverified")), "{:?}", r.out);
+    assert!(!agentloop_core::metrics::reached_goal(r.out.status, r.out.finish_reason.as_deref()));
+    let s = r.state();
+    assert_eq!(s.verifications.len(), 2);
+    assert!(s.verifications.iter().all(|v| !v.met));
+    assert!(r.prompts.lock().unwrap()[1].contains("- a file b.txt"), "the verdict's gap reached the next plan");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let verdicts: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload).collect();
+    assert!(verdicts.iter().all(|v| v["met"] == false && v["summary"].as_str().unwrap().starts_with("not verified")), "{verdicts:?}");
 }

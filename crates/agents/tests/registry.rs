@@ -39,6 +39,8 @@ fn answer(req: &ChatRequest) -> ChatResponse {
         let plan = json!({"goal": "notes", "thinking_summary": "a folder and a file", "reflection": "", "ready": true,
             "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
         format!("<json>{plan}</json>")
+    } else if asks_for("met") {
+        json!({"met": true, "missing": [], "evidence": "notes/a.txt says hello"}).to_string()
     } else if asks_for("is_complete") {
         json!({"reasoning": "it printed the sum", "is_complete": true, "next_action": ""}).to_string()
     } else if req.messages.iter().any(|m| m.content.contains("calc.py")) {

@@ -37,6 +37,9 @@ async fn goals_are_planned_run_and_checked() {
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "u", "what": "w", "when": "now", "where": "root", "why": "y"}).to_string());
             }
+            if last.contains("Is every part of the GOAL done") {
+                return reply(json!({"met": true, "missing": [], "evidence": "it is there"}).to_string());
+            }
             if last.contains("was rejected for these reasons") {
                 return reply(json!({"diagnosis": "escaped the root", "hints": ["write hello.txt inside the root"]}).to_string());
             }
@@ -72,6 +75,7 @@ async fn goals_are_planned_run_and_checked() {
     assert_eq!(report["valid_first_try"], 0.5);
     assert_eq!(report["valid_within_3"], 1.0);
     assert_eq!(report["executed_ok"], 1.0);
+    assert_eq!((report["verified"].as_f64(), report["false_completions"].as_f64()), (Some(1.0), Some(0.0)));
     assert_eq!(report["invalid_executed"], 0);
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["valid"], json!([false, true]));

@@ -18,7 +18,7 @@ fn reply(content: String) -> ResponseTemplate {
     }))
 }
 
-/// A fake endpoint that restates, pre-checks, and plans `actions`.
+/// A fake endpoint that restates, pre-checks, plans `actions` and finds the goal met.
 async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -30,6 +30,9 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
             }
             if last.contains("Next step:") {
                 return reply("Runs the step.".into());
+            }
+            if last.contains("Is every part of the GOAL done") {
+                return reply(json!({"met": true, "missing": [], "evidence": "it is there"}).to_string());
             }
             let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
             reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))
@@ -68,7 +71,7 @@ async fn the_plan_question_is_answered_at_the_prompt() {
         p.exp_string("CREATE_DIR made_here").unwrap();
         p.exp_string("[all] run every step").unwrap();
         p.send_line("all").unwrap();
-        p.exp_string("plan_executed").unwrap();
+        p.exp_string("goal_verified").unwrap();
         p.exp_eof().unwrap();
         exit_code(&p)
     })

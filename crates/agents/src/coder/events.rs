@@ -17,6 +17,9 @@ pub enum CoderEvent {
     /// A replan was turned into a fix because fewer tests fail than before.
     #[serde(rename = "coder:keep_approach")]
     KeepApproach { failing_before: u32, failing_now: u32 },
+    /// An answer that could not be applied was refused within its step.
+    #[serde(rename = "coder:refused")]
+    Refused { reason: String, asking_again: bool },
 }
 
 impl EventKind for CoderEvent {}
@@ -33,6 +36,9 @@ impl CoderEvent {
             }
             Self::KeepApproach { failing_before, failing_now } => {
                 format!("    failing tests {failing_before} → {failing_now}: keeping the approach (a fix, not a replan)")
+            }
+            Self::Refused { reason, asking_again } => {
+                format!("    ✗ answer refused: {reason}{}", if *asking_again { "; asking again" } else { "" })
             }
         }
     }

@@ -12,7 +12,10 @@
 //! and command goes through the workspace jail and the approval policy, and
 //! what each attempt tried and how it failed is carried into the next plan
 //! and fix prompts. A change identical to one already tested goes straight
-//! back to REFLECT instead of running the tests again.
+//! back to REFLECT instead of running the tests again. An answer that
+//! cannot be applied (no path, no change, a change already tried) is asked
+//! for again within the same step. The session completes only when the test
+//! command passes.
 
 mod agent;
 mod change;
@@ -33,6 +36,9 @@ pub use events::CoderEvent;
 pub use state::{Attempt, CoderState, LoopConfig, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";
+/// The role that writes changes (CODE and FIX); unless configured, a chain
+/// from the default model to the stronger one (`agentloop_llm::roles`).
+pub const CODER_ROLE: &str = "coder";
 
 /// The coder's graph.
 pub fn graph() -> Result<CompiledGraph<CoderState>> {

@@ -4,7 +4,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Result, SessionStatus, Step, Stop};
+use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Message, Result, SessionStatus, Step, Stop};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -14,6 +14,7 @@ use super::events::CoderEvent;
 use super::failures;
 use super::prompts;
 use super::state::{Attempt, CoderState, Recommendation, Reflection, RootCause};
+use super::CODER_ROLE;
 use crate::approved;
 use agentloop_tools::Workspace;
 
@@ -96,6 +97,8 @@ pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
         // end the session on them): REVIEW signals that.
         if !passed {
             step.signal(|sig| sig.tests_passing = Some(false));
+            // A change the tests refuse is a miss for the model that wrote it.
+            step.reject_answer(CODER_ROLE)?;
         }
         if let Some(a) = s.attempts.last_mut() {
             a.passed = passed;
@@ -201,43 +204,58 @@ fn phase(step: &mut Step, name: &str) {
 /// HumanEval, fresh samples fixed failures that greedy repair never did).
 const RETRY_TEMPERATURE: f32 = 0.8;
 
-/// Asks for a change, reads its files out of the answer and writes them; an
-/// answer that cannot be applied becomes a failed attempt for REFLECT.
+/// Asks for a change, reads its files out of the answer and writes them. An
+/// answer that cannot be applied — no file path, no code, nothing changed,
+/// or the same change as an attempt that already failed — is refused within
+/// this step and asked for once more, with the reason; only a second
+/// unusable answer becomes a failed attempt for REFLECT.
 async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequest, files: &[(String, String)], kind: &str) -> Result<()> {
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
-    let answer = step.chat(request).await?;
-    let read = change::read(&answer.content, files);
-    // A change identical to one already tried is recorded as a repeat, even
-    // though the files already hold it.
-    if let Ok(change) = &read {
-        let mut sorted = change.clone();
-        sorted.sort();
-        if s.attempts.iter().any(|a| a.change_hash == fingerprint(&sorted)) {
-            return apply_change(s, step, sorted, kind).await;
+    let mut why = String::new();
+    for asked in 0..ANSWERS_PER_CHANGE {
+        let answer = step.chat_as(CODER_ROLE, request.clone()).await?;
+        match usable(s, &answer.content, files) {
+            Ok(change) => return apply_change(s, step, change, kind).await,
+            Err(reason) => {
+                step.reject_answer(CODER_ROLE)?;
+                step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked + 1 < ANSWERS_PER_CHANGE });
+                request.messages.push(Message::assistant(answer.content));
+                request.messages.push(Message::user(format!("That answer cannot be applied: {reason}. Answer again with the whole change.")));
+                request.temperature = Some(RETRY_TEMPERATURE);
+                why = reason;
+            }
         }
     }
-    match read.and_then(|c| applicable(c, files, s.config.edit_tests)) {
-        Ok(change) => apply_change(s, step, change, kind).await,
-        Err(why) => {
-            let iteration = step.progress().iterations;
-            let test_output = format!("the answer was not applied: {why}");
-            let attempt = Attempt {
-                iteration,
-                kind: kind.into(),
-                change_hash: 0,
-                files: Vec::new(),
-                test_output,
-                passed: false,
-                repeated: false,
-                unapplied: Some(why),
-                reflection: None,
-            };
-            s.attempts.push(attempt);
-            Ok(())
-        }
+    let attempt = Attempt {
+        iteration: step.progress().iterations,
+        kind: kind.into(),
+        change_hash: 0,
+        files: Vec::new(),
+        test_output: format!("the answer was not applied: {why}"),
+        passed: false,
+        repeated: false,
+        unapplied: Some(why),
+        reflection: None,
+    };
+    s.attempts.push(attempt);
+    Ok(())
+}
+
+/// Answers asked for one change at most (the first and one more).
+const ANSWERS_PER_CHANGE: usize = 2;
+
+/// The change an answer makes, or why it cannot be applied.
+fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::result::Result<change::Files, String> {
+    let mut change = change::read(answer, files)?;
+    change.sort();
+    // Checked before "does it change anything": a change already tried is
+    // what the files hold now, so it would read as no change at all.
+    if let Some(i) = s.attempts.iter().position(|a| a.change_hash == fingerprint(&change)) {
+        return Err(format!("it is the same change as attempt {}, which failed: change something else", i + 1));
     }
+    applicable(change, files, s.config.edit_tests)
 }
 
 /// The part of a change worth writing: files it leaves as they are are

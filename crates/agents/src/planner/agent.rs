@@ -128,6 +128,10 @@ impl AgentSpec for Planner {
             s.proposals.len(),
             s.runs.len()
         ));
+        if let Some(v) = s.verifications.last() {
+            summary.notes.push(v.summary());
+            summary.notes.extend(v.checks.iter().map(|c| format!("  {}", c.line())));
+        }
     }
 
     fn line(event: &PlannerEvent) -> String {

@@ -26,6 +26,13 @@ pub enum PlannerEvent {
     Step { step: u32, action: String, ok: bool, ms: u64, output: String },
     #[serde(rename = "planner:cancelled")]
     Cancelled { steps_run: usize },
+    /// VERIFY's judgement once a plan ran: each explicit check, what is
+    /// still missing, and one line for people.
+    #[serde(rename = "planner:verified")]
+    Verified { met: bool, summary: String, checks: Vec<String>, missing: Vec<String> },
+    /// What the next plan must do, after a verification that failed.
+    #[serde(rename = "planner:reflection")]
+    Reflection { missing: Vec<String> },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -55,6 +62,14 @@ impl PlannerEvent {
             Self::Precheck { step, summary } => format!("    pre-check step {step}: {summary}"),
             Self::Step { step, action, ok, ms, output } => format!("  {} step {step} ({ms} ms): {action}\n{}", if *ok { "✓" } else { "✗" }, indent(output, 4)),
             Self::Cancelled { steps_run } => format!("  cancelled: {steps_run} step(s) had run"),
+            Self::Verified { met, summary, checks, .. } => {
+                let mut out = format!("  {} {summary}", if *met { "✓" } else { "✗" });
+                for c in checks {
+                    out.push_str(&format!("\n    {c}"));
+                }
+                out
+            }
+            Self::Reflection { missing } => format!("  reflect: the next plan must still do: {}", missing.join(" | ")),
         }
     }
 }

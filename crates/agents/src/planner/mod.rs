@@ -1,9 +1,9 @@
 //! The planner agent:
 //!
 //! ```text
-//! RESTATE → PLAN → VALIDATE ─valid→ APPROVE ─all/step→ EXECUTE ─next→ EXECUTE … → END
-//!            ↑         └invalid→ DIAGNOSE ┘   ├cancel→ END    ├failed→ PLAN (replan with the error)
-//!            └──────────────────────────────── ┴declined→ PLAN (replan with the user's reason)
+//! RESTATE → PLAN → VALIDATE ─valid→ APPROVE ─all/step→ EXECUTE ─next→ EXECUTE … → OBSERVE → VERIFY ─met→ END
+//!            ↑         └invalid→ DIAGNOSE ┘   ├cancel→ END    ├failed→ PLAN                ├missing→ REFLECT → PLAN
+//!            └──────────────────────────────── ┴declined→ PLAN (the user's reason)       └no plans left→ END (unverified)
 //! ```
 //!
 //! The `fast` model restates the goal (WHO/WHAT/WHEN/WHERE/WHY) and writes
@@ -12,13 +12,16 @@
 //! contract of single-line actions (`action.rs`). Every plan passes every
 //! rule in `validate.rs` before any step runs, so nothing from an invalid
 //! plan is ever executed; steps run one per engine step, through the jailed
-//! tools, and a failed or declined step feeds the next plan.
+//! tools, and a failed or declined step feeds the next plan. Once the last
+//! step ran, the planner looks at the outcome and checks it against the
+//! goal (`verify.rs`): only a verified goal completes the session.
 
 mod action;
 mod agent;
 mod events;
 mod examples;
 mod execute;
+mod goal;
 mod goal_paths;
 mod held_paths;
 mod mend;
@@ -30,6 +33,7 @@ mod prompts;
 mod shell_check;
 mod state;
 mod validate;
+mod verify;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +49,7 @@ pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
 pub use validate::{validate, Context, Rejection, Rule, Shell};
+pub use verify::{Check, Verdict, Verification};
 
 pub const AGENT: &str = "planner";
 /// The role that writes plans; a `chain` there gives the fallback order.
@@ -61,13 +66,19 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .node("diagnose", nodes::diagnose)
         .node("approve", nodes::approve)
         .node("execute", nodes::execute)
+        .node("observe", verify::observe)
+        .node("verify", verify::verify)
+        .node("reflect", verify::reflect)
         .entry("restate")
         .edge("restate", "plan")
         .edge("plan", "validate")
         .route("validate", &["approve", "diagnose"], |s: &PlannerState| if s.running.is_some() { "approve".into() } else { "diagnose".into() })
         .edge("diagnose", "plan")
-        .route("approve", &["execute", "plan", agentloop_core::END], nodes::after_approval)
-        .route("execute", &["execute", "plan", agentloop_core::END], nodes::after_approval)
+        .route("approve", &["execute", "observe", "plan", agentloop_core::END], nodes::after_approval)
+        .route("execute", &["execute", "observe", "plan", agentloop_core::END], nodes::after_approval)
+        .edge("observe", "verify")
+        .route("verify", &["reflect", agentloop_core::END], verify::after_verify)
+        .edge("reflect", "plan")
         .compile()
 }
 

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::action::Action;
 use super::events::{PlanProposed, PlannerEvent};
 use super::execute as execute_plan;
+use super::goal::Goal;
 use super::held_paths::{self, HeldPaths};
 use super::mend;
 use super::observe::observe;
@@ -38,6 +39,10 @@ const RETRY_TEMPERATURE: f32 = 0.9;
 pub fn restate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         phase(step, "restate");
+        // The root as it was before anything ran: what the goal's names
+        // already are, and what is new afterwards.
+        s.before = observe(step, None, s.config.shell).await?;
+        s.parsed_goal = Goal::read(&s.goal, &s.before);
         let r: super::state::Restatement = step.chat_json_as(FAST_ROLE, prompts::restate(s)).await?;
         step.emit(PlannerEvent::Restatement { restatement: r.lines() });
         s.restatement = Some(r);
@@ -246,12 +251,9 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         s.runs.push(StepRun { proposal, step: item.step, action: item.action.clone(), ok, output: output.clone(), ms });
         if ok {
             s.next_step += 1;
-            if s.running_plan().is_some_and(|p| s.next_step >= p.plan.len()) {
-                step.signal(|sig| sig.agent_signalled_completion = true);
-                step.finish("plan_executed");
-            }
         } else {
             step.fail_iteration(format!("step {} failed: {output}", item.step));
+            step.reject_answer(PLANNER_ROLE)?;
             s.failure = Some(format!("step {} `{}` failed: {output}", item.step, item.action));
             s.running = None;
         }
@@ -259,10 +261,13 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
     })
 }
 
-/// Where to go after APPROVE or EXECUTE.
+/// Where to go after APPROVE or EXECUTE: a plan run to its end is
+/// observed before anything is said of it.
 pub fn after_approval(s: &PlannerState) -> String {
-    if s.cancelled || s.running_plan().is_some_and(|p| s.next_step >= p.plan.len()) {
+    if s.cancelled {
         agentloop_core::END.into()
+    } else if s.running_plan().is_some_and(|p| s.next_step >= p.plan.len()) {
+        "observe".into()
     } else if s.running.is_none() {
         "plan".into()
     } else {
@@ -320,6 +325,6 @@ fn reply_text(reply: &Value) -> String {
     reply.as_str().map(String::from).or_else(|| reply.get("text").and_then(Value::as_str).map(String::from)).unwrap_or_else(|| reply.to_string())
 }
 
-fn phase(step: &mut Step, name: &str) {
+pub(super) fn phase(step: &mut Step, name: &str) {
     step.emit(PlannerEvent::Phase { phase: name.to_string() });
 }

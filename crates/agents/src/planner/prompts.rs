@@ -7,6 +7,7 @@ use super::examples;
 use super::goal_paths;
 use super::state::PlannerState;
 use super::validate::{Rule, Shell};
+use super::verify::Check;
 
 /// The last rejected answer is shown up to this many characters.
 const REJECTED_SHOWN: usize = 600;
@@ -66,6 +67,12 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     }
     if let Some(failure) = &s.failure {
         user.push_str(&format!("\nTHE LAST STEP FAILED: {failure}\n"));
+    }
+    if !s.gap.is_empty() && s.failure.is_none() {
+        user.push_str("\nTHE LAST PLAN RAN, BUT THE GOAL IS NOT MET YET. Still missing (plan only these):\n");
+        for g in &s.gap {
+            user.push_str(&format!("- {g}\n"));
+        }
     }
     if !s.feedback.is_empty() {
         user.push_str("\nUSER FEEDBACK (follow it):\n");
@@ -185,6 +192,50 @@ pub fn precheck(action: &str) -> ChatRequest {
         Message::user(format!("Next step: {action}\nIn one short sentence, what will this step do to the files in the root folder?")),
     ]);
     r.max_tokens = Some(60);
+    r
+}
+
+/// Root entries shown to the verdict, at most.
+const ENTRIES_SHOWN: usize = 60;
+
+/// Asks for a verdict on the goal from what OBSERVE saw; the explicit
+/// checks that held are shown as facts.
+pub fn verify(s: &PlannerState, checks: &[Check]) -> ChatRequest {
+    let o = &s.outcome;
+    let mut user = format!("GOAL: {}\n\nFILES AND FOLDERS NOW UNDER THE ROOT:\n", s.goal);
+    for e in o.entries.iter().take(ENTRIES_SHOWN) {
+        user.push_str(&format!("- {}{}\n", e.path, if e.is_dir { "/" } else { "" }));
+    }
+    if o.entries.len() > ENTRIES_SHOWN {
+        user.push_str(&format!("- … and {} more\n", o.entries.len() - ENTRIES_SHOWN));
+    }
+    for f in &o.files {
+        user.push_str(&format!("\nTEXT OF {}:\n<<<\n{}\n>>>\n", f.path, f.text));
+    }
+    if !o.outputs.is_empty() {
+        user.push_str("\nCOMMANDS THAT RAN AND WHAT THEY PRINTED:\n");
+        for out in &o.outputs {
+            user.push_str(&format!("- {out}\n"));
+        }
+    }
+    if !checks.is_empty() {
+        user.push_str("\nCHECKED AND TRUE:\n");
+        for c in checks {
+            user.push_str(&format!("- {}\n", c.expected));
+        }
+    }
+    user.push_str(
+        "\nIs every part of the GOAL done, as shown above? A file must hold the real text or result the goal asks for, not a command or a placeholder.",
+    );
+    let mut r = ChatRequest::new(vec![
+        Message::system(
+            "You check finished work. You see a goal and what is now on disk. Judge only from what is shown. \
+             Answer with a JSON object: met (true only if everything the goal asks for is shown to be done), \
+             missing (what is not done yet, at most 3 short items; empty when met) and evidence (one sentence).",
+        ),
+        Message::user(user),
+    ]);
+    r.max_tokens = Some(300);
     r
 }
 

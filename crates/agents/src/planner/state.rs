@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
+use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
 use super::validate::{Rejection, Shell};
+use super::verify::{Outcome, Verification};
 
 /// How the user approves a valid plan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -170,6 +172,21 @@ pub struct PlannerState {
     /// What the root and the last plan's commands looked like when it was judged.
     #[serde(default)]
     pub observed: Observed,
+    /// The root before anything ran.
+    #[serde(default)]
+    pub before: Observed,
+    /// The goal, read once against `before`.
+    #[serde(default)]
+    pub parsed_goal: Goal,
+    /// What OBSERVE saw after the last plan ran.
+    #[serde(default)]
+    pub outcome: Outcome,
+    /// VERIFY's judgement of each plan that ran to its end.
+    #[serde(default)]
+    pub verifications: Vec<Verification>,
+    /// What the last verification found missing, for the next plan.
+    #[serde(default)]
+    pub gap: Vec<String>,
 }
 
 impl State for PlannerState {
@@ -189,6 +206,11 @@ impl State for PlannerState {
         f.value("failure", &self.failure);
         f.value("cancelled", &self.cancelled);
         f.value("observed", &self.observed);
+        f.value("before", &self.before);
+        f.value("parsedGoal", &self.parsed_goal);
+        f.value("outcome", &self.outcome);
+        f.value("verifications", &self.verifications);
+        f.value("gap", &self.gap);
     }
 }
 

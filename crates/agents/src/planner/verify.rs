@@ -1,0 +1,317 @@
+//! After the last step: OBSERVE what the goal is about, VERIFY whether it is
+//! met, and when it is not, REFLECT what is missing into the next plan.
+//!
+//! A plan that ran is not a goal met: a small model writes `ls | wc -l` as
+//! the text of a file meant to hold a count, or writes one file where the
+//! goal asked for one per note. So the planner looks — through the jailed,
+//! journaled tools — at the root's entries, the files the goal names and
+//! the files the plan made, and what its commands printed; checks what the
+//! goal makes explicit (`goal::Expectation`); and asks the model for a
+//! verdict {met, missing, evidence} on the rest. Only a goal that passes
+//! both ends the session as complete.
+
+use agentloop_core::{JsonSchema, Result, Step};
+use agentloop_tools::Entry;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::events::PlannerEvent;
+use super::goal::{self, Expectation};
+use super::observe::ObserveRoot;
+use super::prompts;
+use super::state::PlannerState;
+use super::{FAST_ROLE, PLANNER_ROLE};
+
+/// Files read whole for the verdict, at most, and how much of each.
+const FILES_READ: usize = 12;
+const FILE_CHARS: usize = 1500;
+/// Root entries recorded after the run.
+const ENTRIES_SEEN: usize = 2000;
+
+/// What OBSERVE saw once a plan had run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub entries: Vec<Entry>,
+    /// The files read, with their text (shortened).
+    pub files: Vec<FileSeen>,
+    /// What each command of the plan printed.
+    pub outputs: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileSeen {
+    pub path: String,
+    pub text: String,
+}
+
+impl Outcome {
+    /// The entry at `path`, or with `anywhere` the first whose name is
+    /// `path`'s (the kind that fits preferred).
+    fn entry(&self, path: &str, anywhere: bool, is_dir: Option<bool>) -> Option<&Entry> {
+        let key = path.trim_start_matches("./").trim_end_matches('/');
+        let named = |e: &&Entry| e.path == key || (anywhere && e.path.rsplit('/').next() == Some(key));
+        let fits = |e: &&Entry| is_dir.is_none_or(|d| e.is_dir == d);
+        self.entries.iter().filter(named).find(fits).or_else(|| self.entries.iter().find(named))
+    }
+
+    fn text_of(&self, path: &str) -> Option<&str> {
+        let key = path.trim_start_matches("./");
+        self.files.iter().find(|f| f.path == key).map(|f| f.text.as_str())
+    }
+}
+
+/// One explicit expectation and whether it held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    pub expected: String,
+    pub held: bool,
+    /// What was there instead, when it did not hold.
+    pub saw: String,
+}
+
+impl Check {
+    pub fn line(&self) -> String {
+        if self.held {
+            format!("✓ {}", self.expected)
+        } else {
+            format!("✗ {} ({})", self.expected, self.saw)
+        }
+    }
+}
+
+// The model's verdict on the goal. (Doc comments would become the schema's
+// descriptions, which the model reads.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// true only if everything the goal asks for is shown to be done.
+    pub met: bool,
+    /// What the goal asks for that is not done yet.
+    #[schemars(length(max = 3))]
+    pub missing: Vec<Missing>,
+    /// What shown above proves it.
+    #[schemars(length(max = 300))]
+    pub evidence: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Missing(#[schemars(length(max = 200))] pub String);
+
+/// VERIFY's judgement of one run plan.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub iteration: u32,
+    pub checks: Vec<Check>,
+    /// The model's verdict; none when an explicit check already failed.
+    pub verdict: Option<Verdict>,
+    pub met: bool,
+}
+
+impl Verification {
+    /// What is still missing, in words, for the user and the next plan.
+    pub fn missing(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw)).collect();
+        if let Some(v) = self.verdict.as_ref().filter(|v| !v.met) {
+            out.extend(v.missing.iter().map(|m| m.0.clone()).filter(|m| !m.trim().is_empty()));
+            if out.is_empty() {
+                out.push(format!("the goal is not met yet: {}", v.evidence));
+            }
+        }
+        out
+    }
+
+    /// One line for the summary.
+    pub fn summary(&self) -> String {
+        let held = self.checks.iter().filter(|c| c.held).count();
+        let checks = if self.checks.is_empty() { "no explicit check".to_string() } else { format!("{held} of {} check(s) held", self.checks.len()) };
+        let model = match &self.verdict {
+            Some(v) if v.met => format!("; model: met ({})", v.evidence),
+            Some(_) => "; model: not met".to_string(),
+            None => String::new(),
+        };
+        let head = if self.met { "verified" } else { "not verified" };
+        let mut line = format!("{head}: {checks}{model}");
+        if !self.met {
+            line.push_str(&format!("; missing: {}", self.missing().join("; ")));
+        }
+        line
+    }
+}
+
+/// The goal's expectations against what was observed.
+pub fn checks(expect: &[Expectation], seen: &Outcome) -> Vec<Check> {
+    expect
+        .iter()
+        .map(|e| {
+            let kind = match e {
+                Expectation::Exists { folder: true, .. } => Some(true),
+                Expectation::Exists { file: true, .. } | Expectation::Holds { .. } => Some(false),
+                _ => None,
+            };
+            let found = seen.entry(e.path(), e.anywhere(), kind);
+            let (held, saw) = match e {
+                Expectation::Exists { folder, file, .. } => match found {
+                    None => (false, "it does not exist".to_string()),
+                    Some(f) if *folder && !f.is_dir => (false, "it is a file".to_string()),
+                    Some(f) if *file && f.is_dir => (false, "it is a folder".to_string()),
+                    Some(_) => (true, String::new()),
+                },
+                Expectation::Absent { .. } => (found.is_none(), "it is still there".to_string()),
+                Expectation::Holds { text, .. } => match found.and_then(|f| seen.text_of(&f.path)) {
+                    Some(got) if goal::holds(got, text) => (true, String::new()),
+                    Some(got) => (false, format!("it holds \"{}\"", shorten(got.trim(), 120))),
+                    None => (false, "it could not be read".to_string()),
+                },
+            };
+            Check { expected: e.describe(), held, saw: if held { String::new() } else { saw } }
+        })
+        .collect()
+}
+
+/// OBSERVE: the root's entries, the text of the files the goal names and of
+/// those new since the session began, and what the plan's commands printed.
+pub fn observe<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        super::nodes::phase(step, "observe");
+        let listing = step.tool(ObserveRoot::NAME, json!({"limit": ENTRIES_SEEN})).await?;
+        let entries: Vec<Entry> = serde_json::from_value(listing["entries"].clone()).unwrap_or_default();
+        let wanted = files_to_read(s, &entries);
+        let mut files = Vec::new();
+        for path in wanted.into_iter().take(FILES_READ) {
+            // A file that cannot be read (binary, too large) is simply not shown.
+            if let Ok(v) = step.tool("read_file", json!({"path": path})).await {
+                files.push(FileSeen { text: shorten(v["content"].as_str().unwrap_or_default(), FILE_CHARS), path });
+            }
+        }
+        let running = s.running;
+        let outputs =
+            s.runs.iter().filter(|r| Some(r.proposal) == running && r.action.contains("RUN_COMMAND")).map(|r| format!("{} → {}", r.action, r.output)).collect();
+        s.outcome = Outcome { entries, files, outputs };
+        Ok(())
+    })
+}
+
+/// The files worth reading: those the goal expects (named, or placed in a
+/// folder), then those that were not there before the session began.
+fn files_to_read(s: &PlannerState, entries: &[Entry]) -> Vec<String> {
+    let is_file = |p: &str| entries.iter().any(|e| e.path == p && !e.is_dir);
+    let mut out: Vec<String> = Vec::new();
+    let named = s.parsed_goal.expect.iter().map(|e| e.path().to_string()).chain(s.parsed_goal.named.iter().cloned());
+    for path in named {
+        if is_file(&path) && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    for e in entries.iter().filter(|e| !e.is_dir && !s.before.on_disk(&e.path)) {
+        if !out.contains(&e.path) {
+            out.push(e.path.clone());
+        }
+    }
+    out
+}
+
+/// VERIFY: the explicit checks, then (when they all hold) the model's
+/// verdict. Met: the session is complete. Not met: back to planning with
+/// what is missing, or, with no plans left, the end — unverified.
+pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        super::nodes::phase(step, "verify");
+        let checks = checks(&s.parsed_goal.expect, &s.outcome);
+        let verdict = if checks.iter().all(|c| c.held) { Some(step.chat_json_as::<Verdict>(FAST_ROLE, prompts::verify(s, &checks)).await?) } else { None };
+        let met = verdict.as_ref().is_some_and(|v| v.met);
+        let iteration = step.progress().iterations;
+        let v = Verification { iteration, checks, verdict, met };
+        step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.checks.iter().map(Check::line).collect(), missing: v.missing() });
+        step.signal(|sig| sig.goal_verified = Some(met));
+        if met {
+            step.signal(|sig| sig.agent_signalled_completion = true);
+            step.finish("goal_verified");
+        } else {
+            // A plan that ran and missed the goal is a miss for the model that wrote it.
+            step.reject_answer(PLANNER_ROLE)?;
+            step.fail_iteration(format!("the plan ran but the goal is not met: {}", v.missing().join("; ")));
+            if iteration >= s.config.max_iterations {
+                step.finish("unverified");
+            }
+        }
+        s.verifications.push(v);
+        Ok(())
+    })
+}
+
+/// Where to go after VERIFY.
+pub fn after_verify(s: &PlannerState) -> String {
+    match s.verifications.last() {
+        Some(v) if !v.met && v.iteration < s.config.max_iterations => "reflect".into(),
+        _ => agentloop_core::END.into(),
+    }
+}
+
+/// REFLECT: what is missing becomes what the next plan must do.
+pub fn reflect<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        super::nodes::phase(step, "reflect");
+        let missing = s.verifications.last().map(Verification::missing).unwrap_or_default();
+        step.emit(PlannerEvent::Reflection { missing: missing.clone() });
+        s.gap = missing;
+        s.running = None;
+        Ok(())
+    })
+}
+
+fn shorten(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(chars).collect();
+    format!("{head}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(entries: &[(&str, bool)], files: &[(&str, &str)]) -> Outcome {
+        Outcome {
+            entries: entries.iter().map(|(p, d)| Entry { path: p.to_string(), is_dir: *d }).collect(),
+            files: files.iter().map(|(p, t)| FileSeen { path: p.to_string(), text: t.to_string() }).collect(),
+            outputs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_expectation_is_checked_against_what_was_seen() {
+        let expect = vec![
+            Expectation::Exists { path: "docs".into(), folder: true, file: false, anywhere: false },
+            Expectation::Holds { path: "count.txt".into(), text: "3".into(), anywhere: false },
+            Expectation::Absent { path: "old.txt".into() },
+        ];
+        let got = checks(&expect, &seen(&[("docs", false), ("count.txt", false), ("old.txt", false)], &[("count.txt", "ls | wc -l")]));
+        assert_eq!(got.iter().map(|c| c.held).collect::<Vec<_>>(), vec![false, false, false]);
+        assert_eq!(got[0].saw, "it is a file");
+        assert!(got[1].line().contains("ls | wc -l"), "{}", got[1].line());
+        let good = checks(&expect, &seen(&[("docs", true), ("count.txt", false)], &[("count.txt", "3\n")]));
+        assert!(good.iter().all(|c| c.held));
+        let anywhere = vec![Expectation::Holds { path: "a.txt".into(), text: "hello".into(), anywhere: true }];
+        let nested = seen(&[("notes", true), ("notes/a.txt", false)], &[("notes/a.txt", "hello")]);
+        assert!(checks(&anywhere, &nested)[0].held, "a name the goal puts in no folder may be in any");
+        assert!(!checks(&expect[..1], &seen(&[("x/docs", true)], &[]))[0].held, "a path the goal gives is that path");
+    }
+
+    #[test]
+    fn a_verdict_of_not_met_names_what_is_missing() {
+        let v = Verification {
+            iteration: 1,
+            checks: vec![],
+            verdict: Some(Verdict { met: false, missing: vec![Missing("run the script".into())], evidence: String::new() }),
+            met: false,
+        };
+        assert_eq!(v.missing(), vec!["run the script"]);
+        assert!(v.summary().starts_with("not verified: no explicit check; model: not met; missing: run the script"));
+    }
+}
