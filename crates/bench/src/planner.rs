@@ -131,7 +131,10 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
     // Every step that ran must come from a plan that passed validation.
     let invalid_executed = s.runs.iter().filter(|r| !s.proposals.get(r.proposal).is_some_and(|p| p.valid())).count();
     let failed_checks: Vec<String> = goal.expect.iter().filter_map(|e| check(root, e).err()).collect();
-    let executed_ok = outcome.finish_reason.as_deref() == Some("plan_executed") && failed_checks.is_empty();
+    // The files on disk decide, whatever the agent said; what it said is
+    // counted apart, and a claim the disk contradicts is a false completion.
+    let executed_ok = s.runs.iter().any(|r| r.ok) && failed_checks.is_empty();
+    let verified = outcome.finish_reason.as_deref() == Some("goal_verified");
     Ok(json!({
         "goal": goal.goal,
         "root": root,
@@ -148,6 +151,10 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         "invalidExecuted": invalid_executed,
         "failedChecks": failed_checks,
         "executedOk": executed_ok,
+        "verified": verified,
+        "falseCompletion": verified && !failed_checks.is_empty(),
+        "verifications": s.verifications.iter().map(|v| v.summary()).collect::<Vec<_>>(),
+        "seconds": outcome.progress.active_ms() as f64 / 1000.0,
         "tokens": outcome.progress.tokens(),
     }))
 }
@@ -186,7 +193,12 @@ struct Totals {
     /// Goals whose first valid plan within 3 was decoded held to the goal's paths.
     held: u32,
     executed_ok: u32,
+    /// The agent said the goal was met.
+    verified: u32,
+    /// … and the check on disk said otherwise.
+    false_completions: u32,
     invalid_executed: u64,
+    seconds: f64,
     plan_ms: Vec<u64>,
     tokens: u64,
 }
@@ -203,6 +215,9 @@ impl Totals {
         self.mended += u32::from(first_valid.is_some_and(|i| mended.get(i) == Some(&true)));
         self.held += u32::from(first_valid.is_some_and(|i| r["held"][i] == true));
         self.executed_ok += u32::from(r["executedOk"] == true);
+        self.verified += u32::from(r["verified"] == true);
+        self.false_completions += u32::from(r["falseCompletion"] == true);
+        self.seconds += r["seconds"].as_f64().unwrap_or(0.0);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
@@ -220,7 +235,10 @@ impl Totals {
             "mended": self.mended,
             "held": self.held,
             "executed_ok": frac(self.executed_ok),
+            "verified": frac(self.verified),
+            "false_completions": frac(self.false_completions),
             "invalid_executed": self.invalid_executed,
+            "mean_seconds_per_goal": if goals == 0 { 0.0 } else { (self.seconds / goals as f64 * 10.0).round() / 10.0 },
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,
             "results": out,

@@ -25,12 +25,18 @@ pub struct ReplArgs {
     /// Turns at most with reflection.
     #[arg(long, default_value_t = 5)]
     pub max_turns: u32,
+    /// Which questions: `tuning` (the shipped set changes may be tuned on) or
+    /// `heldout` (written before any tuning, never tuned on).
+    #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
+    pub set: String,
     /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
 const QUESTIONS: &str = include_str!("../data/repl-questions.toml");
+/// The held-out questions (`repl-heldout.py` wrote them with their answers).
+const HELDOUT: &str = include_str!("../data/repl-heldout.toml");
 
 #[derive(Deserialize)]
 struct Questions {
@@ -44,7 +50,8 @@ struct Question {
 }
 
 pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
-    let mut questions: Questions = toml::from_str(QUESTIONS).context("the shipped repl questions do not parse")?;
+    let text = if args.set == "heldout" { HELDOUT } else { QUESTIONS };
+    let mut questions: Questions = toml::from_str(text).context("the shipped repl questions do not parse")?;
     if let Some(n) = args.limit {
         questions.question.truncate(n);
     }
@@ -74,13 +81,17 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     let n = questions.question.len().max(1) as f64;
-    let frac = |k: u32| fraction(k, questions.question.len());
+    let total = questions.question.len();
+    let frac = |k: u32| fraction(k, total);
     println!(
         "{}",
         json!({
-            "questions": questions.question.len(),
+            "set": args.set,
+            "questions": total,
             "accuracy_reflect": frac(right_reflect),
+            "accuracy_reflect_95": harness::wilson(right_reflect, total),
             "accuracy_single": frac(right_single),
+            "accuracy_single_95": harness::wilson(right_single, total),
             "mean_turns": (turns as f64 / n * 100.0).round() / 100.0,
             "tokens": tokens,
             "results": out.path,
@@ -105,7 +116,7 @@ async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, mod
     let s: ReplState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
     let answer = s.answer();
     Ok(Answered {
-        correct: is_correct(&answer, &q.answer),
+        correct: is_correct(&answer, &q.answer, &q.prompt),
         answer,
         turns: s.turn_count,
         tokens: outcome.progress.tokens(),
@@ -113,25 +124,36 @@ async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, mod
     })
 }
 
-/// A number is right when the last line of the answer has it (within 1e-6,
-/// relative) among at most three numbers — a dumped list that happens to
-/// hold it is not an answer; text when the answer contains it, ignoring case.
-fn is_correct(answer: &str, expected: &str) -> bool {
+/// The answer is right when its last line gives exactly one answer and it
+/// is the expected one. A number: the last line's numbers, leaving out those
+/// the question itself gives, must be exactly one, equal within 1e-6
+/// (relative) — "7 or 8" is not 7, and a dumped list is no answer; a lone
+/// number the question gives counts, when the line has no other. Text:
+/// the last line, or what follows its last `:`, `=`, `→` or " is ", must be
+/// the expected text, ignoring case, quotes and a final period.
+fn is_correct(answer: &str, expected: &str, question: &str) -> bool {
     let last = answer.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
     // A binary numeral is text, not the decimal number its digits spell.
     let binary = expected.len() >= 4 && expected.chars().all(|c| c == '0' || c == '1');
     match expected.parse::<f64>() {
         Ok(want) if !binary => {
-            let found = numbers(last);
-            found.len() <= MAX_NUMBERS_IN_ANSWER && found.iter().any(|n| (n - want).abs() <= 1e-6 * want.abs().max(1.0))
+            let given = numbers(question);
+            let all = numbers(last);
+            let new: Vec<f64> = all.iter().copied().filter(|n| !given.contains(n)).collect();
+            // An answer may be a number the question gives ("5 cells … still 5").
+            let found = if new.is_empty() { all } else { new };
+            matches!(found.as_slice(), [n] if (n - want).abs() <= 1e-6 * want.abs().max(1.0))
         }
-        _ => answer.to_lowercase().contains(&expected.to_lowercase()),
+        _ => {
+            let norm = |t: &str| t.trim().trim_end_matches('.').trim_matches(|c| matches!(c, '\'' | '"' | '`')).trim().to_lowercase();
+            let want = norm(expected);
+            let tails = [":", "=", "→", " is "].into_iter().filter_map(|sep| last.rsplit_once(sep).map(|(_, tail)| tail));
+            std::iter::once(last).chain(tails).any(|candidate| norm(candidate) == want)
+        }
     }
 }
 
-/// "There are 1229 primes below 10000" has two; a list has many.
-const MAX_NUMBERS_IN_ANSWER: usize = 3;
-
+/// The numbers in `text`, with thousands separators read as part of them.
 fn numbers(text: &str) -> Vec<f64> {
     let cleaned: String = text
         .chars()
@@ -161,13 +183,35 @@ mod tests {
 
     #[test]
     fn answers_are_checked_by_value() {
-        assert!(is_correct("checking...\nThe sum is 338,350.", "338350"));
-        assert!(!is_correct("1628.894626777442", "1628.89"), "2 decimals means 1628.89");
-        assert!(is_correct("1628.89", "1628.89"));
-        assert!(!is_correct("There are 1229 primes below 10000", "1228"));
-        assert!(is_correct("reflect-and-act-plan-agents\n", "reflect-and-act-plan-agents"));
-        assert!(is_correct("0b11111101000 → 11111101000", "11111101000"));
-        assert!(!is_correct("", "21"));
-        assert!(!is_correct("[9, 8, 7, 5, 3, 2, 1]", "5"), "a list holding the number is not the answer");
+        let ask = "How many primes are there below 10000?";
+        assert!(is_correct("checking...\nThe sum is 338,350.", "338350", ask));
+        assert!(!is_correct("1628.894626777442", "1628.89", ask), "2 decimals means 1628.89");
+        assert!(is_correct("1628.89", "1628.89", ask));
+        assert!(is_correct("There are 1229 primes below 10000", "1229", ask), "the question's own number is not a second answer");
+        assert!(!is_correct("There are 1229 primes below 10000", "1228", ask));
+        assert!(!is_correct("7 or 8", "7", ask), "two answers are not one");
+        assert!(is_correct("10000", "10000", ask), "an answer may be the question's own number");
+        assert!(!is_correct("1229 1230 1231", "1229", ask));
+        assert!(is_correct("reflect-and-act-plan-agents\n", "reflect-and-act-plan-agents", ask));
+        assert!(is_correct("0b11111101000 → 11111101000", "11111101000", ask));
+        assert!(!is_correct("", "21", ask));
+        assert!(!is_correct("[9, 8, 7, 5, 3, 2, 1]", "5", ask), "a list holding the number is not the answer");
+    }
+
+    #[test]
+    fn text_answers_must_be_the_answer_not_contain_it() {
+        let ask = "What day of the week was it?";
+        assert!(is_correct("The day was: Sunday.", "Sunday", ask));
+        assert!(is_correct("'Sunday'", "sunday", ask));
+        assert!(!is_correct("Sunday or Monday", "Sunday", ask));
+        assert!(!is_correct("Sundays are quiet", "Sunday", ask));
+    }
+
+    #[test]
+    fn the_held_out_set_has_eighty_questions_none_of_them_a_tuning_question() {
+        let held: Questions = toml::from_str(HELDOUT).unwrap();
+        let tuning: Questions = toml::from_str(QUESTIONS).unwrap();
+        assert!(held.question.len() >= 80, "{}", held.question.len());
+        assert!(held.question.iter().all(|h| tuning.question.iter().all(|t| t.prompt != h.prompt)));
     }
 }

@@ -1,0 +1,183 @@
+//! `agentloop bench coder`: the coder on small projects with failing tests,
+//! each copied to a fresh folder and given the same task, with no questions
+//! asked. `tuning` is the bundled `examples/`; `heldout` the projects under
+//! `crates/bench/data/coder-heldout/`, never tuned on. After each session
+//! the bench runs the test command itself: that, not what the agent said,
+//! decides `solved`, and a session that said it passed when the tests fail
+//! is a false completion. The last line printed is one JSON object.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentloop_agents::coder::{self, CoderState, LoopConfig};
+use agentloop_agents::test_command;
+use agentloop_core::{Models, StartOptions, Store};
+use agentloop_store::SqliteStore;
+use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::harness::{self, fraction, Results};
+use crate::BenchEnv;
+
+/// The one task every project gets.
+pub const TASK: &str = "Fix the bugs so that all tests pass";
+
+/// `agentloop bench coder`.
+#[derive(clap::Args, Debug)]
+pub struct CoderArgs {
+    /// Which projects: `tuning` (examples/) or `heldout` (never tuned on).
+    #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
+    pub set: String,
+    /// Iterations at most per project.
+    #[arg(long, default_value_t = 5)]
+    pub max_iterations: u32,
+    /// Only the projects whose folder name holds this.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
+    /// Per-project results, one JSON object per line (default: <data dir>/benchmarks/coder-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Where a set's projects are, in the source tree this binary was built from.
+fn set_dir(set: &str) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if set == "heldout" {
+        repo.join("crates/bench/data/coder-heldout")
+    } else {
+        repo.join("examples")
+    }
+}
+
+/// The projects of a set: each folder that holds a test command.
+pub fn projects(set: &str) -> Result<Vec<PathBuf>> {
+    let dir = set_dir(set);
+    let entries = std::fs::read_dir(&dir).with_context(|| format!("the {set} projects are not at {}: run from a checkout of agentloop", dir.display()))?;
+    let mut out: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir() && test_command::detect(p).is_some()).collect();
+    out.sort();
+    Ok(out)
+}
+
+pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
+    let mut projects = projects(&args.set)?;
+    if !args.only.is_empty() {
+        projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
+    }
+    let models = config.build_models()?;
+    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder")?;
+    let scratch = harness::scratch_dir("coder-bench")?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
+    let bar = harness::bar(projects.len());
+    let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
+    for project in &projects {
+        let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        bar.set_message(name.clone());
+        let ws = scratch.join(&name);
+        copy_dir(project, &ws)?;
+        let started = Instant::now();
+        let record = solve(&ws, &models, store.clone(), args.max_iterations).await?;
+        let took = started.elapsed().as_secs_f64();
+        solved += u32::from(record.solved);
+        false_completions += u32::from(record.said_passed && !record.solved);
+        iterations += u64::from(record.iterations);
+        seconds.push(took);
+        out.write(&json!({
+            "project": name, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
+            "solved": record.solved, "saidPassed": record.said_passed, "iterations": record.iterations,
+            "seconds": harness::round(took, 1), "served": record.served, "tests": record.tests_tail,
+        }))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let n = projects.len();
+    println!(
+        "{}",
+        json!({
+            "set": args.set,
+            "projects": n,
+            "solved": fraction(solved, n),
+            "solved_95": harness::wilson(solved, n),
+            "false_completions": false_completions,
+            "mean_iterations": if n == 0 { 0.0 } else { harness::round(iterations as f64 / n as f64, 2) },
+            "median_seconds": harness::round(harness::median(seconds.iter().copied()), 1),
+            "results": out.path,
+        })
+    );
+    Ok(())
+}
+
+struct Solved {
+    session_id: String,
+    finish_reason: Option<String>,
+    solved: bool,
+    said_passed: bool,
+    iterations: u32,
+    served: std::collections::BTreeMap<String, u64>,
+    tests_tail: String,
+}
+
+async fn solve(ws: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<Solved> {
+    let workspace = Workspace::new(ws)?;
+    let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
+    let config = LoopConfig { max_iterations, ..LoopConfig::default() };
+    let runner = coder::runner(&workspace, models.clone(), store.clone(), Duration::from_secs(300))?;
+    let state = CoderState::new(&workspace, TASK, &command, config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let mut options = StartOptions::new(coder::termination(&config));
+    options.exit_when_paused = true;
+    let outcome = runner.start(state, options)?.wait().await?;
+    let (passed, tail) = tests_pass(ws, &command)?;
+    Ok(Solved {
+        session_id: outcome.session_id.clone(),
+        said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
+        finish_reason: outcome.finish_reason,
+        solved: passed,
+        iterations: outcome.progress.iterations,
+        served: outcome.progress.served,
+        tests_tail: tail,
+    })
+}
+
+/// Runs the test command in `ws`: whether it passed, and its last lines.
+fn tests_pass(ws: &Path, command: &str) -> Result<(bool, String)> {
+    let out = Command::new("sh").arg("-c").arg(command).current_dir(ws).output().with_context(|| format!("cannot run `{command}`"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    Ok((out.status.success(), lines[lines.len().saturating_sub(5)..].join("\n")))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() != "target" {
+                copy_dir(&entry.path(), &target)?;
+            }
+        } else {
+            std::fs::copy(entry.path(), &target).with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_sets_have_their_projects_and_each_fails_as_shipped() {
+        assert_eq!(projects("tuning").unwrap().len(), 3);
+        let held = projects("heldout").unwrap();
+        assert!(held.len() >= 5, "{held:?}");
+        for p in held.iter().filter(|p| !p.join("Cargo.toml").exists()) {
+            let dir = tempfile::tempdir().unwrap();
+            copy_dir(p, dir.path()).unwrap();
+            let (passed, _) = tests_pass(dir.path(), &test_command::detect(dir.path()).unwrap()).unwrap();
+            assert!(!passed, "{} passes as shipped", p.display());
+        }
+    }
+}
