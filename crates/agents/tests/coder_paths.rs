@@ -217,7 +217,7 @@ async fn an_identical_edit_is_refused_and_asked_for_again_in_the_same_step() {
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "fix", "review"]);
     assert_eq!(r.out.progress.iterations, 2, "the repeat cost no iteration");
     let test_runs = r.store.calls(&r.out.session_id).unwrap().into_iter().filter(|c| c.name == "run_command").count();
-    assert_eq!(test_runs, 2, "the repeated edit was not tested");
+    assert_eq!(test_runs, 3, "the baseline and two changes: the repeated edit was not tested");
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let refused = events.iter().find(|e| e.name == "coder:refused").expect("the refusal is an event");
     assert!(refused.payload["reason"].as_str().unwrap().contains("same change as attempt 1"), "{}", refused.payload);
@@ -347,4 +347,31 @@ async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_tou
     assert!(message.contains("not the JSON asked for") && message.contains("Continue or terminate?"), "{message}");
     assert_eq!(out.pending.as_ref().map(|p| p.request["kind"].clone()), Some(json!("continue_or_terminate")));
     assert_eq!(std::fs::read_to_string(ws.path().join("calc.py")).unwrap(), BROKEN, "nothing was written");
+}
+
+#[tokio::test]
+async fn a_change_that_passes_fewer_tests_is_undone_and_a_failed_session_leaves_the_best_files() {
+    let two_tests = TESTS.replace(
+        "        self.assertEqual(add(2, 3), 5)\n",
+        "        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+    );
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change("def add(a, b):\n    return a +\n"))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(WRONG_TOO))
+        .with("reflect", reflection("fix", 0.8));
+    let r = run_with_tests(script, LoopConfig { max_iterations: 2, ..LoopConfig::default() }, &two_tests).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
+    let s = state(&r);
+    assert!(s.baseline.as_deref().unwrap().contains("Ran 2 tests"), "the tests ran before any change: {:?}", s.baseline);
+    assert!(s.attempts[0].undone && !s.attempts[1].undone, "{:?}", s.attempts);
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let undone = events.iter().find(|e| e.name == "coder:undone").expect("the undo is an event");
+    assert_eq!(
+        (undone.payload["attempt"].as_u64(), undone.payload["passingNow"].as_u64(), undone.payload["passingBest"].as_u64()),
+        (Some(1), Some(0), Some(1))
+    );
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), WRONG_TOO, "one test passes, as before the session: never worse");
+    assert!(s.attempts[1].patch.contains("-    return a - b\n+    return a * b\n"), "{}", s.attempts[1].patch);
 }

@@ -67,6 +67,7 @@ fn case(name: &str, dir: &Path) -> Case {
                 check: |sum, dir| {
                     assert_eq!(sum.changed_files.len(), 1, "{sum:?}");
                     assert_eq!(sum.changed_files[0].path, "calc.py");
+                    assert!(sum.patches[0].diff.contains("+    return a + b"), "{:?}", sum.patches);
                     assert!(std::fs::read_to_string(dir.join("ws/calc.py")).unwrap().contains("a + b"));
                 },
             }

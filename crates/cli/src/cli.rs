@@ -92,6 +92,14 @@ pub enum SessionsCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// The changes a session's attempts made, as unified diffs to review
+    /// or apply with `git apply` / `patch -p1`.
+    Diff {
+        id: String,
+        /// Only attempt N (from 1); default: every attempt, labelled.
+        #[arg(long)]
+        attempt: Option<usize>,
+    },
     /// Delete a session and its journal.
     Delete { id: String },
 }

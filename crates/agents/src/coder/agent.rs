@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::events::CoderEvent;
 use super::state::{CoderState, LoopConfig};
-use crate::registry::{AgentEnv, AgentSpec, FileChange, Summary};
+use crate::registry::{AgentEnv, AgentSpec, FileChange, Patch, Summary};
 use crate::test_command;
 
 pub struct Coder;
@@ -155,6 +155,11 @@ impl AgentSpec for Coder {
         summary.changed_files = state.changes().into_iter().map(|(path, added, removed)| FileChange { path, added, removed }).collect();
         summary.plan = state.plan.clone();
         summary.notes.push(format!("{} fix(es), {} replan(s)", state.fixes, state.replans));
+        let undone = state.attempts.iter().filter(|a| a.undone).count();
+        if undone > 0 {
+            summary.notes.push(format!("{undone} change(s) that made more tests fail were undone; the files are at their best state"));
+        }
+        summary.patches = state.attempts.iter().enumerate().map(|(i, a)| Patch { label: super::best::label(i, a), diff: a.patch.clone() }).collect();
     }
 
     fn line(event: &CoderEvent) -> String {

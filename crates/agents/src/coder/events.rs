@@ -20,6 +20,10 @@ pub enum CoderEvent {
     /// An answer that could not be applied was refused within its step.
     #[serde(rename = "coder:refused")]
     Refused { reason: String, asking_again: bool },
+    /// A change that passed fewer tests than the best state before it was
+    /// undone (passing counts: `None` when the tests did not run).
+    #[serde(rename = "coder:undone")]
+    Undone { attempt: usize, back_to: String, passing_now: Option<u32>, passing_best: Option<u32> },
 }
 
 impl EventKind for CoderEvent {}
@@ -36,6 +40,10 @@ impl CoderEvent {
             }
             Self::KeepApproach { failing_before, failing_now } => {
                 format!("    failing tests {failing_before} → {failing_now}: keeping the approach (a fix, not a replan)")
+            }
+            Self::Undone { attempt, back_to, passing_now, passing_best } => {
+                let n = |v: &Option<u32>| v.map_or_else(|| "none (the tests did not run)".to_string(), |v| v.to_string());
+                format!("    ↶ attempt {attempt} undone: {} test(s) passing against {} for {back_to}", n(passing_now), n(passing_best))
             }
             Self::Refused { reason, asking_again } => {
                 format!("    ✗ answer refused: {reason}{}", if *asking_again { "; asking again" } else { "" })

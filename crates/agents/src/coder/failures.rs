@@ -30,9 +30,24 @@ pub fn count(output: &str) -> Option<u32> {
     }
 }
 
+/// How many tests passed, from the runner's summary; `None` when the output
+/// has none (the tests did not load, or the runner is not one of these).
+/// unittest says `Ran 4 tests` then `OK` or `FAILED (failures=1, errors=1)`;
+/// cargo, pytest and jest say `<n> passed`.
+pub fn passed(output: &str) -> Option<u32> {
+    let words: Vec<&str> = output.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
+    let ran = words.windows(3).rev().find(|w| w[0] == "Ran" && w[2].starts_with("test")).and_then(|w| w[1].parse::<u32>().ok());
+    if let Some(ran) = ran {
+        return Some(ran.saturating_sub(count(output).unwrap_or(0)));
+    }
+    let passed: Vec<u32> = words.windows(2).filter(|w| w[1].starts_with("passed")).filter_map(|w| w[0].parse::<u32>().ok()).collect();
+    // A cargo run prints one summary per test binary: add them up.
+    (!passed.is_empty()).then(|| passed.iter().sum())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{count, passed};
 
     #[test]
     fn each_runner_s_summary() {
@@ -43,5 +58,14 @@ mod tests {
         assert_eq!(count("--- FAIL: TestA (0.00s)\n--- FAIL: TestB (0.00s)\nFAIL"), Some(2));
         assert_eq!(count("Tests:       2 failed, 8 passed, 10 total"), Some(2));
         assert_eq!(count("SyntaxError: invalid syntax"), None);
+    }
+
+    #[test]
+    fn tests_passing_by_runner() {
+        assert_eq!(passed("Ran 4 tests in 0.001s\n\nFAILED (failures=3)"), Some(1));
+        assert_eq!(passed("Ran 6 tests in 0.1s\n\nOK"), Some(6));
+        assert_eq!(passed("test result: FAILED. 3 passed; 1 failed\ntest result: ok. 2 passed; 0 failed"), Some(5));
+        assert_eq!(passed("===== 2 failed, 5 passed in 0.1s ====="), Some(5));
+        assert_eq!(passed("error[E0425]: cannot find value"), None);
     }
 }

@@ -15,9 +15,12 @@
 //! back to REFLECT instead of running the tests again. An answer that
 //! cannot be applied (no path, no change, a change already tried) is asked
 //! for again within the same step. The session completes only when the test
-//! command passes.
+//! command passes, and a change that passes fewer tests than the best state
+//! so far is undone at once (`best.rs`), so a session that stops leaves the
+//! files at their best, never worse than it found them.
 
 mod agent;
+mod best;
 mod change;
 mod events;
 mod failures;

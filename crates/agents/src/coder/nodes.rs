@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::best;
 use super::change;
 use super::events::CoderEvent;
 use super::failures;
@@ -44,6 +45,10 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         step.begin_iteration()?;
         phase(step, "plan");
+        if s.baseline.is_none() {
+            let (_, shown) = run_tests(s, step).await?;
+            s.baseline = Some(shown);
+        }
         let files = render(&workspace_files(s)?);
         let out: PlanOut = step.chat_json(prompts::plan(s, &files)).await?;
         s.plan = out.steps.into_iter().map(|step| step.0).collect();
@@ -66,10 +71,13 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
         phase(step, "fix");
         s.fixes += 1;
         step.emit(EngineEvent::Fix { fix: s.fixes });
-        let why = match s.review_objection.take() {
+        let mut why = match s.review_objection.take() {
             Some(objection) => format!("a reviewer objected: {objection}"),
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
         };
+        if s.attempts.last().is_some_and(|a| a.undone) {
+            why = format!("your last change made more tests fail and was undone: the files below are the best version so far. {why}");
+        }
         let files = workspace_files(s)?;
         let request = prompts::fix(s, &render(&files), &why);
         write_change(s, step, request, &files, "fix").await
@@ -88,11 +96,7 @@ pub fn after_change(s: &CoderState) -> String {
 pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         phase(step, "test");
-        let out = approved::call(step, &mut s.approvals, "run_command", json!({"command": s.test_command})).await?;
-        let (passed, shown) = match out.get("denied").and_then(Value::as_str) {
-            Some(why) => (false, format!("the tests were not run: {why}")),
-            None => (out["exitCode"] == 0, out["shown"].as_str().unwrap_or_default().to_string()),
-        };
+        let (passed, shown) = run_tests(s, step).await?;
         // Passing tests are not yet completion (the engine's detector would
         // end the session on them): REVIEW signals that.
         if !passed {
@@ -102,9 +106,22 @@ pub fn test<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
         }
         if let Some(a) = s.attempts.last_mut() {
             a.passed = passed;
-            a.test_output = if shown.trim().is_empty() { format!("`{}` exited with {}", s.test_command, out["exitCode"]) } else { shown };
+            a.test_output = shown;
         }
-        Ok(())
+        best::undo_if_worse(s, step).await
+    })
+}
+
+/// Runs the test command: whether it passed, and what it printed.
+async fn run_tests(s: &mut CoderState, step: &mut Step) -> Result<(bool, String)> {
+    let out = approved::call(step, &mut s.approvals, "run_command", json!({"command": s.test_command})).await?;
+    Ok(match out.get("denied").and_then(Value::as_str) {
+        Some(why) => (false, format!("the tests were not run: {why}")),
+        None => {
+            let shown = out["shown"].as_str().unwrap_or_default().to_string();
+            let shown = if shown.trim().is_empty() { format!("`{}` exited with {}", s.test_command, out["exitCode"]) } else { shown };
+            (out["exitCode"] == 0, shown)
+        }
     })
 }
 
@@ -237,7 +254,7 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
         passed: false,
         repeated: false,
         unapplied: Some(why),
-        reflection: None,
+        ..Attempt::default()
     };
     s.attempts.push(attempt);
     Ok(())
@@ -289,23 +306,17 @@ async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Fi
     let change_hash = fingerprint(&files);
     let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
     let repeated = s.attempts.iter().any(|a| a.change_hash == change_hash);
-    let mut attempt = Attempt {
-        iteration,
-        kind: kind.into(),
-        change_hash,
-        files: names,
-        test_output: String::new(),
-        passed: false,
-        repeated,
-        unapplied: None,
-        reflection: None,
-    };
+    let mut attempt =
+        Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, ..Attempt::default() };
     if !repeated {
+        let mut before: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
         for (path, content) in &files {
             if !s.originals.contains_key(path) {
-                let before = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
-                s.originals.insert(path.clone(), before);
+                let original = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
+                s.originals.insert(path.clone(), original);
             }
+            let current = s.files.get(path).cloned().or_else(|| s.originals.get(path).cloned().flatten());
+            before.insert(path.clone(), current);
             let out = approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": content})).await;
             match out {
                 Ok(v) if v.get("denied").is_some() => attempt.test_output = format!("writing {path} was not allowed: {}", v["denied"]),
@@ -317,6 +328,8 @@ async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Fi
                 Err(e) => return Err(e),
             }
         }
+        attempt.patch = best::patch(&before, &files);
+        attempt.after = s.files.clone();
     }
     s.attempts.push(attempt);
     Ok(())

@@ -62,7 +62,7 @@ pub struct Reflection {
 }
 
 /// One change and what became of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
     pub iteration: u32,
@@ -81,6 +81,15 @@ pub struct Attempt {
     #[serde(default)]
     pub unapplied: Option<String>,
     pub reflection: Option<Reflection>,
+    /// Every touched file's content once this change was written.
+    #[serde(default)]
+    pub after: BTreeMap<String, String>,
+    /// The change as a unified diff against the files before it.
+    #[serde(default)]
+    pub patch: String,
+    /// It passed fewer tests than the best state before it and was undone.
+    #[serde(default)]
+    pub undone: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -102,6 +111,9 @@ pub struct CoderState {
     pub attempts: Vec<Attempt>,
     pub review_objection: Option<String>,
     pub reviews: u32,
+    /// The test command's output before any change.
+    #[serde(default)]
+    pub baseline: Option<String>,
 }
 
 impl State for CoderState {
@@ -119,6 +131,7 @@ impl State for CoderState {
         f.value("attempts", &self.attempts);
         f.value("reviewObjection", &self.review_objection);
         f.value("reviews", &self.reviews);
+        f.value("baseline", &self.baseline);
     }
 }
 

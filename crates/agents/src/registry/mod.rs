@@ -18,7 +18,7 @@ use agentloop_core::{EngineEvent, Event, Models, Result, SessionHandle, Store, T
 use serde_json::{json, Value};
 
 pub use spec::{start_session, AgentSpec, Conversation, Launch};
-pub use summary::{FileChange, Summary};
+pub use summary::{FileChange, Patch, Summary};
 
 /// What an agent needs from its surroundings to run a session.
 #[derive(Clone)]

@@ -26,6 +26,18 @@ pub struct Summary {
     pub answer: Option<String>,
     /// What else the agent reports, one sentence each.
     pub notes: Vec<String>,
+    /// Each attempt's change, as a unified diff (`sessions diff`).
+    #[serde(default)]
+    pub patches: Vec<Patch>,
+}
+
+/// One attempt's change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Patch {
+    /// Which attempt and how it went, in words.
+    pub label: String,
+    pub diff: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -52,6 +64,7 @@ impl Summary {
             plan: Vec::new(),
             answer: None,
             notes: Vec::new(),
+            patches: Vec::new(),
         }
     }
 

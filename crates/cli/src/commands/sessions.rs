@@ -44,6 +44,31 @@ pub fn show(app: &App, store: &dyn Store, id: &str, json: bool) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sessions diff`: each attempt's change, or one attempt's alone (its diff
+/// only, so it can be piped to `git apply`).
+pub fn diff(app: &App, store: &dyn Store, id: &str, attempt: Option<usize>) -> Result<ExitCode> {
+    let loaded = store.load(id)?;
+    let patches = app.registry.summary(&loaded).patches;
+    if patches.is_empty() {
+        anyhow::bail!("session {id} has no attempts with a change to show (only the coder records them)");
+    }
+    match attempt {
+        Some(n) => {
+            let Some(p) = n.checked_sub(1).and_then(|i| patches.get(i)) else {
+                anyhow::bail!("session {id} has {} attempt(s): pass --attempt 1 to {}", patches.len(), patches.len());
+            };
+            print!("{}", p.diff);
+        }
+        None => {
+            for p in &patches {
+                println!("# {}", p.label);
+                print!("{}", if p.diff.is_empty() { "# (no change)\n" } else { &p.diff });
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn events(store: &dyn Store, id: &str, after: u64, follow: bool, json: bool) -> Result<ExitCode> {
     let mut last = after;
     loop {

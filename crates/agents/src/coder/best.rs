@@ -1,0 +1,154 @@
+//! The workspace is never left worse than the coder found it. Before the
+//! first change the tests run once (the baseline); after every tested
+//! change the workspace is compared, by tests passing, with the best seen
+//! so far — the baseline or an earlier attempt — and a change that made it
+//! worse is undone at once. So whenever the session stops, for whatever
+//! reason, the files are at their best: the original, or the attempt that
+//! passed the most tests. Every attempt keeps its change as a unified diff
+//! (`Attempt::patch`) in the journal, for `agentloop sessions diff`.
+
+use std::collections::BTreeMap;
+
+use agentloop_core::{Result, Step};
+use serde_json::json;
+
+use super::events::CoderEvent;
+use super::failures;
+use super::state::{Attempt, CoderState};
+use crate::approved;
+
+/// How good a test run is: tests passing, or `None` when the output does not
+/// say (the code did not even load), which is worst.
+pub fn score(test_output: &str) -> Option<u32> {
+    failures::passed(test_output)
+}
+
+/// Where the best files so far came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Best {
+    Original,
+    Attempt(usize),
+}
+
+/// The best state so far among the baseline and the tested attempts kept
+/// (not undone), later ones winning ties: a tie may be progress the counts
+/// do not show.
+pub fn best(s: &CoderState) -> (Best, Option<u32>) {
+    let mut best = (Best::Original, s.baseline.as_deref().and_then(score));
+    for (i, a) in s.attempts.iter().enumerate() {
+        if a.after.is_empty() || a.undone || a.test_output.is_empty() {
+            continue;
+        }
+        let sc = score(&a.test_output);
+        if sc >= best.1 {
+            best = (Best::Attempt(i), sc);
+        }
+    }
+    best
+}
+
+/// The content every touched file has in `best` (`None`: it did not exist).
+fn files_at(s: &CoderState, best: Best) -> BTreeMap<String, Option<String>> {
+    s.originals
+        .iter()
+        .map(|(path, original)| {
+            let at = match best {
+                Best::Attempt(i) => s.attempts[i].after.get(path).cloned().or_else(|| original.clone()),
+                Best::Original => original.clone(),
+            };
+            (path.clone(), at)
+        })
+        .collect()
+}
+
+/// After the last attempt was tested: when it passes fewer tests than the
+/// best state so far, put the files back to that state and mark it undone.
+pub async fn undo_if_worse(s: &mut CoderState, step: &mut Step) -> Result<()> {
+    let Some(last) = s.attempts.len().checked_sub(1) else { return Ok(()) };
+    if s.attempts[last].after.is_empty() || s.attempts[last].passed {
+        return Ok(());
+    }
+    let now = score(&s.attempts[last].test_output);
+    s.attempts[last].undone = true;
+    let (to, best_score) = best(s);
+    if now >= best_score {
+        s.attempts[last].undone = false;
+        return Ok(());
+    }
+    for (path, content) in files_at(s, to) {
+        if s.files.get(&path) == content.as_ref() {
+            continue;
+        }
+        match &content {
+            Some(text) => {
+                approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": text})).await?;
+                s.files.insert(path, text.clone());
+            }
+            None => {
+                let quoted = format!("'{}'", path.replace('\'', "'\\''"));
+                approved::call(step, &mut s.approvals, "run_command", json!({"command": format!("rm -f -- {quoted}")})).await?;
+                s.files.remove(&path);
+            }
+        }
+    }
+    let to_label = match to {
+        Best::Original => "the original files".to_string(),
+        Best::Attempt(i) => format!("attempt {}", i + 1),
+    };
+    step.emit(CoderEvent::Undone { attempt: last + 1, back_to: to_label, passing_now: now, passing_best: best_score });
+    Ok(())
+}
+
+/// A unified diff of `before` → `after` for each file, `a/` and `b/` paths.
+pub fn patch(before: &BTreeMap<String, Option<String>>, after: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (path, new) in after {
+        let old = before.get(path).cloned().flatten().unwrap_or_default();
+        if old == *new {
+            continue;
+        }
+        let diff = similar::TextDiff::from_lines(&old, new);
+        out.push_str(&diff.unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string());
+    }
+    out
+}
+
+/// An attempt's label in `sessions diff`.
+pub fn label(i: usize, a: &Attempt) -> String {
+    let outcome = if a.after.is_empty() {
+        "not applied".to_string()
+    } else if a.passed {
+        "tests pass".to_string()
+    } else {
+        match score(&a.test_output) {
+            Some(n) => format!("{n} test(s) passing"),
+            None => "tests did not run".to_string(),
+        }
+    };
+    format!("attempt {} ({}, iteration {}): {outcome}{}", i + 1, a.kind, a.iteration, if a.undone { ", undone" } else { "" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_is_a_unified_diff_per_changed_file() {
+        let mut before = BTreeMap::new();
+        before.insert("a.py".to_string(), Some("x = 1\ny = 2\n".to_string()));
+        let p = patch(&before, &[("a.py".into(), "x = 1\ny = 3\n".into()), ("new.py".into(), "z\n".into())]);
+        assert!(p.contains("--- a/a.py\n+++ b/a.py\n") && p.contains("-y = 2\n+y = 3\n"), "{p}");
+        assert!(p.contains("+++ b/new.py") && p.contains("+z\n"), "{p}");
+    }
+
+    #[test]
+    fn the_best_state_is_the_one_passing_most_tests_and_unknown_is_worst() {
+        let tested = |out: &str| Attempt { after: BTreeMap::from([("a.py".into(), "x".into())]), test_output: out.into(), ..Attempt::default() };
+        let mut s = CoderState { baseline: Some("Ran 4 tests\nFAILED (failures=3)".into()), ..CoderState::default() };
+        assert_eq!(best(&s), (Best::Original, Some(1)));
+        s.attempts.push(tested("SyntaxError: bad\nRan 1 test\nFAILED (errors=1)"));
+        assert_eq!(best(&s), (Best::Original, Some(1)), "a module that does not load passes nothing");
+        s.attempts.push(tested("Ran 4 tests\nFAILED (failures=1)"));
+        assert_eq!(best(&s), (Best::Attempt(1), Some(3)));
+    }
+}
