@@ -37,9 +37,15 @@ impl Example {
     }
 }
 
+/// The worked examples' goals (a test keeps them apart from every
+/// benchmark goal).
+pub fn goals() -> Vec<&'static str> {
+    POOL.iter().map(|e| e.goal).collect()
+}
+
 const POOL: [Example; 19] = [
     Example {
-        goal: "Make a folder reports holding summary.md with the line 'Q1: sales up', then count the files in reports.",
+        goal: "Put summary.md with the text 'Q1: sales up' inside a new reports directory, then tell how many entries reports has.",
         summary: "Create the folder, write the file, count with ls and wc.",
         steps: &[
             ("CREATE_DIR reports", "the folder reports exists"),
@@ -63,12 +69,12 @@ const POOL: [Example; 19] = [
         steps: &[("RUN_COMMAND echo done >> log.txt", "log.txt ends with done"), ("READ_FILE log.txt", "the file is shown")],
     },
     Example {
-        goal: "Write a Python script greet.py that prints 'Good morning' and a file NOTES.md with a heading '# Notes' and the line 'first entry'.",
+        goal: "Add hello.py that outputs 'Hi there' and NOTES.md whose heading is '# Notes' followed by 'first entry'.",
         summary: "Two WRITE_FILE steps; \\n separates the lines of a file.",
-        steps: &[("WRITE_FILE greet.py print('Good morning')", "greet.py exists"), ("WRITE_FILE NOTES.md # Notes\\nfirst entry", "NOTES.md has two lines")],
+        steps: &[("WRITE_FILE hello.py print('Hi there')", "hello.py exists"), ("WRITE_FILE NOTES.md # Notes\\nfirst entry", "NOTES.md has two lines")],
     },
     Example {
-        goal: "Show how much disk space the folder build uses.",
+        goal: "How big is the build directory on disk?",
         summary: "One command does it.",
         steps: &[("RUN_COMMAND du -sh build", "prints the size of build")],
     },
@@ -78,9 +84,9 @@ const POOL: [Example; 19] = [
         steps: &[("RUN_COMMAND cp settings.ini settings.ini.bak", "settings.ini.bak has the same text")],
     },
     Example {
-        goal: "Save the lines of app.log that mention WARN into warnings.txt.",
+        goal: "Keep only the lines of api.log that mention TIMEOUT, storing them in slow.txt.",
         summary: "grep selects the lines and the redirect saves them.",
-        steps: &[("RUN_COMMAND grep WARN app.log > warnings.txt", "warnings.txt holds the WARN lines")],
+        steps: &[("RUN_COMMAND grep TIMEOUT api.log > slow.txt", "slow.txt holds the TIMEOUT lines")],
     },
     Example { goal: "How many lines does todo.md have?", summary: "wc -l counts the lines.", steps: &[("RUN_COMMAND wc -l todo.md", "prints the line count")] },
     Example {
@@ -94,12 +100,12 @@ const POOL: [Example; 19] = [
         steps: &[("CREATE_DIR build/debug", "build/debug exists"), ("CREATE_DIR build/release", "build/release exists")],
     },
     Example {
-        goal: "Write a script count.sh that prints how many entries the current folder has, and run it.",
+        goal: "Add tally.sh that outputs the number of entries here, and execute it.",
         summary: "WRITE_FILE writes the script, RUN_COMMAND runs it with sh.",
-        steps: &[("WRITE_FILE count.sh ls | wc -l", "count.sh exists"), ("RUN_COMMAND sh count.sh", "prints the number of entries")],
+        steps: &[("WRITE_FILE tally.sh ls | wc -l", "tally.sh exists"), ("RUN_COMMAND sh tally.sh", "prints the number of entries")],
     },
     Example {
-        goal: "Create settings.json holding a JSON object with the key theme set to dark.",
+        goal: "Save settings.json whose theme is dark.",
         summary: "The JSON text is the file content.",
         steps: &[("WRITE_FILE settings.json {\"theme\": \"dark\"}", "settings.json holds the object")],
     },
@@ -129,7 +135,7 @@ const POOL: [Example; 19] = [
         steps: &[("RUN_COMMAND df -h > disk.txt", "disk.txt holds the output")],
     },
     Example {
-        goal: "Create util.py with a function double(x) that returns 2 * x, and check that it compiles.",
+        goal: "Add util.py defining double(x) as 2 * x; confirm Python can compile it.",
         summary: "WRITE_FILE with \\n for new lines, then py_compile checks it.",
         steps: &[("WRITE_FILE util.py def double(x):\\n    return 2 * x", "util.py defines double"), ("RUN_COMMAND python3 -m py_compile util.py", "no error")],
     },
@@ -279,8 +285,9 @@ mod tests {
 
     #[test]
     fn a_short_example_beats_a_long_one_sharing_only_common_words() {
-        let picked = chosen("Create a file hello.txt containing the text Hello, world!", 2, 0, None);
+        let picked = chosen("Create the folders docs/a and docs/b.", 2, 0, None);
         assert!(!picked[1].goal.contains("part_000"), "the five-step parts loop shares only common words, so it is not the closest: {:?}", picked[1].goal);
+        assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
     }
 
     #[test]

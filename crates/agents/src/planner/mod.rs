@@ -44,6 +44,7 @@ use agentloop_tools::{workspace_tools, Workspace};
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use events::{PlanProposed, PlannerEvent};
+pub use examples::goals as example_goals;
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};

@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_plan_refused_for_a_file_it_never_wrote_is_followed_by_an_example_that_writes_one() {
-        let goal = "Create a folder logs and a file logs/app.log with the line 'started'.";
+        let goal = "Archive logs and add a file logs/app.log with the line 'started'.";
         let mut s = PlannerState::new("/nonexistent-root", goal, ApproveMode::All, PlannerConfig::default());
         // The examples' answers: after the system message, turns 2, 4, …
         let examples = |r: &ChatRequest| r.messages[1..=2 * EXAMPLES_SHOWN].iter().skip(1).step_by(2).map(|m| m.content.clone()).collect::<Vec<_>>();
