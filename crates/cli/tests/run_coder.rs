@@ -1,0 +1,77 @@
+//! `agentloop run coder` end to end against a fake endpoint, then `sessions
+//! diff`: each attempt's change comes back as a unified diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Output;
+
+use serde_json::{json, Value};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+const BROKEN: &str = "def add(a, b):\n    return a - b\n";
+const TESTS: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+
+fn reply(content: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}
+
+fn agentloop(args: Vec<String>) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(args).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coder_session_shows_each_attempt_as_a_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let schema = body["response_format"]["json_schema"]["schema"]["properties"].clone();
+            reply(if schema.get("steps").is_some() {
+                json!({"steps": ["make add return the sum"]}).to_string()
+            } else if schema.get("accept").is_some() {
+                json!({"accept": true, "objection": ""}).to_string()
+            } else {
+                "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n".to_string()
+            })
+        })
+        .mount(&server)
+        .await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let base = vec!["--data-dir".to_string(), dir.path().display().to_string(), "--config".into(), config.display().to_string()];
+
+    let mut args = base.clone();
+    args.extend(["run", "coder", "--workspace", ws.to_str().unwrap(), "--task", "fix add", "--approval", "never", "--json"].map(String::from));
+    let out = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let outcome: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(outcome["finishReason"], "tests_passed");
+    let id = outcome["sessionId"].as_str().unwrap().to_string();
+
+    let mut args = base.clone();
+    args.extend(["sessions", "diff", &id].map(String::from));
+    let all = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    let text = String::from_utf8_lossy(&all.stdout).to_string();
+    assert!(all.status.success() && text.starts_with("# attempt 1 (plan, iteration 1): tests pass"), "{text}");
+    assert!(text.contains("--- a/calc.py\n+++ b/calc.py\n") && text.contains("-    return a - b\n+    return a + b\n"), "{text}");
+
+    let mut args = base.clone();
+    args.extend(["sessions", "diff", &id, "--attempt", "1"].map(String::from));
+    let one = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    assert!(String::from_utf8_lossy(&one.stdout).starts_with("--- a/calc.py"), "only the diff, ready for git apply");
+
+    let mut args = base;
+    args.extend(["sessions", "diff", &id, "--attempt", "7"].map(String::from));
+    let none = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("has 1 attempt(s)"), "{}", String::from_utf8_lossy(&none.stderr));
+}
