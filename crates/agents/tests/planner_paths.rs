@@ -480,3 +480,24 @@ async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_com
     let verdicts: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload).collect();
     assert!(verdicts.iter().all(|v| v["met"] == false && v["summary"].as_str().unwrap().starts_with("not verified")), "{verdicts:?}");
 }
+
+#[tokio::test]
+async fn without_assists_a_plan_is_held_to_the_rules_alone_and_the_outcome_still_checked() {
+    let goal = "Create a file hello.txt containing the text Hello, world!";
+    let script = Script::default().goal(goal).with("plan", plan(&["CREATE_DIR stuff"])).with("plan", plan(&["WRITE_FILE hello.txt Hello, world!"]));
+    let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, assist: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    let s = r.state();
+    assert!(s.proposals.iter().all(|p| p.valid()), "no goal-reading refusal: {:?}", s.proposals);
+    assert!(!s.verifications[0].met && s.verifications[0].checks.iter().any(|c| c.expected == "file hello.txt exists" && !c.held));
+    let first = r.prompts.lock().unwrap()[0].clone();
+    assert!(!first.contains("NAMES THE GOAL GIVES"), "{first}");
+    assert_eq!(r.file("hello.txt").unwrap(), "Hello, world!");
+    // With the assists the same first plan is refused for missing the goal's file.
+    let on = run(
+        Script::default().goal(goal).with("plan", plan(&["CREATE_DIR stuff"])).with("plan", plan(&["WRITE_FILE hello.txt Hello, world!"])),
+        ApproveMode::All,
+    )
+    .await;
+    assert!(on.state().proposals[0].rejections.iter().any(|x| x.rule == planner::Rule::GoalPath), "{:?}", on.state().proposals[0]);
+}

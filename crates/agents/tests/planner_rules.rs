@@ -23,7 +23,7 @@ fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Sh
     match read_plan(text) {
         Ok((plan, _)) => {
             let seen = Observed::now(&ws, Some(&plan), shell);
-            validate(&plan, &Context { root: &ws, seen: &seen, shell, known_keys: &BTreeSet::new(), goal, done: &[] })
+            validate(&plan, &Context { root: &ws, seen: &seen, shell, known_keys: &BTreeSet::new(), goal, done: &[], assist: true })
         }
         Err(r) => vec![r],
     }

@@ -34,6 +34,9 @@ pub struct PlannerArgs {
     /// Plans proposed at most per goal.
     #[arg(long, default_value_t = 4)]
     pub max_iterations: u32,
+    /// Without the planner's assists: plans held to the rules alone.
+    #[arg(long)]
+    pub no_assist: bool,
     /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -99,18 +102,20 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     for (i, goal) in goals.goal.iter().enumerate() {
         bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
-        let record = run_goal(goal, &root, &models, store.clone(), args.max_iterations).await?;
+        let record = run_goal(goal, &root, &models, store.clone(), args.max_iterations, !args.no_assist).await?;
         totals.add(&record);
         out.write(&record)?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     // The roots are kept for a look when a goal failed; the path is in the results.
-    println!("{}", totals.report(&args.set, goals.goal.len(), &out.path));
+    let mut report = totals.report(&args.set, goals.goal.len(), &out.path);
+    report["assist"] = json!(!args.no_assist);
+    println!("{report}");
     Ok(())
 }
 
-async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<serde_json::Value> {
+async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32, assist: bool) -> Result<serde_json::Value> {
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     for seed in &goal.setup {
         let path = root.join(&seed.path);
@@ -120,7 +125,7 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
         std::fs::write(&path, &seed.content).with_context(|| format!("cannot seed {}", path.display()))?;
     }
     let workspace = Workspace::new(root)?;
-    let config = PlannerConfig { max_iterations, precheck: false, command_timeout_secs: 30, ..PlannerConfig::default() };
+    let config = PlannerConfig { max_iterations, precheck: false, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
     let runner = planner::runner(&workspace, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));

@@ -40,6 +40,10 @@ pub struct PlannerFlags {
     /// Seconds a RUN_COMMAND may run before it is killed.
     #[arg(long, default_value_t = 60)]
     pub command_timeout: u64,
+    /// Hold plans only to the rules, without the assists (goal reading,
+    /// mends, held decoding, worked examples); or `[planner] assist = false`.
+    #[arg(long)]
+    pub no_assist: bool,
 }
 
 /// `[planner]` in agentloop.toml: the planner's identity and defaults.
@@ -53,6 +57,8 @@ pub struct PlannerFile {
     pub max_iterations: Option<u32>,
     /// Ask the fast model for a one-line summary before each step.
     pub precheck: Option<bool>,
+    /// The assists on top of the rules (default true).
+    pub assist: Option<bool>,
 }
 
 /// What a planner session is started with.
@@ -95,6 +101,7 @@ impl AgentSpec for Planner {
             backstory: file.backstory.unwrap_or(defaults.backstory),
             precheck: !flags.no_precheck && file.precheck.unwrap_or(true),
             command_timeout_secs: flags.command_timeout,
+            assist: !flags.no_assist && file.assist.unwrap_or(true),
         };
         Ok(PlannerInput { root: root.root().to_path_buf(), goal: flags.goal, approve, config, command_timeout_secs: flags.command_timeout })
     }

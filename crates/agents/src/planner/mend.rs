@@ -519,7 +519,7 @@ mod tests {
         let keys = BTreeSet::new();
         let p = plan(actions);
         let seen = crate::planner::Observed::now(&root, Some(&p), Shell::Sh);
-        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, known_keys: &keys, goal, done: &[] };
+        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, known_keys: &keys, goal, done: &[], assist: true };
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
         let mended = mend(&p, &rejections, &cx).map(|m| {

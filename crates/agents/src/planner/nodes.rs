@@ -61,8 +61,8 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
         // After a plan refused for its paths, the next is decoded with only
-        // the goal's paths (and what exists) to choose from.
-        let held = held_paths::holds(s).then(|| {
+        // the goal's paths (and what exists) to choose from (an assist).
+        let held = (s.config.assist && held_paths::holds(s)).then(|| {
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
             HeldPaths::new(&s.goal, &existing, &s.done_actions())
         });
@@ -124,11 +124,11 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &done };
+            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &done, assist: s.config.assist };
             proposal.rejections.extend(validate::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.
-            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx) {
+            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx).filter(|_| cx.assist) {
                 proposal.plan = Some(m.plan);
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);

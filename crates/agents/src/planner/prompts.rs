@@ -51,7 +51,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     if let Some(r) = &s.restatement {
         user.push_str(&format!("\nRESTATEMENT:\n{}\n", r.lines()));
     }
-    let names = goal_paths::named_paths(&s.goal);
+    let names = if s.config.assist { goal_paths::named_paths(&s.goal) } else { Vec::new() };
     if !names.is_empty() {
         user.push_str(&format!("\nNAMES THE GOAL GIVES (the plan must use each, spelled exactly): {}\n", names.join(", ")));
     }
@@ -102,7 +102,8 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         }
     }
     let mut messages = vec![Message::system(system)];
-    for example in examples::chosen(&s.goal, EXAMPLES_SHOWN, usize::from(stuck), verb_the_last_plan_lacks(s)) {
+    let shown = if s.config.assist { EXAMPLES_SHOWN } else { 0 };
+    for example in examples::chosen(&s.goal, shown, usize::from(stuck), verb_the_last_plan_lacks(s)) {
         messages.push(Message::user(format!("GOAL: {}", example.goal)));
         messages.push(Message::assistant(format!("<json>{}</json>", example.answer())));
     }

@@ -52,6 +52,11 @@ pub struct PlannerConfig {
     pub precheck: bool,
     /// Seconds a RUN_COMMAND may take.
     pub command_timeout_secs: u64,
+    /// The assists on top of the rules: reading the goal's names and texts
+    /// into refusals and hints, mends, decoding held to the goal's paths,
+    /// and worked examples in the prompt. Off, a plan is held only to the
+    /// rules any plan must keep (and still verified against the goal).
+    pub assist: bool,
 }
 
 impl Default for PlannerConfig {
@@ -65,6 +70,7 @@ impl Default for PlannerConfig {
                     .into(),
             precheck: true,
             command_timeout_secs: 60,
+            assist: true,
         }
     }
 }

@@ -116,6 +116,10 @@ pub struct Context<'a> {
     pub goal: &'a str,
     /// Actions already run, which count as mentioning their paths.
     pub done: &'a [String],
+    /// Also judge the plan against the goal's words (goal-path, goal-text,
+    /// example-text): the planner's assists. Off, only the rules any plan
+    /// must keep whatever the goal are checked.
+    pub assist: bool,
 }
 
 /// All the rejections of a plan; empty when it may run.
@@ -157,15 +161,16 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         if let Some(reason) = path_kind(&action, item.step, cx.seen, &mut kinds) {
             reject(Rule::PathKind, reason);
         }
-        if let Some(text) = example_text(&action, cx.goal) {
+        if let Some(text) = example_text(&action, cx.goal).filter(|_| cx.assist) {
             reject(Rule::ExampleText, format!("the text {text:?} comes from a worked example, not from this goal: write the content this goal asks for"));
         }
         stored_keys(&action, &mut keys);
         parsed.push(action);
     }
     // Only a plan whose every step parses can be judged on what it covers.
-    let missing = if all_parse && !parsed.is_empty() { goal_paths::uncovered(cx.goal, &parsed, cx.done) } else { Vec::new() };
-    let borrowed = if all_parse { goal_paths::copied(cx.goal, &parsed, examples::names()) } else { Vec::new() };
+    let judged = all_parse && cx.assist;
+    let missing = if judged && !parsed.is_empty() { goal_paths::uncovered(cx.goal, &parsed, cx.done) } else { Vec::new() };
+    let borrowed = if judged { goal_paths::copied(cx.goal, &parsed, examples::names()) } else { Vec::new() };
     if !borrowed.is_empty() {
         out.push(Rejection::new(
             Rule::GoalPath,
@@ -180,7 +185,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         }
     }
     // A plan missing a goal's file is told the file's text by goal-path.
-    if let Some(text) = (all_parse && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
+    if let Some(text) = (judged && missing.is_empty()).then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
         let files: Vec<String> =
             goal_paths::named_paths(cx.goal).into_iter().filter(|n| goal_paths::looks_like_file(n) && !goal_paths::is_archive(n)).collect();
         let how = match files.as_slice() {
@@ -189,7 +194,7 @@ pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
         };
         out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: {how}")));
     }
-    let misplaced = if all_parse { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name)) } else { Vec::new() };
+    let misplaced = if judged { goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name)) } else { Vec::new() };
     if !misplaced.is_empty() {
         let inside: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{folder}/{file}")).collect();
         let said: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{file} in the folder {folder}")).collect();
