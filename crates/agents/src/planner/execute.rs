@@ -76,7 +76,7 @@ pub fn run<'a>(
                 }
             }
         };
-        Ok(outcome.map(|s| shorten(&s)))
+        Ok(outcome.map(|s| shorten(&s, OUTPUT_SHOWN)))
     })
 }
 
@@ -102,10 +102,11 @@ fn absolute(root: &str, path: &str) -> String {
     }
 }
 
-fn shorten(text: &str) -> String {
-    if text.chars().count() <= OUTPUT_SHOWN {
+/// `text` cut to `chars` characters, with `…` where it was cut.
+pub(super) fn shorten(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
         return text.to_string();
     }
-    let head: String = text.chars().take(OUTPUT_SHOWN).collect();
+    let head: String = text.chars().take(chars).collect();
     format!("{head}…")
 }

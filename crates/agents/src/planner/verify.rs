@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::events::PlannerEvent;
+use super::execute::shorten;
 use super::goal::{self, Expectation};
 use super::observe::ObserveRoot;
 use super::prompts;
@@ -262,14 +263,6 @@ pub fn reflect<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         s.running = None;
         Ok(())
     })
-}
-
-fn shorten(text: &str, chars: usize) -> String {
-    if text.chars().count() <= chars {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(chars).collect();
-    format!("{head}…")
 }
 
 #[cfg(test)]
