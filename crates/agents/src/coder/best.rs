@@ -17,10 +17,13 @@ use super::failures;
 use super::state::{Attempt, CoderState};
 use crate::approved;
 
-/// How good a test run is: tests passing, or `None` when the output does not
-/// say (the code did not even load), which is worst.
-pub fn score(test_output: &str) -> Option<u32> {
-    failures::passed(test_output)
+/// How good a test run is: tests passing, then tests that ran at all (code
+/// that no longer loads runs fewer: one import error where three tests
+/// failed is worse, not a tie); `None` when the output does not say, which
+/// is worst.
+pub fn score(test_output: &str) -> Option<(u32, u32)> {
+    let passed = failures::passed(test_output)?;
+    Some((passed, passed + failures::count(test_output).unwrap_or(0)))
 }
 
 /// Where the best files so far came from.
@@ -33,7 +36,7 @@ pub enum Best {
 /// The best state so far among the baseline and the tested attempts kept
 /// (not undone), later ones winning ties: a tie may be progress the counts
 /// do not show.
-pub fn best(s: &CoderState) -> (Best, Option<u32>) {
+pub fn best(s: &CoderState) -> (Best, Option<(u32, u32)>) {
     let mut best = (Best::Original, s.baseline.as_deref().and_then(score));
     for (i, a) in s.attempts.iter().enumerate() {
         if a.after.is_empty() || a.undone || a.test_output.is_empty() {
@@ -95,7 +98,8 @@ pub async fn undo_if_worse(s: &mut CoderState, step: &mut Step) -> Result<()> {
         Best::Original => "the original files".to_string(),
         Best::Attempt(i) => format!("attempt {}", i + 1),
     };
-    step.emit(CoderEvent::Undone { attempt: last + 1, back_to: to_label, passing_now: now, passing_best: best_score });
+    let passing = |score: Option<(u32, u32)>| score.map(|(passed, _)| passed);
+    step.emit(CoderEvent::Undone { attempt: last + 1, back_to: to_label, passing_now: passing(now), passing_best: passing(best_score) });
     Ok(())
 }
 
@@ -121,7 +125,7 @@ pub fn label(i: usize, a: &Attempt) -> String {
         "tests pass".to_string()
     } else {
         match score(&a.test_output) {
-            Some(n) => format!("{n} test(s) passing"),
+            Some((n, _)) => format!("{n} test(s) passing"),
             None => "tests did not run".to_string(),
         }
     };
@@ -145,10 +149,16 @@ mod tests {
     fn the_best_state_is_the_one_passing_most_tests_and_unknown_is_worst() {
         let tested = |out: &str| Attempt { after: BTreeMap::from([("a.py".into(), "x".into())]), test_output: out.into(), ..Attempt::default() };
         let mut s = CoderState { baseline: Some("Ran 4 tests\nFAILED (failures=3)".into()), ..CoderState::default() };
-        assert_eq!(best(&s), (Best::Original, Some(1)));
+        assert_eq!(best(&s), (Best::Original, Some((1, 4))));
         s.attempts.push(tested("SyntaxError: bad\nRan 1 test\nFAILED (errors=1)"));
-        assert_eq!(best(&s), (Best::Original, Some(1)), "a module that does not load passes nothing");
+        assert_eq!(best(&s), (Best::Original, Some((1, 4))), "a module that does not load passes nothing");
         s.attempts.push(tested("Ran 4 tests\nFAILED (failures=1)"));
-        assert_eq!(best(&s), (Best::Attempt(1), Some(3)));
+        assert_eq!(best(&s), (Best::Attempt(1), Some((3, 4))));
+        let none_pass = CoderState {
+            baseline: Some("Ran 3 tests\nFAILED (failures=3)".into()),
+            attempts: vec![tested("NameError\nRan 1 test\nFAILED (errors=1)")],
+            ..CoderState::default()
+        };
+        assert_eq!(best(&none_pass).0, Best::Original, "no test passes either way, but the original's tests all load");
     }
 }
