@@ -501,3 +501,13 @@ async fn without_assists_a_plan_is_held_to_the_rules_alone_and_the_outcome_still
     .await;
     assert!(on.state().proposals[0].rejections.iter().any(|x| x.rule == planner::Rule::GoalPath), "{:?}", on.state().proposals[0]);
 }
+
+#[tokio::test]
+async fn a_hidden_file_the_goal_names_is_observed_and_checked() {
+    let goal = "Create a file .env with the line 'PORT=8080'.";
+    let r = run(Script::default().goal(goal).with("plan", plan(&["WRITE_FILE .env PORT=8080"])), ApproveMode::All).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?} {:?}", r.out, r.state().verifications);
+    let v = r.state().verifications.last().cloned().unwrap();
+    assert!(v.checks.iter().any(|c| c.expected == "file .env exists" && c.held), "{v:?}");
+    assert!(v.checks.iter().any(|c| c.expected.starts_with(".env holds") && c.held), "{v:?}");
+}

@@ -74,6 +74,17 @@ impl Workspace {
     /// followed nor listed: this is what an agent is shown of the
     /// workspace, not a backup.
     pub fn entries(&self, limit: usize) -> Vec<Entry> {
+        self.listed(limit, false)
+    }
+
+    /// `entries`, with hidden files too (`.env`, `.gitignore`; hidden
+    /// folders such as `.git` stay out): what an agent checking its outcome
+    /// must see, since a goal may name such a file.
+    pub fn entries_with_hidden_files(&self, limit: usize) -> Vec<Entry> {
+        self.listed(limit, true)
+    }
+
+    fn listed(&self, limit: usize, hidden_files: bool) -> Vec<Entry> {
         let mut out = Vec::new();
         let mut queue = std::collections::VecDeque::from([self.root.clone()]);
         while let Some(dir) = queue.pop_front() {
@@ -82,7 +93,7 @@ impl Workspace {
             listing.sort_by_key(|e| e.file_name());
             for entry in listing {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') || ["target", "node_modules", "__pycache__"].contains(&name.as_str()) {
+                if ["target", "node_modules", "__pycache__"].contains(&name.as_str()) {
                     continue;
                 }
                 let is_dir = match entry.file_type() {
@@ -90,6 +101,9 @@ impl Workspace {
                     Ok(t) if t.is_file() => false,
                     _ => continue,
                 };
+                if name.starts_with('.') && (is_dir || !hidden_files) {
+                    continue;
+                }
                 if out.len() == limit {
                     return out;
                 }

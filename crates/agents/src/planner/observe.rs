@@ -65,7 +65,7 @@ impl Observed {
             let problem = shell_check(&c, shell).err();
             (c, problem)
         });
-        Self { entries: root.entries(ENTRIES_OBSERVED), commands: commands.collect() }
+        Self { entries: root.entries_with_hidden_files(ENTRIES_OBSERVED), commands: commands.collect() }
     }
 }
 
@@ -112,14 +112,14 @@ impl Tool for ObserveRoot {
         Self::NAME
     }
     fn description(&self) -> &str {
-        "List the files and folders under the root (breadth first, at most `limit`)."
+        "List the files and folders under the root, hidden files included (breadth first, at most `limit`)."
     }
     fn effect(&self) -> Effect {
         Effect::ReadOnly
     }
     async fn call(&self, input: Value) -> Result<Value> {
         let limit = input["limit"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(ENTRIES_OBSERVED);
-        Ok(json!({"entries": self.0.entries(limit)}))
+        Ok(json!({"entries": self.0.entries_with_hidden_files(limit)}))
     }
 }
 
