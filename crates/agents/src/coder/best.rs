@@ -37,8 +37,13 @@ pub enum Best {
 /// (not undone), later ones winning ties: a tie may be progress the counts
 /// do not show.
 pub fn best(s: &CoderState) -> (Best, Option<(u32, u32)>) {
+    best_before(s, s.attempts.len())
+}
+
+/// `best` among the baseline and the first `n` attempts.
+fn best_before(s: &CoderState, n: usize) -> (Best, Option<(u32, u32)>) {
     let mut best = (Best::Original, s.baseline.as_deref().and_then(score));
-    for (i, a) in s.attempts.iter().enumerate() {
+    for (i, a) in s.attempts.iter().enumerate().take(n) {
         if a.after.is_empty() || a.undone || a.test_output.is_empty() {
             continue;
         }
@@ -72,12 +77,11 @@ pub async fn undo_if_worse(s: &mut CoderState, step: &mut Step) -> Result<()> {
         return Ok(());
     }
     let now = score(&s.attempts[last].test_output);
-    s.attempts[last].undone = true;
-    let (to, best_score) = best(s);
+    let (to, best_score) = best_before(s, last);
     if now >= best_score {
-        s.attempts[last].undone = false;
         return Ok(());
     }
+    s.attempts[last].undone = true;
     for (path, content) in files_at(s, to) {
         if s.files.get(&path) == content.as_ref() {
             continue;

@@ -299,38 +299,35 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
 }
 
 /// Writes a change through the jail and the approval policy and records it
-/// as an attempt; a change identical to an earlier one is not written again.
+/// as an attempt (`usable` already refused a change identical to an earlier
+/// one, so every change here is new).
 async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Files, kind: &str) -> Result<()> {
     let iteration = step.progress().iterations;
     files.sort();
     let change_hash = fingerprint(&files);
     let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
-    let repeated = s.attempts.iter().any(|a| a.change_hash == change_hash);
-    let mut attempt =
-        Attempt { iteration, kind: kind.into(), change_hash, files: names, test_output: String::new(), passed: false, repeated, ..Attempt::default() };
-    if !repeated {
-        let mut before: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
-        for (path, content) in &files {
-            if !s.originals.contains_key(path) {
-                let original = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
-                s.originals.insert(path.clone(), original);
-            }
-            let current = s.files.get(path).cloned().or_else(|| s.originals.get(path).cloned().flatten());
-            before.insert(path.clone(), current);
-            let out = approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": content})).await;
-            match out {
-                Ok(v) if v.get("denied").is_some() => attempt.test_output = format!("writing {path} was not allowed: {}", v["denied"]),
-                Ok(_) => {
-                    s.files.insert(path.clone(), content.clone());
-                }
-                // A refused path or a failed write is the attempt's failure, for REFLECT to see.
-                Err(e) if !e.is_control_flow() => attempt.test_output = format!("writing {path} failed: {e}"),
-                Err(e) => return Err(e),
-            }
+    let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, ..Attempt::default() };
+    let mut before: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+    for (path, content) in &files {
+        if !s.originals.contains_key(path) {
+            let original = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
+            s.originals.insert(path.clone(), original);
         }
-        attempt.patch = best::patch(&before, &files);
-        attempt.after = s.files.clone();
+        let current = s.files.get(path).cloned().or_else(|| s.originals.get(path).cloned().flatten());
+        before.insert(path.clone(), current);
+        let out = approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": content})).await;
+        match out {
+            Ok(v) if v.get("denied").is_some() => attempt.test_output = format!("writing {path} was not allowed: {}", v["denied"]),
+            Ok(_) => {
+                s.files.insert(path.clone(), content.clone());
+            }
+            // A refused path or a failed write is the attempt's failure, for REFLECT to see.
+            Err(e) if !e.is_control_flow() => attempt.test_output = format!("writing {path} failed: {e}"),
+            Err(e) => return Err(e),
+        }
     }
+    attempt.patch = best::patch(&before, &files);
+    attempt.after = s.files.clone();
     s.attempts.push(attempt);
     Ok(())
 }
