@@ -33,14 +33,9 @@ pub enum Best {
     Attempt(usize),
 }
 
-/// The best state so far among the baseline and the tested attempts kept
-/// (not undone), later ones winning ties: a tie may be progress the counts
-/// do not show.
-pub fn best(s: &CoderState) -> (Best, Option<(u32, u32)>) {
-    best_before(s, s.attempts.len())
-}
-
-/// `best` among the baseline and the first `n` attempts.
+/// The best state among the baseline and the first `n` attempts that were
+/// tested and kept (not undone), later ones winning ties: a tie may be
+/// progress the counts do not show.
 fn best_before(s: &CoderState, n: usize) -> (Best, Option<(u32, u32)>) {
     let mut best = (Best::Original, s.baseline.as_deref().and_then(score));
     for (i, a) in s.attempts.iter().enumerate().take(n) {
@@ -153,16 +148,16 @@ mod tests {
     fn the_best_state_is_the_one_passing_most_tests_and_unknown_is_worst() {
         let tested = |out: &str| Attempt { after: BTreeMap::from([("a.py".into(), "x".into())]), test_output: out.into(), ..Attempt::default() };
         let mut s = CoderState { baseline: Some("Ran 4 tests\nFAILED (failures=3)".into()), ..CoderState::default() };
-        assert_eq!(best(&s), (Best::Original, Some((1, 4))));
+        assert_eq!(best_before(&s, s.attempts.len()), (Best::Original, Some((1, 4))));
         s.attempts.push(tested("SyntaxError: bad\nRan 1 test\nFAILED (errors=1)"));
-        assert_eq!(best(&s), (Best::Original, Some((1, 4))), "a module that does not load passes nothing");
+        assert_eq!(best_before(&s, s.attempts.len()), (Best::Original, Some((1, 4))), "a module that does not load passes nothing");
         s.attempts.push(tested("Ran 4 tests\nFAILED (failures=1)"));
-        assert_eq!(best(&s), (Best::Attempt(1), Some((3, 4))));
+        assert_eq!(best_before(&s, s.attempts.len()), (Best::Attempt(1), Some((3, 4))));
         let none_pass = CoderState {
             baseline: Some("Ran 3 tests\nFAILED (failures=3)".into()),
             attempts: vec![tested("NameError\nRan 1 test\nFAILED (errors=1)")],
             ..CoderState::default()
         };
-        assert_eq!(best(&none_pass).0, Best::Original, "no test passes either way, but the original's tests all load");
+        assert_eq!(best_before(&none_pass, 1).0, Best::Original, "no test passes either way, but the original's tests all load");
     }
 }
