@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, FAST_ROLE, PLANNER_ROLE};
+use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
@@ -374,17 +374,19 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 }
 
 #[tokio::test]
-async fn the_fast_role_can_be_a_different_model() {
-    let fast = Arc::new(ScriptedModel::with(|req| Ok(ChatResponse::text(if phase_of(req) == "verify" { met() } else { restatement() }))).named("fast"));
+async fn the_fast_and_verifier_roles_can_be_different_models() {
+    let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
+    let judge = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(met()))).named("judge"));
     let r = run_with(
         Script::default().with("plan", plan(&["CREATE_DIR a"])),
         ApproveMode::All,
         PlannerConfig { precheck: false, ..PlannerConfig::default() },
-        |m| m.with_role(FAST_ROLE, fast.clone()),
+        |m| m.with_role(FAST_ROLE, fast.clone()).with_role(VERIFY_ROLE, judge.clone()),
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed);
-    assert_eq!(fast.calls(), 2, "the restatement and the verdict came from the fast model");
+    assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
+    assert_eq!(judge.calls(), 1, "the verdict came from the verifier");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
 }
 

@@ -36,6 +36,10 @@ pub const STRONG_ROLE: &str = "strong";
 /// the strong one: the agents' main writers, whose answers are checked
 /// (plans validated, changes tested) so a miss is known and counted.
 pub const ESCALATING_ROLES: [&str; 2] = ["planner", "coder"];
+/// The roles that, unless configured, go to the strong model directly:
+/// judges whose answer is not itself checked (a verdict that a goal is met
+/// ends the session), so the better judge is worth its slower answer.
+pub const JUDGING_ROLES: [&str; 1] = ["verifier"];
 /// Misses (refused, failed or unverified answers) before a default chain
 /// moves to the strong model.
 pub const DEFAULT_SWITCH_AFTER: u32 = 2;
@@ -115,7 +119,8 @@ impl ModelSpec {
 /// The roles a session gets: the configured ones, `default` the embedded
 /// model unless configured, and — when `default` is left to us and the
 /// stronger embedded model is installed — `strong` for it and each of
-/// `ESCALATING_ROLES` a chain from `default` to `strong`. A user who names
+/// `ESCALATING_ROLES` a chain from `default` to `strong`, each of
+/// `JUDGING_ROLES` the strong model itself. A user who names
 /// their own default model (a flag, a table, an endpoint) gets exactly what
 /// they configured.
 pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BTreeMap<String, ModelSpec> {
@@ -123,12 +128,11 @@ pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BT
     let ours = !specs.contains_key(DEFAULT_ROLE);
     specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
     if ours && STRONG_MODEL.path(data_dir).is_file() {
-        specs.entry(STRONG_ROLE.to_string()).or_insert_with(|| ModelSpec::Llama {
-            model: Some(STRONG_MODEL.name.to_string()),
-            threads: None,
-            context: None,
-            max_tokens: None,
-        });
+        let strong = ModelSpec::Llama { model: Some(STRONG_MODEL.name.to_string()), threads: None, context: None, max_tokens: None };
+        for role in std::iter::once(STRONG_ROLE).chain(JUDGING_ROLES) {
+            // Roles naming the same file share one loaded model.
+            specs.entry(role.to_string()).or_insert_with(|| strong.clone());
+        }
         for role in ESCALATING_ROLES {
             specs
                 .entry(role.to_string())
@@ -288,6 +292,7 @@ mod tests {
         std::fs::write(STRONG_MODEL.path(dir.path()), b"gguf").unwrap();
         assert_eq!(chain(&BTreeMap::new()).as_deref(), Some("chain default → strong (switch after 2)"));
         assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["strong"].describe(), "llama qwen2.5-coder-1.5b");
+        assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["verifier"].describe(), "llama qwen2.5-coder-1.5b", "the judge is the strong model");
         let mut mine = BTreeMap::new();
         mine.insert("default".to_string(), ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None });
         assert_eq!(chain(&mine), None, "a default the user names is used alone");

@@ -57,6 +57,9 @@ pub const AGENT: &str = "planner";
 pub const PLANNER_ROLE: &str = "planner";
 /// The role that restates goals, diagnoses rejections and pre-checks steps.
 pub const FAST_ROLE: &str = "fast";
+/// The role that judges whether a run plan met the goal (the default model
+/// unless configured; the strong model when the default roles are ours).
+pub const VERIFY_ROLE: &str = "verifier";
 
 /// The planner's graph.
 pub fn graph() -> Result<CompiledGraph<PlannerState>> {

@@ -22,7 +22,7 @@ use super::goal::{self, Expectation};
 use super::observe::ObserveRoot;
 use super::prompts;
 use super::state::PlannerState;
-use super::{FAST_ROLE, PLANNER_ROLE};
+use super::{PLANNER_ROLE, VERIFY_ROLE};
 
 /// Files read whole for the verdict, at most, and how much of each.
 const FILES_READ: usize = 12;
@@ -223,7 +223,7 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
     Box::pin(async move {
         super::nodes::phase(step, "verify");
         let checks = checks(&s.parsed_goal.expect, &s.outcome);
-        let verdict = if checks.iter().all(|c| c.held) { Some(step.chat_json_as::<Verdict>(FAST_ROLE, prompts::verify(s, &checks)).await?) } else { None };
+        let verdict = if checks.iter().all(|c| c.held) { Some(step.chat_json_as::<Verdict>(VERIFY_ROLE, prompts::verify(s, &checks)).await?) } else { None };
         let met = verdict.as_ref().is_some_and(|v| v.met);
         let iteration = step.progress().iterations;
         let v = Verification { iteration, checks, verdict, met };
