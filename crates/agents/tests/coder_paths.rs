@@ -138,6 +138,28 @@ async fn passing_the_first_time_goes_plan_code_test_review() {
 }
 
 #[tokio::test]
+async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may_change() {
+    let grammars = Arc::new(Mutex::new(Vec::new()));
+    let seen = grammars.clone();
+    let model = ScriptedModel::with(move |req| {
+        let phase = phase_of_request(req);
+        seen.lock().unwrap().push((phase, req.grammar.clone()));
+        Ok(ChatResponse::text(text_of(match phase {
+            "plan" => plan(),
+            "code" => change(FIXED),
+            _ => accept(),
+        })))
+    });
+    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let grammars = grammars.lock().unwrap();
+    let code = grammars.iter().find(|(p, _)| *p == "code").and_then(|(_, g)| g.clone()).expect("CODE is held to a grammar");
+    assert!(code.contains("\"calc.py\""), "the code file may be changed: {code}");
+    assert!(!code.contains("\"test_calc.py\""), "the tests are the specification, not offered: {code}");
+    assert!(grammars.iter().filter(|(p, _)| *p != "code").all(|(_, g)| g.is_none()), "only changes are held to the change format");
+}
+
+#[tokio::test]
 async fn a_failing_test_is_reflected_on_and_fixed() {
     let script = Script::default()
         .with("plan", plan())

@@ -70,6 +70,12 @@ pub struct ChatRequest {
     /// When set, the answer must be JSON matching this schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<Value>,
+    /// When set (and no schema is), a grammar in llguidance's Lark dialect
+    /// the answer must match. Models that can hold generation to it (the
+    /// embedded one) do; others answer freely, so callers still check the
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

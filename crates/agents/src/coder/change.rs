@@ -27,6 +27,30 @@ use std::collections::BTreeSet;
 
 use crate::fence::fences;
 
+/// The change format as a grammar (llguidance's Lark dialect), so a model
+/// that can be held to it always answers with blocks `read` can place: at
+/// most two lines of prose first (held to prose — they need a space — so
+/// a path line is never taken for one), then each file as a path — one of
+/// `paths` (the files it may change) or a new relative path that cannot
+/// climb out of the root — on its own line and a fenced block running to
+/// the first closing fence. No block without a path, nothing after the
+/// last block.
+pub fn grammar(paths: &[&str]) -> String {
+    let named: Vec<String> = paths.iter().filter(|p| !p.chars().any(char::is_control)).map(|p| format!("{p:?}")).collect();
+    let path = if named.is_empty() { "NEW_PATH".to_string() } else { format!("{} | NEW_PATH", named.join(" | ")) };
+    format!(
+        r#"start: INTRO? INTRO? file (SEP file)* SEP?
+file: path "\n```" LANG "\n" BODY
+path: {path}
+INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/
+NEW_PATH: /[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}){{0,7}}\.[A-Za-z0-9]{{1,8}}/
+LANG: /[a-z0-9+]{{0,12}}/
+BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/
+SEP: /\n+/
+"#
+    )
+}
+
 /// The files a change writes: (path, new content), in answer order, one
 /// entry per path (a later block for the same path wins).
 pub type Files = Vec<(String, String)>;

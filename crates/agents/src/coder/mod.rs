@@ -35,6 +35,7 @@ use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termin
 use agentloop_tools::{workspace_tools, Workspace};
 
 pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
+pub use change::{grammar as change_grammar, read as read_change};
 pub use events::CoderEvent;
 pub use state::{Attempt, CoderState, LoopConfig, Recommendation, Reflection, RootCause};
 

@@ -221,8 +221,10 @@ fn phase(step: &mut Step, name: &str) {
 /// HumanEval, fresh samples fixed failures that greedy repair never did).
 const RETRY_TEMPERATURE: f32 = 0.8;
 
-/// Asks for a change, reads its files out of the answer and writes them. An
-/// answer that cannot be applied — no file path, no code, nothing changed,
+/// Asks for a change, held to the change format (`change::grammar`: every
+/// block names a file it may change or a new one under the root), reads its
+/// files out of the answer and writes them. An answer that cannot be
+/// applied — no file path, no code, nothing changed,
 /// or the same change as an attempt that already failed — is refused within
 /// this step and asked for once more, with the reason; only a second
 /// unusable answer becomes a failed attempt for REFLECT.
@@ -230,6 +232,8 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
+    let writable: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| s.config.edit_tests || !change::is_test_file(p)).collect();
+    request.grammar = Some(change::grammar(&writable));
     let mut why = String::new();
     for asked in 0..ANSWERS_PER_CHANGE {
         let answer = step.chat_as(CODER_ROLE, request.clone()).await?;

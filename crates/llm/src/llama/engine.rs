@@ -202,18 +202,25 @@ impl<'m> Engine<'m> {
     }
 
     /// Greedy unless the request asks for a temperature; held to the schema
-    /// when there is one.
+    /// or else the grammar when there is one.
     fn sampler(&mut self, request: &ChatRequest) -> Result<LlamaSampler> {
         let base = match request.temperature {
             Some(t) if t > 0.0 => LlamaSampler::chain_simple([LlamaSampler::temp(t), LlamaSampler::dist(rand::random())]),
             _ => LlamaSampler::greedy(),
         };
-        let Some(schema) = &request.json_schema else { return Ok(base) };
+        if request.json_schema.is_none() && request.grammar.is_none() {
+            return Ok(base);
+        }
         if self.grammars.is_none() {
             self.grammars = Some(Grammars::new(self.model).map_err(|m| self.fail(m))?);
         }
         let grammars = self.grammars.as_ref().ok_or_else(|| self.fail("the grammar engine is missing"))?;
-        let constrained = grammars.json_sampler(schema).map_err(|m| self.fail(m))?;
+        let constrained = match (&request.json_schema, &request.grammar) {
+            (Some(schema), _) => grammars.json_sampler(schema),
+            (None, Some(lark)) => grammars.lark_sampler(lark),
+            (None, None) => return Ok(base),
+        }
+        .map_err(|m| self.fail(m))?;
         Ok(LlamaSampler::chain_simple([constrained, base]))
     }
 

@@ -1,6 +1,6 @@
-//! Constrained decoding: a JSON schema becomes an llguidance matcher that
-//! masks, token by token, everything that could not continue a matching
-//! document — so the answer always parses.
+//! Constrained decoding: a JSON schema or a Lark grammar becomes an
+//! llguidance matcher that masks, token by token, everything that could not
+//! continue a matching document — so the answer always parses.
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
@@ -24,10 +24,19 @@ impl Grammars {
     /// A sampler that only lets through tokens continuing a JSON document
     /// valid against `schema`.
     pub fn json_sampler(&self, schema: &Value) -> Result<LlamaSampler, String> {
-        let grammar = TopLevelGrammar::from_json_schema(compact(schema));
+        self.sampler(TopLevelGrammar::from_json_schema(compact(schema)), "the JSON schema cannot be turned into a grammar")
+    }
+
+    /// A sampler that only lets through tokens continuing a text that
+    /// `lark` (llguidance's Lark dialect) accepts.
+    pub fn lark_sampler(&self, lark: &str) -> Result<LlamaSampler, String> {
+        self.sampler(TopLevelGrammar::from_lark(lark.to_string()), "the grammar is not valid Lark")
+    }
+
+    fn sampler(&self, grammar: TopLevelGrammar, invalid: &str) -> Result<LlamaSampler, String> {
         let matcher = Matcher::new(self.factory.create_parser(grammar));
         if let Some(why) = matcher.get_error() {
-            return Err(format!("the JSON schema cannot be turned into a grammar ({why})"));
+            return Err(format!("{invalid} ({why})"));
         }
         Ok(LlamaSampler::from(matcher))
     }
