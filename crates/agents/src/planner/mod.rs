@@ -10,7 +10,7 @@
 //! fix hints after each rejection; the `planner` model (the default one
 //! unless `agentloop.toml` names a chain) writes plans in a strict JSON
 //! contract of single-line actions (`action.rs`). Every plan passes every
-//! rule in `validate.rs` before any step runs, so nothing from an invalid
+//! check in `validate.rs` — `rules` always, `assist` behind its switch — before any step runs, so nothing from an invalid
 //! plan is ever executed; steps run one per engine step, through the jailed
 //! tools, and a failed or declined step feeds the next plan. Once the last
 //! step ran, the planner looks at the outcome and checks it against the
@@ -18,19 +18,16 @@
 
 mod action;
 mod agent;
+mod assist;
 mod events;
-mod examples;
 mod execute;
 mod goal;
 mod goal_paths;
-mod held_paths;
-mod mend;
-mod missing_folder;
 mod nodes;
 mod observe;
 mod plan;
 mod prompts;
-mod shell_check;
+mod rules;
 mod state;
 mod validate;
 mod verify;
@@ -43,8 +40,8 @@ use agentloop_tools::{workspace_tools, Workspace};
 
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
+pub use assist::examples::goals as example_goals;
 pub use events::{PlanProposed, PlannerEvent};
-pub use examples::goals as example_goals;
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 use super::action::Action;
+use super::assist::held_paths::{self, HeldPaths};
+use super::assist::mend;
 use super::events::{PlanProposed, PlannerEvent};
 use super::execute as execute_plan;
 use super::goal::Goal;
-use super::held_paths::{self, HeldPaths};
-use super::mend;
 use super::observe::observe;
 use super::plan::{self, Plan};
 use super::prompts;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::action::Action;
 use super::plan::Plan;
-use super::shell_check::shell_check;
+use super::rules::shell_check;
 use super::validate::Shell;
 
 /// Entries of the root recorded at most (breadth first).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::action;
-use super::held_paths::HeldPaths;
+use super::assist::held_paths::HeldPaths;
 use super::validate::{Rejection, Rule};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 use agentloop_core::{ChatRequest, Message};
 
 use super::action::Action;
-use super::examples;
+use super::assist::examples;
 use super::goal_paths;
 use super::state::PlannerState;
 use super::validate::{Rule, Shell};

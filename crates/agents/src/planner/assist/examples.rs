@@ -11,8 +11,8 @@ use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 
-use super::action::Action;
-use super::goal_paths;
+use crate::planner::action::Action;
+use crate::planner::goal_paths;
 
 /// One worked example: a goal and the plan that answers it.
 pub struct Example {

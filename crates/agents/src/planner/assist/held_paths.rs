@@ -15,10 +15,10 @@ use std::collections::BTreeSet;
 
 use agentloop_tools::Entry;
 
-use super::action::{self, Action};
-use super::goal_paths;
-use super::state::PlannerState;
-use super::validate::Rule;
+use crate::planner::action::{self, Action};
+use crate::planner::goal_paths;
+use crate::planner::state::PlannerState;
+use crate::planner::validate::Rule;
 
 /// How many entries under the root the grammar offers at most.
 pub const EXISTING_OFFERED: usize = 200;

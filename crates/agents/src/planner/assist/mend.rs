@@ -52,13 +52,13 @@
 //!
 //! A plan that tries to leave the root is never mended: it is refused whole.
 
-use super::action::{Action, Vars};
 use super::examples;
-use super::goal_paths;
 use super::held_paths;
-use super::missing_folder;
-use super::plan::{Plan, PlanStep};
-use super::validate::{self, Context, Rejection, Rule};
+use crate::planner::action::{Action, Vars};
+use crate::planner::goal_paths;
+use crate::planner::plan::{Plan, PlanStep};
+use crate::planner::rules;
+use crate::planner::validate::{self, Context, Rejection, Rule};
 
 /// A plan that passes every rule after mending, and what was changed.
 #[derive(Debug)]
@@ -101,19 +101,19 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
 fn run_loops_once(plan: &mut Plan, changes: &mut Vec<String>) {
     for item in &mut plan.plan {
         let Ok(action) = Action::parse(&item.action) else { continue };
-        let (Some(path), Action::Repeat { times, body }) = (validate::repeated_path(&action), &action) else { continue };
+        let (Some(path), Action::Repeat { times, body }) = (rules::repeated_path(&action), &action) else { continue };
         changes.push(format!("step {}: REPEAT {times} made {path} every time, so it runs once", item.step));
         item.action = body.to_string();
     }
 }
 
 /// `FOR_EACH k … archive/{item}` names `archive/{name}`: `{item}` is the
-/// entry's whole path (`validate::item_inside_a_folder`).
+/// entry's whole path (`rules::item_inside_a_folder`).
 fn name_items_by_name(plan: &mut Plan, changes: &mut Vec<String>) {
     for item in &mut plan.plan {
-        let Some(word) = Action::parse(&item.action).ok().as_ref().and_then(validate::item_inside_a_folder) else { continue };
+        let Some(word) = Action::parse(&item.action).ok().as_ref().and_then(rules::item_inside_a_folder) else { continue };
         let Some((key, body)) = item.action.strip_prefix("FOR_EACH ").and_then(|rest| rest.split_once(' ')) else { continue };
-        let mended = format!("FOR_EACH {key} {}", validate::with_item_named(body));
+        let mended = format!("FOR_EACH {key} {}", rules::with_item_named(body));
         changes.push(format!("step {}: {word} put the entry's whole path under a folder, so `{}` is `{mended}`", item.step, item.action));
         item.action = mended;
     }
@@ -181,7 +181,7 @@ fn drop_example_lines(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Strin
 fn without_example_lines(action: &Action, goal: &str) -> Option<(Action, Vec<String>)> {
     match action {
         Action::WriteFile { path, content } => {
-            let (copied, kept): (Vec<&str>, Vec<&str>) = content.lines().partition(|line| validate::is_example_line(line, goal));
+            let (copied, kept): (Vec<&str>, Vec<&str>) = content.lines().partition(|line| super::is_example_line(line, goal));
             if copied.is_empty() || kept.iter().all(|line| line.trim().is_empty()) {
                 return None;
             }
@@ -277,7 +277,7 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
 fn written_files(action: &Action) -> Vec<String> {
     match action {
         Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
-        Action::RunCommand { .. } => missing_folder::redirect_targets(action),
+        Action::RunCommand { .. } => rules::redirect_targets(action),
         _ => Vec::new(),
     }
 }
@@ -286,7 +286,7 @@ fn written_files(action: &Action) -> Vec<String> {
 /// nothing makes (`missing_folder`).
 fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let missing = missing_folder::missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f));
+    let missing = rules::missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f));
     for (i, folder) in missing.iter().rev() {
         let create = Action::CreateDir { path: folder.clone() };
         let Some(step) = plan.plan.get(*i).map(|item| item.step) else { continue };
@@ -299,7 +299,7 @@ fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<S
 }
 
 /// Puts first the whole steps the goal's missing names need, when each has
-/// one (`validate::needed_steps`: a folder to create, a file whose text the
+/// one (`super::needed_steps`: a folder to create, a file whose text the
 /// goal gives) and the plan already does part of the goal (names one of its
 /// names): a completion of the model's plan, never a plan of its own.
 fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
@@ -313,9 +313,9 @@ fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
         return;
     }
     let mut added = Vec::new();
-    for needed in validate::needed_steps(cx.goal, &missing, cx.seen) {
+    for needed in super::needed_steps(cx.goal, &missing, cx.seen) {
         match needed {
-            validate::Needed::Step { step, .. } if Action::parse(&step).is_ok() => added.push(step),
+            super::Needed::Step { step, .. } if Action::parse(&step).is_ok() => added.push(step),
             _ => return,
         }
     }
@@ -329,10 +329,10 @@ fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 }
 
 /// The goal's text in the plan's one WRITE_FILE of a goal's file, when no
-/// step holds that text (`validate::missing_text`).
+/// step holds that text (`super::missing_text`).
 fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     // A text with a stand-in for a number ('part N') is not written as it is.
-    let Some(text) = validate::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
+    let Some(text) = super::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
     let Some(parsed) = parse_all(&plan.plan) else { return };
     let writes: Vec<usize> =
         parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. })) || echo_into(a).is_some()).map(|(i, _)| i).collect();
@@ -360,7 +360,7 @@ fn echo_into(action: &Action) -> Option<String> {
     let Action::RunCommand { command } = action else { return None };
     let command = command.trim();
     let plain = (command.starts_with("echo ") || command.starts_with("printf ")) && !command.contains(['|', ';', '&', '`', '$', '<']);
-    let [target] = missing_folder::redirect_targets(action).try_into().ok()?;
+    let [target] = rules::redirect_targets(action).try_into().ok()?;
     let last_word = command.rsplit([' ', '>']).next().unwrap_or_default().trim_matches(|c| c == '"' || c == '\'');
     (plain && last_word.trim_start_matches("./") == target).then_some(target)
 }
@@ -653,7 +653,7 @@ mod tests {
             mend_in(&["inbox"], goal, &["LIST_DIR inbox AS inbox_files", "FOR_EACH inbox_files RUN_COMMAND cp inbox/{item} archive/{item}"]);
         assert!(rejections.iter().any(|r| r.rule == Rule::LoopVariable && r.reason.contains("write inbox/{name}")), "{rejections:?}");
         assert_eq!(mended.unwrap()[1], "2 FOR_EACH inbox_files RUN_COMMAND cp inbox/{name} archive/{name}");
-        assert_eq!(validate::with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
+        assert_eq!(rules::with_item_named("cp {item} archive/{item} /{item}"), "cp {item} archive/{name} /{item}");
     }
 
     #[test]

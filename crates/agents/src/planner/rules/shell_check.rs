@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use crate::commands;
 
-use super::validate::Shell;
+use crate::planner::validate::Shell;
 
 /// Words that start a command but are not commands.
 const SH_KEYWORDS: [&str; 18] =

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use super::action::{Action, Vars};
+use crate::planner::action::{Action, Vars};
 
 /// The folders each step redirects output into (`> notes/todo.txt`) that
 /// neither exist (`exists`) nor an earlier step (or one already run) makes,
