@@ -387,6 +387,7 @@ async fn the_fast_and_verifier_roles_can_be_different_models() {
     assert_eq!(r.out.status, SessionStatus::Completed);
     assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
     assert_eq!(judge.calls(), 1, "the verdict came from the verifier");
+    assert_eq!(r.state().proposals[0].actions, vec![planner::Action::CreateDir { path: "a".into() }], "the valid plan is kept as typed actions");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
 }
 

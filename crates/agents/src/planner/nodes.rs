@@ -8,7 +8,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Instant;
 
-use super::action::Action;
 use super::assist::held_paths::{self, HeldPaths};
 use super::assist::mend;
 use super::events::{PlanProposed, PlannerEvent};
@@ -73,18 +72,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             request.temperature = Some(RETRY_TEMPERATURE);
         }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
-        let mut proposal = Proposal {
-            iteration,
-            raw: answer.content,
-            plan: None,
-            rejections: Vec::new(),
-            repaired: false,
-            plan_ms: 0,
-            retry_hints: Vec::new(),
-            mends: Vec::new(),
-            mended_from: Vec::new(),
-            held: held.is_some(),
-        };
+        let mut proposal = Proposal { iteration, raw: answer.content, held: held.is_some(), ..Proposal::default() };
         match plan::read(&proposal.raw) {
             Ok((p, repaired)) => {
                 proposal.plan = Some(p);
@@ -133,6 +121,9 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);
             }
+        }
+        if proposal.valid() {
+            proposal.actions = proposal.plan.as_ref().and_then(|p| validate::all_parsed(&validate::parse(p))).unwrap_or_default();
         }
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
         let steps = proposal.plan.as_ref().map(Plan::actions).unwrap_or_default();
@@ -208,8 +199,8 @@ pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
             (Some(i), Some(item)) => (i, item.clone()),
             _ => return Err(Error::State("execute ran without a valid plan step to run".into())),
         };
-        // Validated plans parse; this is a second lock on the door.
-        let action = Action::parse(&item.action).map_err(|e| Error::State(format!("a validated step does not parse ({e})")))?;
+        let action = s.proposals.get(proposal).and_then(|p| p.actions.get(s.next_step)).cloned();
+        let action = action.ok_or_else(|| Error::State(format!("step {} of the plan has no parsed action", item.step)))?;
         let mut precheck = String::new();
         if s.config.precheck {
             let answer = step.chat_as(FAST_ROLE, prompts::precheck(&item.action)).await?;

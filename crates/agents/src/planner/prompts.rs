@@ -257,12 +257,8 @@ mod tests {
             raw,
             plan,
             rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")],
-            repaired: false,
-            plan_ms: 0,
             retry_hints: vec!["write day_003.txt".into()],
-            mends: Vec::new(),
-            mended_from: Vec::new(),
-            held: false,
+            ..Proposal::default()
         }
     }
 

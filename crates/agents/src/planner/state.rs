@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
+use super::action::Action;
 use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
@@ -104,7 +105,7 @@ impl Restatement {
 }
 
 /// One plan the planner proposed and what became of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Proposal {
     pub iteration: u32,
@@ -129,6 +130,10 @@ pub struct Proposal {
     /// a plan refused for its paths.
     #[serde(default)]
     pub held: bool,
+    /// The valid plan's steps as typed actions, parsed once when it passed
+    /// validation: what EXECUTE runs.
+    #[serde(default)]
+    pub actions: Vec<Action>,
 }
 
 impl Proposal {
