@@ -8,7 +8,10 @@
 //! the goal puts it in), a name the goal says to delete, remove, move or
 //! rename must be gone, and a text the goal quotes for its one new file must
 //! be in that file. Anything less certain is no expectation at all, so a
-//! check never fails a goal that was met.
+//! check never fails a goal that was met: a name first met inside a
+//! relative clause ("a file .gitignore that ignores the folder target",
+//! "a script which cleans up tmp") describes what a thing does, not
+//! something to make.
 
 use serde::{Deserialize, Serialize};
 
@@ -100,7 +103,7 @@ impl Goal {
                 }
                 continue;
             }
-            if existed {
+            if existed || in_relative_clause(text, name) {
                 continue;
             }
             let kind = goal_paths::kind_in_goal(text, name);
@@ -136,6 +139,14 @@ fn removed(goal: &str, name: &str) -> bool {
     })
 }
 
+/// `name` first appears after a "that" or "which" in its sentence.
+fn in_relative_clause(goal: &str, name: &str) -> bool {
+    let lower = goal.to_lowercase();
+    let Some(at) = goal_paths::first_mention(&lower, &name.to_lowercase()) else { return false };
+    let sentence = lower[..at].rsplit(". ").next().unwrap_or_default();
+    sentence.split_whitespace().any(|w| matches!(w, "that" | "which"))
+}
+
 /// `text` holds `wanted`, ignoring case and runs of whitespace.
 pub fn holds(text: &str, wanted: &str) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
@@ -169,6 +180,13 @@ mod tests {
         );
         let before = root(&[("scratch", true)]);
         assert_eq!(Goal::read("Remove the folder scratch.", &before).expect, vec![Expectation::Absent { path: "scratch".into() }]);
+    }
+
+    #[test]
+    fn a_name_in_a_relative_clause_describes_rather_than_names_something_to_make() {
+        let g = Goal::read("Create a file .gitignore that ignores the folder build.", &Observed::default());
+        assert_eq!(g.expect, vec![Expectation::Exists { path: ".gitignore".into(), folder: false, file: true, anywhere: true }]);
+        assert!(g.named.contains(&"build".to_string()), "still a name the goal gives, read if it is there");
     }
 
     #[test]

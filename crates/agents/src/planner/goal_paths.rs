@@ -283,7 +283,12 @@ pub fn expanded(plan: &[Action], done: &[String]) -> String {
 /// (`run_0.html`, `my_run_0`), though a folder may be part of a longer path
 /// (`run_0/a.txt`, `2024/q1`).
 pub fn mentions(text: &str, name: &str) -> bool {
-    text.match_indices(name).any(|(at, _)| {
+    first_mention(text, name).is_some()
+}
+
+/// Where `text` first holds `name` as a whole name (as `mentions`).
+pub fn first_mention(text: &str, name: &str) -> Option<usize> {
+    text.match_indices(name).map(|(at, _)| at).find(|&at| {
         let before = text[..at].chars().next_back();
         !before.is_some_and(is_name_char) && !continues_name(&text[at + name.len()..])
     })

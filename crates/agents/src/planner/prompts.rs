@@ -231,8 +231,8 @@ pub fn verify(s: &PlannerState, checks: &[Check]) -> ChatRequest {
     let mut r = ChatRequest::new(vec![
         Message::system(
             "You check finished work. You see a goal and what is now on disk. Judge only from what is shown. \
-             Answer with a JSON object: met (true only if everything the goal asks for is shown to be done), \
-             missing (what is not done yet, at most 3 short items; empty when met) and evidence (one sentence).",
+             Answer with a JSON object: evidence (one sentence: what the text shown proves or disproves, part by part of the goal), \
+             missing (what is not done yet, at most 3 short items; empty when met) and met (true only if everything the goal asks for is shown to be done).",
         ),
         Message::user(user),
     ]);

@@ -85,17 +85,19 @@ impl Check {
 }
 
 // The model's verdict on the goal. (Doc comments would become the schema's
-// descriptions, which the model reads.)
+// descriptions, which the model reads.) The fields come in the order they
+// are written: what was seen, then what is missing, then the judgement, so
+// the model looks before it decides.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
-    /// true only if everything the goal asks for is shown to be done.
-    pub met: bool,
+    /// What shown above proves or disproves, part by part of the goal.
+    #[schemars(length(max = 300))]
+    pub evidence: String,
     /// What the goal asks for that is not done yet.
     #[schemars(length(max = 3))]
     pub missing: Vec<Missing>,
-    /// What shown above proves it.
-    #[schemars(length(max = 300))]
-    pub evidence: String,
+    /// true only if everything the goal asks for is shown to be done.
+    pub met: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
