@@ -21,7 +21,35 @@ use crate::{Error, Result};
 pub enum Command {
     Run,
     Pause,
-    Terminate(String),
+    /// End the session now, as `Ending` says, for the reason given.
+    Terminate(Ending, String),
+}
+
+/// How a user ends a session by hand: the four choices users named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// "Completed successfully": the user confirms the goal is met.
+    Completed,
+    /// "Failed, I'll fix it manually".
+    Failed,
+    /// "Try a different approach".
+    #[default]
+    Terminated,
+    /// "Stuck / hanging".
+    Stuck,
+}
+
+impl Ending {
+    /// The session's status and finish reason after it.
+    pub fn outcome(self) -> (SessionStatus, &'static str) {
+        match self {
+            Ending::Completed => (SessionStatus::Completed, "user_confirmed"),
+            Ending::Failed => (SessionStatus::Terminated, "failed"),
+            Ending::Terminated => (SessionStatus::Terminated, "terminated"),
+            Ending::Stuck => (SessionStatus::Error, "stuck"),
+        }
+    }
 }
 
 /// How a run ended (or why it returned while paused).
@@ -63,7 +91,14 @@ impl Controller {
     }
 
     pub fn terminate(&self, reason: impl Into<String>) {
-        self.control.send_replace(Command::Terminate(reason.into()));
+        self.end(Ending::Terminated, reason);
+    }
+
+    /// Ends the session at the next step boundary (cancelling an in-flight
+    /// call) the way `ending` says: `Ending::Completed` is the user's
+    /// confirmation that the goal is met.
+    pub fn end(&self, ending: Ending, reason: impl Into<String>) {
+        self.control.send_replace(Command::Terminate(ending, reason.into()));
     }
 
     /// Answers an interrupt; the session continues with the reply.

@@ -25,7 +25,7 @@ pub mod store;
 pub mod termination;
 pub mod tool;
 
-pub use control::{Command, Controller, Outcome, SessionHandle};
+pub use control::{Command, Controller, Ending, Outcome, SessionHandle};
 pub use error::{Error, Result};
 pub use event::{EngineEvent, Event, EventDraft, EventKind};
 pub use graph::{CompiledGraph, Graph, END};

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::control::{Command, Controller, Outcome, SessionHandle};
+use crate::control::{Command, Controller, Ending, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{EngineEvent, EventDraft, EventKind};
 use crate::graph::CompiledGraph;
@@ -255,7 +255,7 @@ impl<S: State> Machine<S> {
         loop {
             let command = self.env.control.borrow().clone();
             match command {
-                Command::Terminate(reason) => return self.terminate(&reason),
+                Command::Terminate(ending, reason) => return self.end(ending, &reason),
                 Command::Pause => {
                     if let Some(outcome) = self.pause().await? {
                         return Ok(outcome);
@@ -485,7 +485,7 @@ impl<S: State> Machine<S> {
             }
             let command = control.borrow_and_update().clone();
             match command {
-                Command::Terminate(reason) => return self.terminate(&reason).map(Some),
+                Command::Terminate(ending, reason) => return self.end(ending, &reason).map(Some),
                 Command::Run | Command::Pause => {}
             }
             tokio::select! {
@@ -532,7 +532,7 @@ impl<S: State> Machine<S> {
             let command = control.borrow_and_update().clone();
             match command {
                 Command::Run => break,
-                Command::Terminate(reason) => return self.terminate(&reason).map(Some),
+                Command::Terminate(ending, reason) => return self.end(ending, &reason).map(Some),
                 Command::Pause => {}
             }
             if control.changed().await.is_err() {
@@ -551,7 +551,17 @@ impl<S: State> Machine<S> {
     }
 
     fn terminate(&mut self, reason: &str) -> Result<Outcome> {
-        self.finish(SessionStatus::Terminated, "terminated", Some(reason.to_string()))
+        self.end(Ending::Terminated, reason)
+    }
+
+    /// Ends the session as the user chose; a confirmed completion is the
+    /// `user_confirmed` completion indicator.
+    fn end(&mut self, ending: Ending, reason: &str) -> Result<Outcome> {
+        if ending == Ending::Completed {
+            self.meta.progress.signals.user_confirmed = Some(true);
+        }
+        let (status, finish_reason) = ending.outcome();
+        self.finish(status, finish_reason, Some(reason.to_string()))
     }
 
     fn finish(&mut self, status: SessionStatus, reason: &str, message: Option<String>) -> Result<Outcome> {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentloop_core::{
-    ChatRequest, ChatResponse, Effect, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State, Step, Store, Termination, Tools, END,
+    ChatRequest, ChatResponse, Effect, Ending, Fields, Graph, Message, Models, Result, Runner, SessionStatus, StartOptions, State, Step, Store, Termination,
+    Tools, END,
 };
 use agentloop_llm::ScriptedModel;
 use agentloop_store::{Durability, SqliteStore};
@@ -66,6 +67,28 @@ async fn terminate_cancels_the_call_in_flight_and_ends_the_session() {
     assert_eq!(last.name, "agent:session:terminate");
     assert_eq!(last.payload["reason"], "changed my mind");
     assert!(store.session(&id).unwrap().completed_at.is_some());
+}
+
+#[tokio::test]
+async fn each_way_a_user_ends_a_session_sets_its_status_and_finish_reason() {
+    let cases = [
+        (Ending::Completed, SessionStatus::Completed, "user_confirmed", "agent:session:complete"),
+        (Ending::Failed, SessionStatus::Terminated, "failed", "agent:session:terminate"),
+        (Ending::Terminated, SessionStatus::Terminated, "terminated", "agent:session:terminate"),
+        (Ending::Stuck, SessionStatus::Error, "stuck", "agent:session:error"),
+    ];
+    for (ending, status, reason, event) in cases {
+        let store = memory_store();
+        let h = runner(&store, slow_model(Duration::from_secs(30))).start(Loop::new(3), StartOptions::new(Termination::defaults(5))).unwrap();
+        let id = h.id().to_string();
+        wait_for_event(&h, &store, "agent:iteration:start").await;
+        h.end(ending, "the user's words");
+        let out = tokio::time::timeout(Duration::from_secs(10), h.wait()).await.unwrap().unwrap();
+        assert_eq!((out.status, out.finish_reason.as_deref()), (status, Some(reason)), "{ending:?}");
+        assert_eq!(store.events(&id, 0, usize::MAX).unwrap().pop().unwrap().name, event, "{ending:?}");
+        let confirmed = store.load(&id).unwrap().meta.progress.signals.user_confirmed;
+        assert_eq!(confirmed, (ending == Ending::Completed).then_some(true), "only a confirmed completion is the user's confirmation");
+    }
 }
 
 #[tokio::test]
