@@ -39,6 +39,15 @@ pub enum Command {
     /// The models installed under the data dir and the roles configured.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// Serve the web UI and the HTTP API: watch, steer and start sessions in a browser.
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Where to listen. Any address but loopback requires the token printed at start.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub addr: std::net::SocketAddr,
 }
 
 #[derive(Subcommand, Debug)]

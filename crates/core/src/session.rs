@@ -145,6 +145,31 @@ pub struct Session {
 }
 
 impl Session {
+    /// The session as a trajectory, one JSON object per line: the session,
+    /// then each iteration followed by its messages and tool calls, in
+    /// order (`sessions export`, the server's export).
+    pub fn trajectory(&self) -> Vec<Value> {
+        let mut lines = Vec::new();
+        let mut header = serde_json::to_value(self).unwrap_or_default();
+        if let Some(obj) = header.as_object_mut() {
+            obj.remove("iterations");
+            obj.insert("type".into(), "session".into());
+            obj.insert("format".into(), "agentloop-trajectory/1".into());
+        }
+        lines.push(header);
+        for it in &self.iterations {
+            let mut line = serde_json::to_value(it).unwrap_or_default();
+            if let Some(obj) = line.as_object_mut() {
+                obj.remove("toolCalls");
+                obj.remove("messages");
+                obj.insert("type".into(), "iteration".into());
+            }
+            lines.push(line);
+            lines.extend(it.messages.iter().map(|m| tagged(m, "message", it.iteration_number)));
+            lines.extend(it.tool_calls.iter().map(|t| tagged(t, "tool_call", it.iteration_number)));
+        }
+        lines
+    }
     /// Builds the users' model from stored rows: iteration rows and the
     /// journaled calls, which become tool call and message records.
     pub fn assemble(meta: &SessionMeta, iterations: Vec<IterationRecord>, calls: Vec<CallRecord>) -> Self {
@@ -234,4 +259,13 @@ fn message_records(call: &CallRecord) -> Vec<MessageRecord> {
         });
     }
     out
+}
+
+fn tagged<T: Serialize>(v: &T, kind: &str, iteration: u32) -> Value {
+    let mut line = serde_json::to_value(v).unwrap_or_default();
+    if let Some(obj) = line.as_object_mut() {
+        obj.insert("type".into(), kind.into());
+        obj.insert("iteration".into(), iteration.into());
+    }
+    line
 }

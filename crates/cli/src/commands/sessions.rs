@@ -92,47 +92,18 @@ pub async fn events(store: &dyn Store, id: &str, after: u64, follow: bool, json:
     Ok(ExitCode::SUCCESS)
 }
 
-/// One JSON object per line: the session, then each iteration followed by
-/// its messages and tool calls, in order.
+/// One JSON object per line (`Session::trajectory`).
 pub fn export(store: &dyn Store, id: &str, output: Option<&Path>) -> Result<ExitCode> {
     let session = store.session(id)?;
     let mut out: Box<dyn Write> = match output {
         Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut header = serde_json::to_value(&session)?;
-    if let Some(obj) = header.as_object_mut() {
-        obj.remove("iterations");
-        obj.insert("type".into(), json!("session"));
-        obj.insert("format".into(), json!("agentloop-trajectory/1"));
-    }
-    writeln!(out, "{header}")?;
-    for it in &session.iterations {
-        let mut line = serde_json::to_value(it)?;
-        if let Some(obj) = line.as_object_mut() {
-            obj.remove("toolCalls");
-            obj.remove("messages");
-            obj.insert("type".into(), json!("iteration"));
-        }
+    for line in session.trajectory() {
         writeln!(out, "{line}")?;
-        for m in &it.messages {
-            writeln!(out, "{}", tagged(m, "message", it.iteration_number)?)?;
-        }
-        for t in &it.tool_calls {
-            writeln!(out, "{}", tagged(t, "tool_call", it.iteration_number)?)?;
-        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn tagged<T: serde::Serialize>(v: &T, kind: &str, iteration: u32) -> Result<serde_json::Value> {
-    let mut line = serde_json::to_value(v)?;
-    if let Some(obj) = line.as_object_mut() {
-        obj.insert("type".into(), json!(kind));
-        obj.insert("iteration".into(), json!(iteration));
-    }
-    Ok(line)
 }
 
 pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {

@@ -1,0 +1,138 @@
+//! Steering a session: pause, resume, end it (terminate with one of the
+//! users' four reasons, or confirm it complete), answer its question.
+//! A paused session not running in this process (started by the CLI, or
+//! before a restart) is resumed here first when the request needs it.
+
+use std::sync::Arc;
+
+use agentloop_core::{Controller, Ending};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// `POST /api/sessions/{id}/pause`.
+pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    running_here(&app, &id)?.pause();
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// `POST /api/sessions/{id}/resume`: a paused session running here goes on;
+/// a paused or interrupted one stored by another process is taken up here.
+pub async fn resume(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    match app.live(&id) {
+        Some(c) => c.resume(),
+        None => {
+            take_up(&app, &id).await?;
+        }
+    }
+    Ok(StatusCode::ACCEPTED)
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct EndRequest {
+    /// completed, failed, terminated (the default) or stuck.
+    #[serde(default)]
+    pub ending: Ending,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `POST /api/sessions/{id}/terminate {ending, reason}`.
+pub async fn terminate(State(app): State<Arc<AppState>>, Path(id): Path<String>, body: Option<Json<EndRequest>>) -> ApiResult<StatusCode> {
+    let Json(req) = body.unwrap_or_default();
+    end(&app, &id, req.ending, req.reason).await
+}
+
+/// `POST /api/sessions/{id}/complete {reason}`: "Mark Complete", the user's
+/// confirmation that the goal is met.
+pub async fn complete(State(app): State<Arc<AppState>>, Path(id): Path<String>, body: Option<Json<EndRequest>>) -> ApiResult<StatusCode> {
+    let Json(req) = body.unwrap_or_default();
+    end(&app, &id, Ending::Completed, req.reason).await
+}
+
+async fn end(app: &Arc<AppState>, id: &str, ending: Ending, reason: String) -> ApiResult<StatusCode> {
+    let reason = if reason.trim().is_empty() { default_reason(ending).to_string() } else { reason };
+    let controller = match app.live(id) {
+        Some(c) => c,
+        None => take_up(app, id).await?,
+    };
+    controller.end(ending, reason);
+    let _ = app.changed.send(id.to_string());
+    Ok(StatusCode::ACCEPTED)
+}
+
+fn default_reason(ending: Ending) -> &'static str {
+    match ending {
+        Ending::Completed => "the user confirmed the goal is met",
+        Ending::Failed => "the user will fix it by hand",
+        Ending::Terminated => "the user asked for a different approach",
+        Ending::Stuck => "the user found the session stuck",
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerRequest {
+    pub interrupt_id: String,
+    pub reply: Value,
+}
+
+/// `POST /api/sessions/{id}/answer {interruptId, reply}`: answers the
+/// question the session waits on (approve, decline with a reason, approve
+/// for the rest of the session — whatever its choices are).
+pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, Json(req): Json<AnswerRequest>) -> ApiResult<StatusCode> {
+    let pending = app.store().pending_interrupt(&id)?.filter(|p| p.reply.is_none());
+    match pending {
+        Some(p) if p.id == req.interrupt_id => {}
+        Some(p) => return Err(ApiError::conflict(format!("session {id} waits on question {}, not {}: reload and answer that one", p.id, req.interrupt_id))),
+        None => return Err(ApiError::conflict(format!("session {id} waits on no question (it was answered already, or never asked)"))),
+    }
+    match app.live(&id) {
+        Some(c) => c.answer(&req.interrupt_id, req.reply)?,
+        // A process waiting on it (the CLI) picks the answer up from the
+        // store; one that left it paused goes on with `resume`.
+        None => app.store().answer(&id, &req.interrupt_id, &req.reply)?,
+    }
+    let _ = app.changed.send(id);
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// The controller of a session running in this process, or why not.
+fn running_here(app: &AppState, id: &str) -> ApiResult<Controller> {
+    if let Some(c) = app.live(id) {
+        return Ok(c);
+    }
+    let status = app.store().session(id)?.status;
+    Err(if status.is_final() {
+        ApiError::conflict(format!("session {id} is {} already", status.as_str()))
+    } else {
+        ApiError::conflict(format!("session {id} is {} but not running in this server: resume it here first", status.as_str()))
+    })
+}
+
+/// Resumes a stored, paused session in this process. One that reads as
+/// running belongs to another process (or one that died: `agentloop
+/// sessions resume` takes it up), and running it here too would run it twice.
+async fn take_up(app: &Arc<AppState>, id: &str) -> ApiResult<Controller> {
+    let meta = app.store().load(id)?.meta;
+    if meta.status.is_final() {
+        return Err(ApiError::conflict(format!("session {id} is {} already: there is nothing to resume", meta.status.as_str())));
+    }
+    if meta.status != agentloop_core::SessionStatus::Paused {
+        return Err(ApiError::conflict(format!(
+            "session {id} is {} in another process: steer it there (or, if that process died, run `agentloop sessions resume {id}`)",
+            meta.status.as_str()
+        )));
+    }
+    let agent = app.config.registry.agent_of(&meta)?;
+    let env = app.env(agent).await?;
+    let handle = agent.resume(&env, &meta, false)?;
+    let controller = handle.controller();
+    app.watch(handle);
+    Ok(controller)
+}

@@ -1,0 +1,161 @@
+//! Server-sent events. A session's stream replays its history from the
+//! store, then follows it live: every event in order, its sequence number
+//! as the SSE `id`, so a browser that reconnects with `Last-Event-ID` misses
+//! nothing and sees nothing twice. The store is the source of truth: a slow
+//! client is never dropped from, it reads on from where it is; a session
+//! running in this process wakes its followers at once, one in another
+//! process (the CLI) is polled.
+//!
+//! The session-list stream sends a row whenever a session appears, changes
+//! status or iteration, or is deleted.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{Event, SessionStatus};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::stream::{self, Stream};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use crate::error::ApiResult;
+use crate::sessions::row;
+use crate::state::AppState;
+
+/// Events read from the store at a time.
+const BATCH: usize = 512;
+/// How often a session not running here, or the list, is looked at again.
+const POLL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Default, Deserialize)]
+pub struct After {
+    /// Resume after this sequence number (what `Last-Event-ID` says too).
+    pub after: Option<u64>,
+}
+
+struct Follow {
+    app: Arc<AppState>,
+    id: String,
+    last: u64,
+    queue: VecDeque<SseEvent>,
+    live: Option<broadcast::Receiver<Event>>,
+    ended: bool,
+}
+
+/// `GET /api/sessions/{id}/events`: the whole history, then live events,
+/// then `event: end` once the session has finished.
+pub async fn session(
+    State(app): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Query<After>,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    app.store().session(&id)?;
+    let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let last = resumed.or(q.after).unwrap_or(0);
+    let live = app.live(&id).map(|c| c.events());
+    let follow = Follow { app, id, last, queue: VecDeque::new(), live, ended: false };
+    let stream = stream::unfold(follow, |mut f| async move {
+        loop {
+            if let Some(e) = f.queue.pop_front() {
+                return Some((Ok(e), f));
+            }
+            if f.ended {
+                return None;
+            }
+            f.fill().await;
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
+}
+
+impl Follow {
+    /// Queues what the store holds after `last`; when there is nothing new,
+    /// ends the stream for a finished session or waits for more.
+    async fn fill(&mut self) {
+        let store = self.app.store().clone();
+        let (id, last) = (self.id.clone(), self.last);
+        let read = tokio::task::spawn_blocking(move || {
+            let events = store.events(&id, last, BATCH)?;
+            let status = store.session(&id)?.status;
+            Ok::<_, agentloop_core::Error>((events, status))
+        })
+        .await;
+        let (events, status) = match read {
+            Ok(Ok(got)) => got,
+            Ok(Err(e)) => return self.end_with(json!({"error": e.to_string()})),
+            Err(e) => return self.end_with(json!({"error": format!("reading the session failed: {e}")})),
+        };
+        if !events.is_empty() {
+            for e in events {
+                self.last = e.seq;
+                let data = serde_json::to_string(&e).unwrap_or_default();
+                self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data));
+            }
+            return;
+        }
+        if status.is_final() {
+            return self.end_with(json!({"status": status}));
+        }
+        if self.live.is_none() {
+            // It may have been started or taken up here since.
+            self.live = self.app.live(&self.id).map(|c| c.events());
+        }
+        match self.live.as_mut() {
+            Some(rx) => {
+                tokio::select! {
+                    got = rx.recv() => if matches!(got, Err(broadcast::error::RecvError::Closed)) { self.live = None },
+                    () = tokio::time::sleep(POLL) => {}
+                }
+            }
+            None => tokio::time::sleep(POLL).await,
+        }
+    }
+
+    fn end_with(&mut self, data: Value) {
+        self.queue.push_back(SseEvent::default().event("end").data(data.to_string()));
+        self.ended = true;
+    }
+}
+
+/// `GET /api/events`: a `session` event with the row of every session at
+/// first, then of each one that changes; `removed` with the id of one
+/// deleted.
+pub async fn list(State(app): State<Arc<AppState>>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let changed = app.changed.subscribe();
+    let seen: HashMap<String, (SessionStatus, u32, u64)> = HashMap::new();
+    let stream = stream::unfold((app, changed, seen, VecDeque::new(), true), |(app, mut changed, mut seen, mut queue, mut first)| async move {
+        loop {
+            if let Some(e) = queue.pop_front() {
+                return Some((Ok(e), (app, changed, seen, queue, first)));
+            }
+            if !first {
+                tokio::select! {
+                    _ = changed.recv() => {}
+                    () = tokio::time::sleep(POLL) => {}
+                }
+            }
+            first = false;
+            let store = app.store().clone();
+            let Ok(Ok(all)) = tokio::task::spawn_blocking(move || store.list()).await else { continue };
+            let mut now = HashMap::new();
+            for m in &all {
+                let key = (m.status, m.current_iteration, m.step);
+                if seen.get(&m.id) != Some(&key) {
+                    queue.push_back(SseEvent::default().event("session").data(row(&app, m).to_string()));
+                }
+                now.insert(m.id.clone(), key);
+            }
+            for gone in seen.keys().filter(|id| !now.contains_key(*id)) {
+                queue.push_back(SseEvent::default().event("removed").data(json!({"sessionId": gone}).to_string()));
+            }
+            seen = now;
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+}

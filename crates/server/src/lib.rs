@@ -1,0 +1,67 @@
+//! agentloop's HTTP server: REST under `/api` and server-sent events over
+//! the agent registry and the store, and the web UI that uses them.
+//!
+//! Sessions started here run in this process on the same engine as the
+//! CLI's; sessions the CLI runs against the same data dir are visible live
+//! too, because the store is the source of truth.
+
+mod assets;
+mod auth;
+mod control;
+mod error;
+mod events;
+mod sessions;
+mod state;
+
+use std::net::SocketAddr;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+pub use error::ApiError;
+pub use state::{AppState, ModelsFactory, ServerConfig};
+
+/// The largest request body taken (a new session's input, an answer).
+const BODY_LIMIT: usize = 256 * 1024;
+
+/// Every route, with the token and origin guard.
+pub fn router(config: ServerConfig) -> Router {
+    let app = AppState::new(config);
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/ui/{file}", get(assets::asset))
+        .route("/login", get(auth::login))
+        .route("/api/agents", get(sessions::agents))
+        .route("/api/events", get(events::list))
+        .route("/api/sessions", get(sessions::list).post(sessions::start))
+        .route("/api/sessions/{id}", get(sessions::get).delete(sessions::delete))
+        .route("/api/sessions/{id}/export", get(sessions::export))
+        .route("/api/sessions/{id}/events", get(events::session))
+        .route("/api/sessions/{id}/pause", post(control::pause))
+        .route("/api/sessions/{id}/resume", post(control::resume))
+        .route("/api/sessions/{id}/terminate", post(control::terminate))
+        .route("/api/sessions/{id}/complete", post(control::complete))
+        .route("/api/sessions/{id}/answer", post(control::answer))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), auth::guard))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(app)
+}
+
+/// Whether `addr` is only reachable from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Serves `config` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, config: ServerConfig) -> std::io::Result<()> {
+    axum::serve(listener, router(config)).await
+}
+
+/// A fresh random token for a non-loopback bind.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+pub use auth::COOKIE;
+
