@@ -25,8 +25,11 @@ pub async fn guard(State(app): State<Arc<AppState>>, request: Request, next: Nex
     let path = request.uri().path();
     if let Some(token) = &app.config.token {
         if path != "/login" && !carries(headers, token) {
-            return ApiError::new(StatusCode::UNAUTHORIZED, "this server needs its token: open the URL it printed at start, or send `Authorization: Bearer <token>`")
-                .into_response();
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "this server needs its token: open the URL it printed at start, or send `Authorization: Bearer <token>`",
+            )
+            .into_response();
         }
     }
     if !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) && cross_site(headers) {

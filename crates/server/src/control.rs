@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use agentloop_core::{Controller, Ending};
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{body, ApiError, ApiResult};
 use crate::state::AppState;
 
 /// `POST /api/sessions/{id}/pause`.
@@ -43,15 +43,15 @@ pub struct EndRequest {
 }
 
 /// `POST /api/sessions/{id}/terminate {ending, reason}`.
-pub async fn terminate(State(app): State<Arc<AppState>>, Path(id): Path<String>, body: Option<Json<EndRequest>>) -> ApiResult<StatusCode> {
-    let Json(req) = body.unwrap_or_default();
+pub async fn terminate(State(app): State<Arc<AppState>>, Path(id): Path<String>, raw: Bytes) -> ApiResult<StatusCode> {
+    let req: EndRequest = body(&raw, Some(EndRequest::default()))?;
     end(&app, &id, req.ending, req.reason).await
 }
 
 /// `POST /api/sessions/{id}/complete {reason}`: "Mark Complete", the user's
 /// confirmation that the goal is met.
-pub async fn complete(State(app): State<Arc<AppState>>, Path(id): Path<String>, body: Option<Json<EndRequest>>) -> ApiResult<StatusCode> {
-    let Json(req) = body.unwrap_or_default();
+pub async fn complete(State(app): State<Arc<AppState>>, Path(id): Path<String>, raw: Bytes) -> ApiResult<StatusCode> {
+    let req: EndRequest = body(&raw, Some(EndRequest::default()))?;
     end(&app, &id, Ending::Completed, req.reason).await
 }
 
@@ -85,7 +85,8 @@ pub struct AnswerRequest {
 /// `POST /api/sessions/{id}/answer {interruptId, reply}`: answers the
 /// question the session waits on (approve, decline with a reason, approve
 /// for the rest of the session — whatever its choices are).
-pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, Json(req): Json<AnswerRequest>) -> ApiResult<StatusCode> {
+pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, raw: Bytes) -> ApiResult<StatusCode> {
+    let req: AnswerRequest = body(&raw, None)?;
     let pending = app.store().pending_interrupt(&id)?.filter(|p| p.reply.is_none());
     match pending {
         Some(p) if p.id == req.interrupt_id => {}

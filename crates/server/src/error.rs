@@ -34,6 +34,15 @@ impl ApiError {
     }
 }
 
+/// A request body read as JSON, with a sentence for the user when it is
+/// not; an empty body is `T::default()` where `T` has one that makes sense.
+pub fn body<T: serde::de::DeserializeOwned>(bytes: &[u8], empty: Option<T>) -> ApiResult<T> {
+    match empty {
+        Some(default) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(default),
+        _ => serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("the request body is not the JSON this route takes ({e})"))),
+    }
+}
+
 impl From<agentloop_core::Error> for ApiError {
     fn from(e: agentloop_core::Error) -> Self {
         use agentloop_core::Error as E;

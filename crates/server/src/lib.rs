@@ -64,4 +64,3 @@ pub fn new_token() -> String {
 }
 
 pub use auth::COOKIE;
-

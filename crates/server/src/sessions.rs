@@ -6,6 +6,7 @@ use std::sync::Arc;
 use agentloop_agents::registry::Launch;
 use agentloop_core::journal::SessionMeta;
 use agentloop_core::SessionStatus;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -13,7 +14,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{body, ApiError, ApiResult};
 use crate::state::AppState;
 
 /// `GET /api/agents`: each agent's name, what it does and the JSON Schema
@@ -43,17 +44,15 @@ const PAGE: usize = 50;
 /// `GET /api/sessions?agent=&status=&limit=&offset=`: newest first.
 pub async fn list(State(app): State<Arc<AppState>>, Query(q): Query<ListQuery>) -> ApiResult<Json<Value>> {
     let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
-        Some(s) => Some(SessionStatus::parse(s).ok_or_else(|| {
-            ApiError::bad_request(format!("`{s}` is not a session status: use idle, running, paused, completed, error or terminated"))
-        })?),
+        Some(s) => Some(
+            SessionStatus::parse(s)
+                .ok_or_else(|| ApiError::bad_request(format!("`{s}` is not a session status: use idle, running, paused, completed, error or terminated")))?,
+        ),
         None => None,
     };
     let all = app.store().list()?;
-    let matching: Vec<&SessionMeta> = all
-        .iter()
-        .filter(|m| q.agent.as_deref().is_none_or(|a| a.is_empty() || m.agent == a))
-        .filter(|m| status.is_none_or(|s| m.status == s))
-        .collect();
+    let matching: Vec<&SessionMeta> =
+        all.iter().filter(|m| q.agent.as_deref().is_none_or(|a| a.is_empty() || m.agent == a)).filter(|m| status.is_none_or(|s| m.status == s)).collect();
     let offset = q.offset.unwrap_or(0);
     let rows: Vec<Value> = matching.iter().skip(offset).take(q.limit.unwrap_or(PAGE)).map(|m| row(&app, m)).collect();
     Ok(Json(json!({"sessions": rows, "total": matching.len(), "offset": offset})))
@@ -114,7 +113,8 @@ pub struct StartRequest {
 }
 
 /// `POST /api/sessions {agent, input}`: starts a session in this process.
-pub async fn start(State(app): State<Arc<AppState>>, Json(req): Json<StartRequest>) -> ApiResult<impl IntoResponse> {
+pub async fn start(State(app): State<Arc<AppState>>, raw: Bytes) -> ApiResult<impl IntoResponse> {
+    let req: StartRequest = body(&raw, None)?;
     let agent = app.config.registry.get(&req.agent)?;
     let env = app.env(agent).await?;
     let handle = agent.start(&env, &req.input, Launch::default())?;

@@ -52,9 +52,7 @@ impl AppState {
             let factory = self.config.models.clone();
             self.models
                 .get_or_try_init(|| async move {
-                    tokio::task::spawn_blocking(move || factory())
-                        .await
-                        .map_err(|e| agentloop_core::Error::other(format!("loading the models failed: {e}")))?
+                    tokio::task::spawn_blocking(move || factory()).await.map_err(|e| agentloop_core::Error::other(format!("loading the models failed: {e}")))?
                 })
                 .await?
                 .clone()

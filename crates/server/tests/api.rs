@@ -1,0 +1,336 @@
+//! The server over real HTTP on loopback, with the real planner driven by
+//! a scripted model, a real SQLite store and a real workspace: every
+//! route, bad input and wrong transitions, approvals, the SSE stream and
+//! its resumption, the token and origin guard, two sessions at once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_agents::registry::Registry;
+use agentloop_core::{ChatRequest, ChatResponse, Models, Store};
+use agentloop_llm::ScriptedModel;
+use agentloop_server::{router, ServerConfig};
+use agentloop_store::SqliteStore;
+use futures::StreamExt;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+struct Server {
+    base: String,
+    http: reqwest::Client,
+    dir: tempfile::TempDir,
+}
+
+fn phase_of(req: &ChatRequest) -> &'static str {
+    let system = &req.messages[0].content;
+    let prompt = &req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+    if prompt.contains("Restate the goal") {
+        "restate"
+    } else if system.contains("You check finished work") {
+        "verify"
+    } else if prompt.contains("Next step:") {
+        "precheck"
+    } else {
+        "plan"
+    }
+}
+
+/// The planner's model: a plan of two folders, met when verified.
+fn planner_model(delay: Duration) -> ScriptedModel {
+    ScriptedModel::with(|req| {
+        Ok(ChatResponse::text(match phase_of(req) {
+            "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
+            "verify" => json!({"evidence": "both folders are there", "missing": [], "met": true}).to_string(),
+            "precheck" => "fine".to_string(),
+            _ => format!(
+                "<json>{}</json>",
+                json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true,
+                       "plan": [{"step": 1, "action": "CREATE_DIR alpha", "expects": "a folder"}, {"step": 2, "action": "CREATE_DIR beta", "expects": "a folder"}]})
+            ),
+        }))
+    })
+    .delay(delay)
+}
+
+async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("agentloop.sqlite"), Default::default()).unwrap());
+    let model = Arc::new(model);
+    let config = ServerConfig {
+        registry: Arc::new(Registry::standard()),
+        store,
+        data_dir: dir.path().to_path_buf(),
+        models: Arc::new(move || Ok(Models::new(model.clone()))),
+        token: token.map(String::from),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(config)).await });
+    Server { base, http: reqwest::Client::new(), dir }
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self.http.post(self.url(path)).json(&body).send().await.unwrap();
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A planner session on a fresh folder under the server's dir.
+    async fn start_planner(&self, folder: &str, approve: &str) -> String {
+        let root = self.dir.path().join(folder);
+        std::fs::create_dir_all(&root).unwrap();
+        let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": approve, "commandTimeoutSecs": 30});
+        let (status, v) = self.post("/api/sessions", json!({"agent": "planner", "input": input})).await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        v["sessionId"].as_str().unwrap().to_string()
+    }
+
+    /// Polls the session until `done` holds for it.
+    async fn until(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..300 {
+            let (_, v) = self.get(&format!("/api/sessions/{id}")).await;
+            if done(&v) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("session {id} never got to: {what}");
+    }
+
+    /// Every SSE message until the stream ends: (id, data) pairs, the
+    /// `end` event as id "end".
+    async fn events(&self, id: &str, last_event_id: Option<u64>, stop_after: Option<usize>) -> Vec<(String, Value)> {
+        let mut req = self.http.get(self.url(&format!("/api/sessions/{id}/events")));
+        if let Some(last) = last_event_id {
+            req = req.header("Last-Event-ID", last.to_string());
+        }
+        let mut body = req.send().await.unwrap().bytes_stream();
+        let (mut out, mut buf) = (Vec::new(), String::new());
+        while let Ok(Some(chunk)) = tokio::time::timeout(Duration::from_secs(20), body.next()).await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            while let Some(at) = buf.find("\n\n") {
+                let block: String = buf.drain(..at + 2).collect();
+                let field = |name: &str| block.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()));
+                let Some(data) = field("data:") else { continue };
+                let id = if field("event:").as_deref() == Some("end") { "end".to_string() } else { field("id:").unwrap_or_default() };
+                out.push((id.clone(), serde_json::from_str(&data).unwrap()));
+                if id == "end" || stop_after.is_some_and(|n| out.len() >= n) {
+                    return out;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn is_status(v: &Value, status: &str) -> bool {
+    v["status"] == status
+}
+
+#[tokio::test]
+async fn agents_are_listed_with_their_input_schema() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let (status, v) = s.get("/api/agents").await;
+    assert_eq!(status, StatusCode::OK);
+    let planner = v["agents"].as_array().unwrap().iter().find(|a| a["name"] == "planner").unwrap();
+    assert!(planner["inputSchema"]["properties"]["goal"].is_object(), "{planner}");
+    assert!(v["agents"].as_array().unwrap().iter().any(|a| a["name"] == "coder"));
+}
+
+#[tokio::test]
+async fn a_session_started_over_http_runs_to_a_verified_end_and_reads_back_whole() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let id = s.start_planner("w", "all").await;
+    let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    assert_eq!(v["finishReason"], "goal_verified");
+    assert!(s.dir.path().join("w/alpha").is_dir() && s.dir.path().join("w/beta").is_dir());
+    assert!(!v["iterations"].as_array().unwrap().is_empty());
+    assert!(v["summary"]["reachedGoal"].as_bool().unwrap());
+    assert_eq!(v["task"], "Create the folders alpha and beta.");
+
+    let (status, list) = s.get("/api/sessions?agent=planner&status=completed").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["sessions"][0]["sessionId"], id.as_str());
+    let (_, none) = s.get("/api/sessions?agent=coder").await;
+    assert_eq!(none["total"], 0);
+
+    let export = s.http.get(s.url(&format!("/api/sessions/{id}/export"))).send().await.unwrap().text().await.unwrap();
+    let first: Value = serde_json::from_str(export.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "session");
+    assert!(export.lines().any(|l| l.contains("\"type\":\"tool_call\"")));
+
+    let r = s.http.delete(s.url(&format!("/api/sessions/{id}"))).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(s.get(&format!("/api/sessions/{id}")).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn bad_input_unknown_ids_and_wrong_transitions_get_one_sentence_and_a_4xx() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let bad = s.http.post(s.url("/api/sessions")).body("{not json").header("content-type", "application/json").send().await.unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert!(bad.json::<Value>().await.unwrap()["error"].as_str().unwrap().contains("not the JSON"));
+    let (status, v) = s.post("/api/sessions", json!({"agent": "nobody", "input": {}})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(v["error"].as_str().unwrap().contains("no agent named `nobody`"), "{v}");
+    let (status, v) = s.post("/api/sessions", json!({"agent": "planner", "input": {"goal": 3}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    for path in ["/api/sessions/nope", "/api/sessions/nope/export"] {
+        assert_eq!(s.get(path).await.0, StatusCode::NOT_FOUND, "{path}");
+    }
+    for path in ["pause", "resume", "terminate", "complete"] {
+        assert_eq!(s.post(&format!("/api/sessions/nope/{path}"), json!({})).await.0, StatusCode::NOT_FOUND, "{path}");
+    }
+    let (status, v) = s.get("/api/sessions?status=sleeping").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(v["error"].as_str().unwrap().contains("not a session status"));
+
+    let id = s.start_planner("w", "all").await;
+    s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    for path in ["pause", "resume", "terminate"] {
+        let (status, v) = s.post(&format!("/api/sessions/{id}/{path}"), json!({})).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{path} on a completed session: {v}");
+        assert!(v["error"].as_str().unwrap().contains("completed already"), "{v}");
+    }
+    let (status, v) = s.post(&format!("/api/sessions/{id}/answer"), json!({"interruptId": "1.0", "reply": "yes"})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(v["error"].as_str().unwrap().contains("waits on no question"), "{v}");
+}
+
+#[tokio::test]
+async fn an_approval_lets_the_session_go_on_and_a_decline_sends_it_back_to_plan() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let id = s.start_planner("w", "ask").await;
+    let v = s.until(&id, "a question", |v| !v["pending"].is_null()).await;
+    assert!(v["pending"]["question"].as_str().unwrap().contains("CREATE_DIR alpha"), "the question shows what would run: {v}");
+    assert!(!s.dir.path().join("w/alpha").exists(), "nothing ran before the approval");
+    let first = v["pending"]["id"].as_str().unwrap().to_string();
+    let (status, v) = s.post(&format!("/api/sessions/{id}/answer"), json!({"interruptId": first, "reply": "call them a and b"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    let v = s.until(&id, "the next plan's question", |v| v["pending"]["id"].as_str().is_some_and(|p| p != first)).await;
+    let again = v["pending"]["id"].as_str().unwrap().to_string();
+    let (status, v) = s.post(&format!("/api/sessions/{id}/answer"), json!({"interruptId": first, "reply": "all"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "an answered question cannot be answered again: {v}");
+    let (status, _) = s.post(&format!("/api/sessions/{id}/answer"), json!({"interruptId": again, "reply": "all"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    assert_eq!(v["progress"]["iterations"], 2, "the decline cost a plan: {}", v["progress"]);
+    assert!(s.dir.path().join("w/alpha").is_dir());
+}
+
+#[tokio::test]
+async fn pause_resume_and_each_way_to_end_a_session() {
+    let s = start_server(planner_model(Duration::from_millis(400)), None).await;
+    let id = s.start_planner("w", "all").await;
+    s.until(&id, "running", |v| is_status(v, "running")).await;
+    assert_eq!(s.post(&format!("/api/sessions/{id}/pause"), json!({})).await.0, StatusCode::ACCEPTED);
+    s.until(&id, "paused", |v| is_status(v, "paused")).await;
+    assert_eq!(s.post(&format!("/api/sessions/{id}/resume"), json!({})).await.0, StatusCode::ACCEPTED);
+    s.until(&id, "completed", |v| is_status(v, "completed")).await;
+
+    for (ending, status, reason) in [
+        ("completed", "completed", "user_confirmed"),
+        ("failed", "terminated", "failed"),
+        ("terminated", "terminated", "terminated"),
+        ("stuck", "error", "stuck"),
+    ] {
+        let id = s.start_planner(ending, "all").await;
+        s.until(&id, "running", |v| is_status(v, "running")).await;
+        let route = if ending == "completed" { "complete" } else { "terminate" };
+        let (code, v) = s.post(&format!("/api/sessions/{id}/{route}"), json!({"ending": ending, "reason": "seen enough"})).await;
+        assert_eq!(code, StatusCode::ACCEPTED, "{v}");
+        let v = s.until(&id, status, |v| is_status(v, status)).await;
+        assert_eq!(v["finishReason"], reason, "{ending}");
+    }
+    let (code, v) = s.post(&format!("/api/sessions/{id}/terminate"), json!({"ending": "exploded"})).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "an unknown ending: {v}");
+}
+
+#[tokio::test]
+async fn the_event_stream_resumes_after_a_dropped_connection_losing_and_repeating_nothing() {
+    let s = start_server(planner_model(Duration::from_millis(50)), None).await;
+    let id = s.start_planner("w", "all").await;
+    let head = s.events(&id, None, Some(5)).await;
+    assert_eq!(head.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), ["1", "2", "3", "4", "5"]);
+    let rest = s.events(&id, Some(5), None).await;
+    let (end, ids) = rest.split_last().unwrap();
+    assert_eq!(end.0, "end", "the stream ends once the session has");
+    assert_eq!(end.1["status"], "completed");
+    let seqs: Vec<u64> = ids.iter().map(|(i, _)| i.parse().unwrap()).collect();
+    assert_eq!(seqs, (6..6 + seqs.len() as u64).collect::<Vec<_>>(), "contiguous from where it left off");
+    assert!(ids.iter().all(|(i, e)| e["seq"].to_string() == *i), "each event's id is its sequence number");
+    assert_eq!(ids.last().unwrap().1["name"], "agent:session:complete");
+    let whole = s.events(&id, None, None).await;
+    assert_eq!(whole.len(), 5 + rest.len(), "a finished session's stream is its whole history, then the end");
+}
+
+#[tokio::test]
+async fn two_sessions_run_at_once() {
+    let s = start_server(planner_model(Duration::from_millis(100)), None).await;
+    let a = s.start_planner("a", "all").await;
+    let b = s.start_planner("b", "all").await;
+    let (_, list) = s.get("/api/sessions").await;
+    assert_eq!(list["total"], 2);
+    assert!(list["sessions"].as_array().unwrap().iter().all(|r| r["live"] == true || r["status"] == "completed"));
+    for id in [&a, &b] {
+        s.until(id, "completed", |v| is_status(v, "completed")).await;
+    }
+    assert!(s.dir.path().join("a/alpha").is_dir() && s.dir.path().join("b/beta").is_dir());
+}
+
+#[tokio::test]
+async fn with_a_token_every_request_needs_it_and_no_other_site_may_change_anything() {
+    let s = start_server(planner_model(Duration::ZERO), Some("s3cret")).await;
+    let (status, v) = s.get("/api/agents").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(v["error"].as_str().unwrap().contains("token"));
+    let ok = s.http.get(s.url("/api/agents")).bearer_auth("s3cret").send().await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    assert_eq!(s.http.get(s.url("/api/agents")).bearer_auth("guess").send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let login = no_redirects.get(s.url("/login?token=s3cret")).send().await.unwrap();
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.contains("HttpOnly") && cookie.starts_with("agentloop_token=s3cret"), "{cookie}");
+    let with_cookie = s.http.get(s.url("/api/agents")).header("cookie", "agentloop_token=s3cret").send().await.unwrap();
+    assert_eq!(with_cookie.status(), StatusCode::OK);
+    assert_eq!(no_redirects.get(s.url("/login?token=nope")).send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+
+    let host = s.base.trim_start_matches("http://").to_string();
+    let evil = s.http.post(s.url("/api/sessions")).bearer_auth("s3cret").header("origin", "http://evil.example").json(&json!({})).send().await.unwrap();
+    assert_eq!(evil.status(), StatusCode::FORBIDDEN);
+    let cross = s.http.post(s.url("/api/sessions/x/pause")).bearer_auth("s3cret").header("sec-fetch-site", "cross-site").send().await.unwrap();
+    assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+    let same = s
+        .http
+        .post(s.url("/api/sessions"))
+        .bearer_auth("s3cret")
+        .header("origin", format!("http://{host}"))
+        .json(&json!({"agent": "nobody"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same.status(), StatusCode::NOT_FOUND, "the same origin gets through to the route");
+}
+
+#[tokio::test]
+async fn the_web_ui_is_served_from_the_binary() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let page = s.http.get(s.url("/")).send().await.unwrap();
+    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(page.text().await.unwrap().contains("/ui/app.js"));
+    assert_eq!(s.http.get(s.url("/ui/app.js")).send().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(s.http.get(s.url("/ui/secret.txt")).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+}
