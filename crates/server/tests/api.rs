@@ -270,7 +270,7 @@ async fn the_event_stream_resumes_after_a_dropped_connection_losing_and_repeatin
     assert_eq!(end.1["status"], "completed");
     let seqs: Vec<u64> = ids.iter().map(|(i, _)| i.parse().unwrap()).collect();
     assert_eq!(seqs, (6..6 + seqs.len() as u64).collect::<Vec<_>>(), "contiguous from where it left off");
-    assert!(ids.iter().all(|(i, e)| e["seq"].to_string() == *i), "each event's id is its sequence number");
+    assert!(ids.iter().all(|(i, e)| e["seq"] == i.parse::<u64>().unwrap()), "each event's id is its sequence number");
     assert_eq!(ids.last().unwrap().1["name"], "agent:session:complete");
     let whole = s.events(&id, None, None).await;
     assert_eq!(whole.len(), 5 + rest.len(), "a finished session's stream is its whole history, then the end");
