@@ -94,8 +94,13 @@ impl Follow {
         if !events.is_empty() {
             for e in events {
                 self.last = e.seq;
-                let data = serde_json::to_string(&e).unwrap_or_default();
-                self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data));
+                // An agent's own event comes with the line the CLI shows for
+                // it, so the UI renders every agent readably with no code of its own.
+                let mut data = serde_json::to_value(&e).unwrap_or_default();
+                if let Some(line) = self.app.config.registry.line(&e) {
+                    data["line"] = json!(line);
+                }
+                self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data.to_string()));
             }
             return;
         }
