@@ -342,8 +342,8 @@ function showSession(id) {
     switch (e.name) {
       case "agent:iteration:start": return `iteration ${p.iteration ?? ""} started`;
       case "agent:iteration:complete": return `iteration ${p.iteration ?? ""} ${p.status || "done"}`;
-      case "agent:tool:called": return `→ ${p.toolName || p.tool || "tool"} ${shorten(JSON.stringify(p.input ?? ""), 120)}`;
-      case "agent:tool:complete": return `← ${p.toolName || p.tool || "tool"} ${p.status || ""}`;
+      case "agent:tool:called": return `→ ${p.toolName}`;
+      case "agent:tool:complete": return `← ${p.toolName} (${p.duration} ms)`;
       case "agent:session:terminate": return `terminated: ${p.reason || ""}`;
       case "agent:session:complete": return `completed (${p.finishReason || ""})`;
       case "agent:session:error": return `error: ${p.error || ""}`;
@@ -438,6 +438,17 @@ function showSession(id) {
     dialog.showModal();
   }
 
+  const opened = Date.now() - 1000;
+  function liveToast(e) {
+    const p = e.payload || {};
+    if (e.name === "agent:session:complete") toast(`Session completed (${p.finishReason})`);
+    if (e.name === "agent:session:error") toast(`Session error: ${p.error}`);
+    if (e.name === "agent:session:terminate") {
+      // A timeout ends the session as terminated with finish reason `timeout`.
+      api(`/api/sessions/${encodeURIComponent(id)}`).then((s) => toast(s.finishReason === "timeout" ? "Agent timed out" : `Session terminated: ${p.reason}`)).catch(fail);
+    }
+  }
+
   const stream = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events`);
   stream.onmessage = (m) => {
     const e = JSON.parse(m.data);
@@ -447,9 +458,8 @@ function showSession(id) {
       session.currentIteration = e.payload.iteration;
       renderProgress();
     }
-    if (e.name === "agent:session:complete") toast(`Session completed (${(e.payload || {}).finishReason || "done"})`);
-    if (e.name === "agent:session:terminate") toast((e.payload || {}).reason && /time/i.test(e.payload.reason) ? "Agent timed out" : `Session terminated: ${(e.payload || {}).reason || ""}`);
-    if (e.name === "agent:session:error") toast(`Session error: ${(e.payload || {}).error || ""}`);
+    // History replayed on opening a session raises no toasts; what happens now does.
+    if (Date.parse(e.timestamp) >= opened) liveToast(e);
     soon();
   };
   stream.addEventListener("end", () => { stream.close(); soon(); });
