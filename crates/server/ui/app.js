@@ -53,7 +53,7 @@ const fail = (e) => toast(e.message || String(e));
 
 // ---------- formatting
 
-const STATUS_ICON = { running: "spinner", idle: "spinner", paused: "⏸", completed: "✓", error: "✗", terminated: "▲" };
+const STATUS_ICON = { running: "spinner", idle: "spinner", paused: "‖", completed: "✓", error: "✗", terminated: "▲" };
 
 function statusBadge(status) {
   const icon = STATUS_ICON[status] || "•";
@@ -344,6 +344,11 @@ function showSession(id) {
       case "agent:iteration:complete": return `iteration ${p.iteration ?? ""} ${p.status || "done"}`;
       case "agent:tool:called": return `→ ${p.toolName}`;
       case "agent:tool:complete": return `← ${p.toolName} (${p.duration} ms)`;
+      case "agent:session:start": return "session started";
+      case "agent:session:pause": return "paused";
+      case "agent:session:resume": return "resumed";
+      case "agent:step:error": return `${p.node} failed: ${p.error}`;
+      case "agent:model:switched": return `${p.role}: ${p.from} → ${p.to}`;
       case "agent:session:terminate": return `terminated: ${p.reason || ""}`;
       case "agent:session:complete": return `completed (${p.finishReason || ""})`;
       case "agent:session:error": return `error: ${p.error || ""}`;

@@ -72,7 +72,14 @@ pub struct PlannerInput {
     pub approve: ApproveMode,
     #[serde(default)]
     pub config: PlannerConfig,
+    /// Seconds a RUN_COMMAND may run before it is killed.
+    #[serde(default = "default_command_timeout")]
     pub command_timeout_secs: u64,
+}
+
+/// As `--command-timeout`'s default, for inputs given as JSON (the server).
+fn default_command_timeout() -> u64 {
+    60
 }
 
 impl AgentSpec for Planner {
