@@ -11,6 +11,7 @@ pub mod humaneval;
 pub mod model;
 pub mod planner;
 pub mod repl;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

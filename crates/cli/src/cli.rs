@@ -131,6 +131,9 @@ pub enum BenchCommand {
     /// The coder on small projects with failing tests: solved (the tests
     /// pass when the bench runs them), iterations, time, false completions.
     Coder(agentloop_bench::coder::CoderArgs),
+    /// The server under load: the reference loop followed by 1, 10 and 100
+    /// SSE clients — commit-to-client latency, missed events, loop slowdown.
+    Server(agentloop_bench::server::ServerArgs),
 }
 
 #[cfg(feature = "llama")]

@@ -1,10 +1,11 @@
 //! Server-sent events. A session's stream replays its history from the
 //! store, then follows it live: every event in order, its sequence number
 //! as the SSE `id`, so a browser that reconnects with `Last-Event-ID` misses
-//! nothing and sees nothing twice. The store is the source of truth: a slow
-//! client is never dropped from, it reads on from where it is; a session
-//! running in this process wakes its followers at once, one in another
-//! process (the CLI) is polled.
+//! nothing and sees nothing twice. The store is the source of truth: a
+//! session running in this process hands its followers each event as it is
+//! committed, and a follower that falls behind (or a session run by another
+//! process, which is polled) reads on from the store where it is, so no
+//! event is ever dropped.
 //!
 //! The session-list stream sends a row whenever a session appears, changes
 //! status or iteration, or is deleted.
@@ -44,6 +45,8 @@ struct Follow {
     last: u64,
     queue: VecDeque<SseEvent>,
     live: Option<broadcast::Receiver<Event>>,
+    /// The store held nothing newer at the last read.
+    caught_up: bool,
     ended: bool,
 }
 
@@ -59,7 +62,7 @@ pub async fn session(
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let last = resumed.or(q.after).unwrap_or(0);
     let live = app.live(&id).map(|c| c.events());
-    let follow = Follow { app, id, last, queue: VecDeque::new(), live, ended: false };
+    let follow = Follow { app, id, last, queue: VecDeque::new(), live, caught_up: false, ended: false };
     let stream = stream::unfold(follow, |mut f| async move {
         loop {
             if let Some(e) = f.queue.pop_front() {
@@ -74,51 +77,73 @@ pub async fn session(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
 }
 
+/// The status a session's last event says it ended with, if it is one.
+fn ended_as(name: &str) -> Option<SessionStatus> {
+    match name {
+        "agent:session:complete" => Some(SessionStatus::Completed),
+        "agent:session:terminate" => Some(SessionStatus::Terminated),
+        "agent:session:error" => Some(SessionStatus::Error),
+        _ => None,
+    }
+}
+
 impl Follow {
-    /// Queues what the store holds after `last`; when there is nothing new,
-    /// ends the stream for a finished session or waits for more.
+    /// Queues the next events: straight from the session's live broadcast
+    /// while they come in order, from the store otherwise (the history, a
+    /// gap, a lagging client, a session run by another process). Ends the
+    /// stream after the session's last event.
     async fn fill(&mut self) {
+        if self.caught_up {
+            if let Some(rx) = self.live.as_mut() {
+                let got = tokio::select! {
+                    got = rx.recv() => Some(got),
+                    () = tokio::time::sleep(POLL) => None,
+                };
+                match got {
+                    Some(Ok(e)) if e.seq <= self.last => return,
+                    Some(Ok(e)) if e.seq == self.last + 1 => return self.push(e),
+                    Some(Err(broadcast::error::RecvError::Closed)) => self.live = None,
+                    // A gap, a lagging client or a quiet moment: read the store.
+                    _ => {}
+                }
+            }
+        }
         let store = self.app.store().clone();
         let (id, last) = (self.id.clone(), self.last);
-        let read = tokio::task::spawn_blocking(move || {
-            let events = store.events(&id, last, BATCH)?;
-            let status = store.session(&id)?.status;
-            Ok::<_, agentloop_core::Error>((events, status))
-        })
-        .await;
-        let (events, status) = match read {
-            Ok(Ok(got)) => got,
+        let read = tokio::task::spawn_blocking(move || store.events(&id, last, BATCH)).await;
+        let events = match read {
+            Ok(Ok(events)) => events,
             Ok(Err(e)) => return self.end_with(json!({"error": e.to_string()})),
             Err(e) => return self.end_with(json!({"error": format!("reading the session failed: {e}")})),
         };
-        if !events.is_empty() {
-            for e in events {
-                self.last = e.seq;
-                // An agent's own event comes with the line the CLI shows for
-                // it, so the UI renders every agent readably with no code of its own.
-                let mut data = serde_json::to_value(&e).unwrap_or_default();
-                if let Some(line) = self.app.config.registry.line(&e) {
-                    data["line"] = json!(line);
-                }
-                self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data.to_string()));
+        self.caught_up = events.len() < BATCH;
+        let quiet = events.is_empty();
+        for e in events {
+            self.push(e);
+        }
+        if quiet && !self.ended {
+            if self.live.is_none() {
+                // It may have been started or taken up here since.
+                self.live = self.app.live(&self.id).map(|c| c.events());
             }
-            return;
-        }
-        if status.is_final() {
-            return self.end_with(json!({"status": status}));
-        }
-        if self.live.is_none() {
-            // It may have been started or taken up here since.
-            self.live = self.app.live(&self.id).map(|c| c.events());
-        }
-        match self.live.as_mut() {
-            Some(rx) => {
-                tokio::select! {
-                    got = rx.recv() => if matches!(got, Err(broadcast::error::RecvError::Closed)) { self.live = None },
-                    () = tokio::time::sleep(POLL) => {}
-                }
+            if self.live.is_none() {
+                tokio::time::sleep(POLL).await;
             }
-            None => tokio::time::sleep(POLL).await,
+        }
+    }
+
+    fn push(&mut self, e: Event) {
+        self.last = e.seq;
+        let end = ended_as(&e.name);
+        // An agent's own event comes with the line the CLI shows for it, so
+        // the UI renders every agent readably with no code of its own.
+        let mut data = serde_json::to_value(&e).unwrap_or_default();
+        if let Some(line) = self.app.config.registry.line(&e) {
+            data["line"] = json!(line);
+        }
+        self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data.to_string()));
+        if let Some(status) = end {
+            self.end_with(json!({"status": status}));
         }
     }
 
