@@ -310,10 +310,35 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     let s: Value = http.get(format!("{base}/api/sessions/{id}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(s["progress"]["iterations"], 2, "the decline sent it back to plan once");
 
+    // A session of 10,000 events stays smooth: only the rows in view are drawn.
+    let r: Value = http
+        .post(format!("{base}/api/sessions"))
+        .json(&json!({"agent": "bench-engine", "input": {"iterations": 5000, "calls": false}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    b.go(&format!("{base}/#/s/{}", r["sessionId"].as_str().unwrap())).await;
+    b.until(
+        "every event",
+        "return document.querySelector('.progress .status[data-status=completed]') && document.querySelector('#events .spacer').offsetHeight >= 10000*24",
+    )
+    .await;
+    let drawn = b.js("return document.querySelectorAll('#events .ev').length").await.as_u64().unwrap();
+    assert!(drawn < 100, "{drawn} rows drawn for 10,000 events");
+    b.js("const e=document.querySelector('#events');e.scrollTop=e.scrollHeight/2;return true").await;
+    b.until(
+        "the rows in the middle",
+        "return [...document.querySelectorAll('#events .ev')].some(r => Number(r.dataset.seq) > 4000 && Number(r.dataset.seq) < 6500)",
+    )
+    .await;
+
     // The list shows every session, live.
     b.go(&format!("{base}/")).await;
-    let rows = b.until("seven rows", "const n=document.querySelectorAll('#sessions tr').length;return n>=7?n:0").await;
-    assert_eq!(rows, 7);
+    let rows = b.until("eight rows", "const n=document.querySelectorAll('#sessions tr').length;return n>=8?n:0").await;
+    assert_eq!(rows, 8);
     b.shot("session-list").await;
     b.cmd("POST", "/window/rect", json!({"width": 1280, "height": 900})).await;
     let _ = b.http.delete(&b.base).send().await;

@@ -43,6 +43,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/api/sessions/{id}/terminate", post(control::terminate))
         .route("/api/sessions/{id}/complete", post(control::complete))
         .route("/api/sessions/{id}/answer", post(control::answer))
+        .fallback(|| async { ApiError::new(axum::http::StatusCode::NOT_FOUND, "no such route: the API is under /api (see the README's route table)") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth::guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(app)

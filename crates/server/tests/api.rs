@@ -193,6 +193,9 @@ async fn bad_input_unknown_ids_and_wrong_transitions_get_one_sentence_and_a_4xx(
     for path in ["pause", "resume", "terminate", "complete"] {
         assert_eq!(s.post(&format!("/api/sessions/nope/{path}"), json!({})).await.0, StatusCode::NOT_FOUND, "{path}");
     }
+    let (status, v) = s.get("/api/nothing-here").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(v["error"].as_str().unwrap().contains("no such route"), "{v}");
     let (status, v) = s.get("/api/sessions?status=sleeping").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(v["error"].as_str().unwrap().contains("not a session status"));
@@ -281,6 +284,8 @@ async fn two_sessions_run_at_once() {
     let s = start_server(planner_model(Duration::from_millis(100)), None).await;
     let a = s.start_planner("a", "all").await;
     let b = s.start_planner("b", "all").await;
+    let running = s.http.delete(s.url(&format!("/api/sessions/{a}"))).send().await.unwrap();
+    assert_eq!(running.status(), StatusCode::CONFLICT, "a running session is not deleted");
     let (_, list) = s.get("/api/sessions").await;
     assert_eq!(list["total"], 2);
     assert!(list["sessions"].as_array().unwrap().iter().all(|r| r["live"] == true || r["status"] == "completed"));
