@@ -21,6 +21,7 @@ struct Server {
     base: String,
     http: reqwest::Client,
     dir: tempfile::TempDir,
+    db: std::path::PathBuf,
 }
 
 fn phase_of(req: &ChatRequest) -> &'static str {
@@ -56,7 +57,8 @@ fn planner_model(delay: Duration) -> ScriptedModel {
 
 async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("agentloop.sqlite"), Default::default()).unwrap());
+    let db = dir.path().join("agentloop.sqlite");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, Default::default()).unwrap());
     let model = Arc::new(model);
     let config = ServerConfig {
         registry: Arc::new(Registry::standard()),
@@ -68,7 +70,7 @@ async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router(config)).await });
-    Server { base, http: reqwest::Client::new(), dir }
+    Server { base, http: reqwest::Client::new(), dir, db }
 }
 
 impl Server {
@@ -338,4 +340,41 @@ async fn the_web_ui_is_served_from_the_binary() {
     assert!(page.text().await.unwrap().contains("/ui/app.js"));
     assert_eq!(s.http.get(s.url("/ui/app.js")).send().await.unwrap().status(), StatusCode::OK);
     assert_eq!(s.http.get(s.url("/ui/secret.txt")).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    // Another process: its own store on the same file, its own runner.
+    let other: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
+    let env = agentloop_agents::registry::AgentEnv {
+        store: other,
+        models: Models::new(Arc::new(planner_model(Duration::from_millis(150)))),
+        data_dir: s.dir.path().to_path_buf(),
+        tokens: None,
+    };
+    let root = s.dir.path().join("cli");
+    std::fs::create_dir_all(&root).unwrap();
+    let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});
+    let registry = Registry::standard();
+    let handle = registry.get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
+    let id = handle.id().to_string();
+    let (_, list) = s.get("/api/sessions").await;
+    assert_eq!(list["sessions"][0]["sessionId"], id.as_str());
+    assert_eq!(list["sessions"][0]["live"], false, "not run by the server");
+    let (status, v) = s.post(&format!("/api/sessions/{id}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "the server cannot steer another process's run: {v}");
+    let events = s.events(&id, None, None).await;
+    let (end, seen) = events.split_last().unwrap();
+    assert_eq!(end.1["status"], "completed", "followed to the end by polling the store");
+    assert_eq!(seen.len() as u64, seen.last().unwrap().1["seq"].as_u64().unwrap(), "every event, none twice");
+    handle.wait().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let huge = json!({"agent": "planner", "input": {"goal": "x".repeat(300 * 1024)}});
+    let r = s.http.post(s.url("/api/sessions")).json(&huge).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
