@@ -125,6 +125,11 @@ impl Registry {
     /// The live line of an agent's event (`None` for engine events and
     /// events no agent here knows).
     pub fn line(&self, event: &Event) -> Option<String> {
+        // `agent:…` names are the engine's own (no agent's events use the
+        // prefix), so the common case skips trying every agent's kinds.
+        if event.name.starts_with("agent:") {
+            return None;
+        }
         self.agents().find_map(|a| a.line(event))
     }
 
