@@ -43,6 +43,7 @@ pub async fn run(env: &BenchEnv, args: ServerArgs) -> Result<()> {
     let config = ServerConfig {
         registry: Arc::new(Registry::standard()),
         store: store.clone(),
+        reads: Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), env.durability)?),
         data_dir: scratch.clone(),
         models: Arc::new(|| Ok(Models::none())),
         token: None,
@@ -99,11 +100,23 @@ async fn one_run(http: &reqwest::Client, base: &str, store: &Arc<dyn Store>, k: 
         .json()
         .await?;
     let id = started["sessionId"].as_str().with_context(|| format!("the server did not start the loop: {started}"))?.to_string();
-    let clients: Vec<_> = (0..k).map(|_| tokio::spawn(follow(http.clone(), format!("{base}/api/sessions/{id}/events")))).collect();
-    let mut seen = Vec::new();
-    for c in clients {
-        seen.push(c.await.context("a client failed")??);
-    }
+    // The clients run on a thread and runtime of their own, as browsers
+    // would in processes of their own: only the server shares the loop's.
+    let url = format!("{base}/api/sessions/{id}/events");
+    let http = http.clone();
+    let clients = std::thread::spawn(move || -> Result<Vec<Followed>> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async move {
+            let followers: Vec<_> = (0..k).map(|_| tokio::spawn(follow(http.clone(), url.clone()))).collect();
+            let mut seen = Vec::new();
+            for f in followers {
+                seen.push(f.await.context("a client failed")??);
+            }
+            Ok(seen)
+        })
+    });
+    let seen = tokio::task::spawn_blocking(move || clients.join()).await?.map_err(|_| anyhow::anyhow!("the clients' thread panicked"))??;
+
     let meta = loop {
         let meta = store.load(&id)?.meta;
         if meta.status.is_final() {
@@ -132,8 +145,11 @@ async fn follow(http: reqwest::Client, url: String) -> Result<Followed> {
     let (mut buf, mut seqs, mut latencies) = (String::new(), Vec::new(), Vec::new());
     while let Some(chunk) = body.next().await {
         buf.push_str(&String::from_utf8_lossy(&chunk?));
-        while let Some(at) = buf.find("\n\n") {
-            let block: String = buf.drain(..at + 2).collect();
+        // Every whole event in the buffer, then the rest kept (one move per chunk).
+        let mut from = 0;
+        while let Some(at) = buf[from..].find("\n\n") {
+            let block = &buf[from..from + at];
+            from += at + 2;
             if block.lines().any(|l| l.starts_with("event: end") || l.starts_with("event:end")) {
                 return Ok(Followed { seqs, latencies });
             }
@@ -145,6 +161,7 @@ async fn follow(http: reqwest::Client, url: String) -> Result<Followed> {
                 latencies.push((now - at).num_microseconds().unwrap_or(0) as f64 / 1000.0);
             }
         }
+        buf.drain(..from);
     }
     Ok(Followed { seqs, latencies })
 }

@@ -97,7 +97,7 @@ pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, ra
         Some(c) => c.answer(&req.interrupt_id, req.reply)?,
         // A process waiting on it (the CLI) picks the answer up from the
         // store; one that left it paused goes on with `resume`.
-        None => app.store().answer(&id, &req.interrupt_id, &req.reply)?,
+        None => app.config.store.answer(&id, &req.interrupt_id, &req.reply)?,
     }
     let _ = app.changed.send(id);
     Ok(StatusCode::ACCEPTED)

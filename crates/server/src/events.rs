@@ -93,20 +93,8 @@ impl Follow {
     /// gap, a lagging client, a session run by another process). Ends the
     /// stream after the session's last event.
     async fn fill(&mut self) {
-        if self.caught_up {
-            if let Some(rx) = self.live.as_mut() {
-                let got = tokio::select! {
-                    got = rx.recv() => Some(got),
-                    () = tokio::time::sleep(POLL) => None,
-                };
-                match got {
-                    Some(Ok(e)) if e.seq <= self.last => return,
-                    Some(Ok(e)) if e.seq == self.last + 1 => return self.push(e),
-                    Some(Err(broadcast::error::RecvError::Closed)) => self.live = None,
-                    // A gap, a lagging client or a quiet moment: read the store.
-                    _ => {}
-                }
-            }
+        if self.caught_up && self.follow_live().await {
+            return;
         }
         let store = self.app.store().clone();
         let (id, last) = (self.id.clone(), self.last);
@@ -130,6 +118,38 @@ impl Follow {
                 tokio::time::sleep(POLL).await;
             }
         }
+    }
+
+    /// Takes every event the broadcast holds in order (so a burst goes out
+    /// in one write); false when the store must be read: a quiet moment, a
+    /// gap, a lagging follower, or no live session.
+    async fn follow_live(&mut self) -> bool {
+        use broadcast::error::{RecvError, TryRecvError};
+        let Some(mut rx) = self.live.take() else { return false };
+        let mut next = tokio::select! {
+            got = rx.recv() => got,
+            () = tokio::time::sleep(POLL) => { self.live = Some(rx); return false; }
+        };
+        loop {
+            match next {
+                Ok(e) if e.seq <= self.last => {}
+                Ok(e) if e.seq == self.last + 1 => self.push(e),
+                Err(RecvError::Closed) => return false,
+                // A gap or a lagging follower.
+                _ => break,
+            }
+            next = match rx.try_recv() {
+                Ok(e) => Ok(e),
+                Err(TryRecvError::Empty) => {
+                    self.live = Some(rx);
+                    return true;
+                }
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            };
+        }
+        self.live = Some(rx);
+        false
     }
 
     fn push(&mut self, e: Event) {

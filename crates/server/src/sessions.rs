@@ -128,7 +128,7 @@ pub async fn delete(State(app): State<Arc<AppState>>, Path(id): Path<String>) ->
     if app.live(&id).is_some() {
         return Err(ApiError::conflict(format!("session {id} is running: terminate it before deleting it")));
     }
-    app.store().delete(&id)?;
+    app.config.store.delete(&id)?;
     let _ = app.changed.send(id);
     Ok(StatusCode::NO_CONTENT)
 }

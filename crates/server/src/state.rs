@@ -18,7 +18,12 @@ pub type ModelsFactory = Arc<dyn Fn() -> Result<Models> + Send + Sync>;
 #[derive(Clone)]
 pub struct ServerConfig {
     pub registry: Arc<Registry>,
+    /// Where sessions run and answers and deletions are written.
     pub store: Arc<dyn Store>,
+    /// Where requests and event streams read: a second connection to the
+    /// same store, so a reader never waits on a running session's commits
+    /// (it may be `store` itself).
+    pub reads: Arc<dyn Store>,
     pub data_dir: PathBuf,
     pub models: ModelsFactory,
     /// Required on every request when set (any bind but loopback).
@@ -42,8 +47,9 @@ impl AppState {
         Arc::new(Self { config, models: OnceCell::new(), live: Mutex::new(HashMap::new()), changed })
     }
 
+    /// The store to read from (`ServerConfig::reads`).
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.config.store
+        &self.config.reads
     }
 
     /// What a session of `agent` runs with.

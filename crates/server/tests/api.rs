@@ -62,6 +62,7 @@ async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
     let model = Arc::new(model);
     let config = ServerConfig {
         registry: Arc::new(Registry::standard()),
+        reads: Arc::new(SqliteStore::open(&db, Default::default()).unwrap()),
         store,
         data_dir: dir.path().to_path_buf(),
         models: Arc::new(move || Ok(Models::new(model.clone()))),

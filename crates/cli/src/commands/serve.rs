@@ -17,6 +17,7 @@ pub async fn run(app: &App, addr: SocketAddr) -> Result<ExitCode> {
     let config = ServerConfig {
         registry: app.registry.clone(),
         store,
+        reads: app.store()?,
         data_dir: app.config.data_dir.clone(),
         models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref())),
         token: token.clone(),
