@@ -87,7 +87,7 @@ pub struct AnswerRequest {
 /// for the rest of the session — whatever its choices are).
 pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, raw: Bytes) -> ApiResult<StatusCode> {
     let req: AnswerRequest = body(&raw, None)?;
-    let pending = app.store().pending_interrupt(&id)?.filter(|p| p.reply.is_none());
+    let pending = app.reads().pending_interrupt(&id)?.filter(|p| p.reply.is_none());
     match pending {
         Some(p) if p.id == req.interrupt_id => {}
         Some(p) => return Err(ApiError::conflict(format!("session {id} waits on question {}, not {}: reload and answer that one", p.id, req.interrupt_id))),
@@ -108,7 +108,7 @@ fn running_here(app: &AppState, id: &str) -> ApiResult<Controller> {
     if let Some(c) = app.live(id) {
         return Ok(c);
     }
-    let status = app.store().session(id)?.status;
+    let status = app.reads().session(id)?.status;
     Err(if status.is_final() {
         ApiError::conflict(format!("session {id} is {} already", status.as_str()))
     } else {
@@ -120,7 +120,7 @@ fn running_here(app: &AppState, id: &str) -> ApiResult<Controller> {
 /// running belongs to another process (or one that died: `agentloop
 /// sessions resume` takes it up), and running it here too would run it twice.
 async fn take_up(app: &Arc<AppState>, id: &str) -> ApiResult<Controller> {
-    let meta = app.store().load(id)?.meta;
+    let meta = app.reads().load(id)?.meta;
     if meta.status.is_final() {
         return Err(ApiError::conflict(format!("session {id} is {} already: there is nothing to resume", meta.status.as_str())));
     }

@@ -58,7 +58,7 @@ pub async fn session(
     Query(q): Query<After>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    app.store().session(&id)?;
+    app.reads().session(&id)?;
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let last = resumed.or(q.after).unwrap_or(0);
     let live = app.live(&id).map(|c| c.events());
@@ -96,7 +96,7 @@ impl Follow {
         if self.caught_up && self.follow_live().await {
             return;
         }
-        let store = self.app.store().clone();
+        let store = self.app.reads().clone();
         let (id, last) = (self.id.clone(), self.last);
         let read = tokio::task::spawn_blocking(move || store.events(&id, last, BATCH)).await;
         let events = match read {
@@ -191,7 +191,7 @@ pub async fn list(State(app): State<Arc<AppState>>) -> Sse<impl Stream<Item = Re
                 }
             }
             first = false;
-            let store = app.store().clone();
+            let store = app.reads().clone();
             let Ok(Ok(all)) = tokio::task::spawn_blocking(move || store.list()).await else { continue };
             let mut now = HashMap::new();
             for m in &all {

@@ -50,7 +50,7 @@ pub async fn list(State(app): State<Arc<AppState>>, Query(q): Query<ListQuery>) 
         ),
         None => None,
     };
-    let all = app.store().list()?;
+    let all = app.reads().list()?;
     let matching: Vec<&SessionMeta> =
         all.iter().filter(|m| q.agent.as_deref().is_none_or(|a| a.is_empty() || m.agent == a)).filter(|m| status.is_none_or(|s| m.status == s)).collect();
     let offset = q.offset.unwrap_or(0);
@@ -84,7 +84,7 @@ fn task_of(input: &Value) -> String {
 /// `GET /api/sessions/{id}`: the session with its iterations, tool calls
 /// and messages, the question it waits on (with its text), its summary.
 pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let store = app.store();
+    let store = app.reads();
     let session = store.session(&id)?;
     let loaded = store.load(&id)?;
     let pending = store.pending_interrupt(&id)?.filter(|p| p.reply.is_none());
@@ -135,7 +135,7 @@ pub async fn delete(State(app): State<Arc<AppState>>, Path(id): Path<String>) ->
 
 /// `GET /api/sessions/{id}/export`: the trajectory as JSON lines.
 pub async fn export(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
-    let lines: Vec<String> = app.store().session(&id)?.trajectory().iter().map(Value::to_string).collect();
+    let lines: Vec<String> = app.reads().session(&id)?.trajectory().iter().map(Value::to_string).collect();
     let body = lines.join("\n") + "\n";
     let disposition = format!("attachment; filename=\"{id}.jsonl\"");
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson".to_string()), (header::CONTENT_DISPOSITION, disposition)], body))

@@ -48,7 +48,7 @@ impl AppState {
     }
 
     /// The store to read from (`ServerConfig::reads`).
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn reads(&self) -> &Arc<dyn Store> {
         &self.config.reads
     }
 

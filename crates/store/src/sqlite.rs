@@ -130,7 +130,13 @@ impl SqliteStore {
 
     fn meta(&self, inner: &mut Inner, id: &str) -> Result<(i64, SessionMeta)> {
         let key = self.key(inner, id)?;
-        let text: String = inner.conn.query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0)).map_err(self.err("read a session"))?;
+        let text: Option<String> =
+            inner.conn.query_row("SELECT meta FROM sessions WHERE key = ?1", [key], |r| r.get(0)).optional().map_err(self.err("read a session"))?;
+        // Another connection (another process) may have deleted it since its key was cached.
+        let Some(text) = text else {
+            inner.keys.remove(id);
+            return Err(Error::UnknownSession(id.to_string()));
+        };
         let meta = self.up_to_date(&inner.conn, key, decode(&self.what, "session row", id, &text)?)?;
         Ok((key, meta))
     }

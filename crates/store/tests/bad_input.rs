@@ -99,6 +99,18 @@ fn an_unknown_session_id_names_the_command_that_lists_ids() {
 }
 
 #[test]
+fn a_session_another_connection_deleted_is_unknown_not_a_store_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = seeded(dir.path());
+    let reader = SqliteStore::open(&path, Durability::Fsync).unwrap();
+    assert_eq!(reader.load("s1").unwrap().meta.id, "s1", "its key is now cached");
+    SqliteStore::open(&path, Durability::Fsync).unwrap().delete("s1").unwrap();
+    for e in [reader.load("s1").unwrap_err(), reader.session("s1").unwrap_err()] {
+        assert!(matches!(e, agentloop_core::Error::UnknownSession(_)), "{e}");
+    }
+}
+
+#[test]
 fn malformed_json_in_a_stored_row_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = seeded(dir.path());
