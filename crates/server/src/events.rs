@@ -155,13 +155,8 @@ impl Follow {
     fn push(&mut self, e: Event) {
         self.last = e.seq;
         let end = ended_as(&e.name);
-        // An agent's own event comes with the line the CLI shows for it, so
-        // the UI renders every agent readably with no code of its own.
-        let mut data = serde_json::to_value(&e).unwrap_or_default();
-        if let Some(line) = self.app.config.registry.line(&e) {
-            data["line"] = json!(line);
-        }
-        self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(data.to_string()));
+        let text = self.app.event_text(&e);
+        self.queue.push_back(SseEvent::default().id(e.seq.to_string()).data(&*text));
         if let Some(status) = end {
             self.end_with(json!({"status": status}));
         }

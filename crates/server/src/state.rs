@@ -2,12 +2,13 @@
 //! (built once, on the first session that needs them) and the sessions this
 //! process runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agentloop_agents::registry::{Agent, AgentEnv, Registry};
-use agentloop_core::{Controller, Models, Result, Store};
+use agentloop_core::{Controller, Event, Models, Result, Store};
+use serde_json::json;
 use tokio::sync::{broadcast, OnceCell};
 
 /// Builds the models sessions use (loading an embedded model is slow, so
@@ -39,12 +40,25 @@ pub struct AppState {
     /// Ids of sessions that changed here (started, ended, steered): wakes
     /// the session-list stream at once.
     pub changed: broadcast::Sender<String>,
+    /// Recent events as sent, so many followers of one session serialize
+    /// each event once.
+    sent: Mutex<SentEvents>,
 }
+
+/// Events' wire text by (session, seq), the oldest dropped first.
+#[derive(Default)]
+struct SentEvents {
+    text: HashMap<(String, u64), Arc<str>>,
+    order: VecDeque<(String, u64)>,
+}
+
+/// Events kept as sent.
+const SENT_KEPT: usize = 8192;
 
 impl AppState {
     pub fn new(config: ServerConfig) -> Arc<Self> {
         let (changed, _) = broadcast::channel(1024);
-        Arc::new(Self { config, models: OnceCell::new(), live: Mutex::new(HashMap::new()), changed })
+        Arc::new(Self { config, models: OnceCell::new(), live: Mutex::new(HashMap::new()), changed, sent: Mutex::new(SentEvents::default()) })
     }
 
     /// The store to read from (`ServerConfig::reads`).
@@ -66,6 +80,32 @@ impl AppState {
             Models::none()
         };
         Ok(AgentEnv { store: self.config.store.clone(), models, data_dir: self.config.data_dir.clone(), tokens: None })
+    }
+
+    /// An event as the streams send it: its JSON, with the line the CLI
+    /// shows for an agent's own event (so the UI renders every agent
+    /// readably with no code of its own). Made once per event.
+    pub fn event_text(&self, e: &Event) -> Arc<str> {
+        let key = (e.session_id.clone(), e.seq);
+        if let Some(text) = self.sent.lock().ok().and_then(|s| s.text.get(&key).cloned()) {
+            return text;
+        }
+        let mut data = serde_json::to_value(e).unwrap_or_default();
+        if let Some(line) = self.config.registry.line(e) {
+            data["line"] = json!(line);
+        }
+        let text: Arc<str> = data.to_string().into();
+        if let Ok(mut sent) = self.sent.lock() {
+            if sent.text.insert(key.clone(), text.clone()).is_none() {
+                sent.order.push_back(key);
+            }
+            while sent.order.len() > SENT_KEPT {
+                if let Some(old) = sent.order.pop_front() {
+                    sent.text.remove(&old);
+                }
+            }
+        }
+        text
     }
 
     /// The controller of a session running in this process.
