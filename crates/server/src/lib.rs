@@ -54,8 +54,14 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
 
-/// Serves `config` on `listener` until the process ends.
+/// Serves `config` on `listener` until the process ends. Small writes go
+/// out at once (no Nagle delay): an event stream is many small writes.
 pub async fn serve(listener: tokio::net::TcpListener, config: ServerConfig) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        // Without it events still arrive, only later.
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(config)).await
 }
 
