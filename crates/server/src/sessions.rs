@@ -116,8 +116,9 @@ pub struct StartRequest {
 pub async fn start(State(app): State<Arc<AppState>>, raw: Bytes) -> ApiResult<impl IntoResponse> {
     let req: StartRequest = body(&raw, None)?;
     let agent = app.config.registry.get(&req.agent)?;
+    let input = agent.prepare(&req.input, &app.config.data_dir)?;
     let env = app.env(agent).await?;
-    let handle = agent.start(&env, &req.input, Launch::default())?;
+    let handle = agent.start(&env, &input, Launch::default())?;
     let id = handle.id().to_string();
     app.watch(handle);
     Ok((StatusCode::CREATED, Json(json!({"sessionId": id}))))

@@ -379,3 +379,24 @@ async fn a_body_over_the_limit_is_refused() {
     let r = s.http.post(s.url("/api/sessions")).json(&huge).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
+
+#[tokio::test]
+async fn an_input_given_as_json_is_filled_in_and_checked_like_flags() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let ws = s.dir.path().join("calc");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(
+        ws.join("test_calc.py"),
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
+    let (status, v) = s.post("/api/sessions", json!({"agent": "coder", "input": {"workspace": ws, "task": "keep add working"}})).await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let (_, session) = s.get(&format!("/api/sessions/{}", v["sessionId"].as_str().unwrap())).await;
+    assert!(session["input"]["testCommand"].as_str().unwrap().contains("unittest"), "detected: {}", session["input"]);
+    assert_eq!(session["input"]["maxIterations"], 5, "a number left out takes its default");
+    let (status, v) = s.post("/api/sessions", json!({"agent": "planner", "input": {"root": s.dir.path().join("missing"), "goal": "x"}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("missing"), "{v}");
+}

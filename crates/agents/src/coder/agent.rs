@@ -76,11 +76,16 @@ pub struct CoderInput {
     pub confidence_threshold: f64,
     #[serde(default)]
     pub edit_tests: bool,
-    /// never, on-write or always.
+    /// never, on-write (the default) or always.
     #[serde(default)]
     pub approval: String,
+    /// Seconds a command may run before it is killed.
+    #[serde(default)]
     pub command_timeout_secs: u64,
 }
+
+/// Seconds a test command may run unless configured.
+const DEFAULT_COMMAND_TIMEOUT: u64 = 300;
 
 impl CoderInput {
     fn loop_config(&self) -> LoopConfig {
@@ -102,36 +107,57 @@ impl AgentSpec for Coder {
     type State = CoderState;
     type Event = CoderEvent;
 
-    fn input(flags: CoderFlags, config: CoderConfig, _data_dir: &std::path::Path) -> Result<CoderInput> {
-        let workspace = Workspace::new(&flags.workspace)?;
-        let test_command = match flags.test_cmd.or_else(|| test_command::detect(workspace.root())) {
-            Some(cmd) => cmd,
-            None => {
-                return Err(Error::other(format!(
-                    "no test command was found in {} (no Cargo.toml, package.json, go.mod or Python tests): pass one with --test-cmd",
-                    workspace.root().display()
-                )))
-            }
-        };
-        if let Some(program) = test_command::missing_program(&test_command) {
-            return Err(Error::other(format!(
-                "the test command `{test_command}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd"
-            )));
-        }
-        let approval = flags.approval.or(config.approval).unwrap_or_else(|| "on-write".into());
-        approval.parse::<ApprovalPolicy>().map_err(Error::other)?;
+    fn input(flags: CoderFlags, config: CoderConfig, data_dir: &std::path::Path) -> Result<CoderInput> {
         let defaults = LoopConfig::default();
-        Ok(CoderInput {
-            workspace: workspace.root().to_path_buf(),
+        let input = CoderInput {
+            workspace: flags.workspace,
             task: flags.task,
-            test_command,
+            test_command: flags.test_cmd.unwrap_or_default(),
             max_iterations: flags.max_iterations.or(config.max_iterations).unwrap_or(defaults.max_iterations),
             max_replans: flags.max_replans.or(config.max_replans).unwrap_or(defaults.max_replans),
             confidence_threshold: flags.confidence_threshold.or(config.confidence_threshold).unwrap_or(defaults.confidence_threshold),
             edit_tests: flags.edit_tests,
-            approval,
-            command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(300),
-        })
+            approval: flags.approval.or(config.approval).unwrap_or_default(),
+            command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+        };
+        Self::prepare(input, data_dir)
+    }
+
+    fn prepare(mut input: CoderInput, _data_dir: &std::path::Path) -> Result<CoderInput> {
+        let workspace = Workspace::new(&input.workspace)?;
+        input.workspace = workspace.root().to_path_buf();
+        if input.test_command.trim().is_empty() {
+            input.test_command = test_command::detect(workspace.root()).ok_or_else(|| {
+                Error::other(format!(
+                    "no test command was found in {} (no Cargo.toml, package.json, go.mod or Python tests): pass one with --test-cmd",
+                    workspace.root().display()
+                ))
+            })?;
+        }
+        if let Some(program) = test_command::missing_program(&input.test_command) {
+            return Err(Error::other(format!(
+                "the test command `{}` cannot run: this machine has no `{program}` command; install it or pass another with --test-cmd",
+                input.test_command
+            )));
+        }
+        if input.approval.trim().is_empty() {
+            input.approval = "on-write".into();
+        }
+        input.approval.parse::<ApprovalPolicy>().map_err(Error::other)?;
+        let defaults = LoopConfig::default();
+        if input.max_iterations == 0 {
+            input.max_iterations = defaults.max_iterations;
+        }
+        if input.max_replans == 0 {
+            input.max_replans = defaults.max_replans;
+        }
+        if input.confidence_threshold <= 0.0 {
+            input.confidence_threshold = defaults.confidence_threshold;
+        }
+        if input.command_timeout_secs == 0 {
+            input.command_timeout_secs = DEFAULT_COMMAND_TIMEOUT;
+        }
+        Ok(input)
     }
 
     fn intro(input: &CoderInput) -> Vec<String> {

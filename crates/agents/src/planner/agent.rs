@@ -113,6 +113,11 @@ impl AgentSpec for Planner {
         Ok(PlannerInput { root: root.root().to_path_buf(), goal: flags.goal, approve, config, command_timeout_secs: flags.command_timeout })
     }
 
+    fn prepare(mut input: PlannerInput, _data_dir: &std::path::Path) -> Result<PlannerInput> {
+        input.root = Workspace::new(&input.root)?.root().to_path_buf();
+        Ok(input)
+    }
+
     fn intro(input: &PlannerInput) -> Vec<String> {
         let approve = serde_json::to_value(input.approve).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         vec![format!("root: {}", input.root.display()), format!("goal: {}", input.goal), format!("approval: {approve}")]

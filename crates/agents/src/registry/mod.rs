@@ -41,6 +41,8 @@ pub trait Agent: Send + Sync {
     /// The typed input (as JSON) from the flags and the agent's table in
     /// `agentloop.toml`; a bad value is one sentence that says what to do.
     fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &std::path::Path) -> Result<Value>;
+    /// An input given whole as JSON, filled in and checked (`AgentSpec::prepare`).
+    fn prepare(&self, input: &Value, data_dir: &std::path::Path) -> Result<Value>;
     /// It answers questions one after another at a prompt (`conversation`).
     fn converses(&self) -> bool;
     /// Its sessions ask models; when false, `AgentEnv::models` may be empty.

@@ -52,6 +52,13 @@ pub trait AgentSpec: Send + Sync + 'static {
     /// the machine (a folder exists, a command is installed) happen here,
     /// before anything is stored. `data_dir` is where per-session folders go.
     fn input(flags: Self::Flags, config: Self::Config, data_dir: &Path) -> Result<Self::Input>;
+    /// An input given whole as JSON (the server's new-session form) made
+    /// ready as `input` makes one from flags: what it leaves out filled in
+    /// (numbers left at 0 take their defaults, a test command is detected,
+    /// a folder chosen) and checked against the machine.
+    fn prepare(input: Self::Input, _data_dir: &Path) -> Result<Self::Input> {
+        Ok(input)
+    }
     /// Lines to show before a run starts; none unless the agent says.
     fn intro(_input: &Self::Input) -> Vec<String> {
         Vec::new()
@@ -120,6 +127,10 @@ impl<A: AgentSpec> Agent for Registered<A> {
             None => A::Config::default(),
         };
         Ok(serde_json::to_value(A::input(flags, config, data_dir)?)?)
+    }
+
+    fn prepare(&self, input: &Value, data_dir: &Path) -> Result<Value> {
+        Ok(serde_json::to_value(A::prepare(read_input::<A>(input, "the input")?, data_dir)?)?)
     }
 
     fn input_schema(&self) -> Schema {

@@ -57,12 +57,15 @@ pub struct Exchange {
 pub struct ReplInput {
     #[serde(default)]
     pub prompt: String,
-    /// The Python session's folder.
+    /// The Python session's folder (a fresh one under the data dir when empty).
+    #[serde(default)]
     pub folder: PathBuf,
     #[serde(default = "default_turns")]
     pub max_turns: u32,
     #[serde(default = "default_reflect")]
     pub reflect: bool,
+    /// Seconds one execution may run.
+    #[serde(default)]
     pub timeout_secs: u64,
     /// Earlier questions of the same conversation.
     #[serde(default)]
@@ -94,18 +97,32 @@ impl AgentSpec for Repl {
     type Event = ReplEvent;
 
     fn input(flags: ReplFlags, file: ReplFile, data_dir: &Path) -> Result<ReplInput> {
-        let folder =
-            flags.folder.unwrap_or_else(|| data_dir.join("repl").join(format!("{}-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), std::process::id())));
-        std::fs::create_dir_all(&folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", folder.display())))?;
         let defaults = ReplConfig::default();
-        Ok(ReplInput {
+        let input = ReplInput {
             prompt: flags.prompt.unwrap_or_default(),
-            folder,
+            folder: flags.folder.unwrap_or_default(),
             max_turns: flags.max_turns.or(file.max_turns).unwrap_or(defaults.max_turns),
             reflect: !flags.no_reflect,
             timeout_secs: flags.timeout.or(file.timeout).unwrap_or(defaults.timeout_secs),
             earlier: Vec::new(),
-        })
+        };
+        Self::prepare(input, data_dir)
+    }
+
+    /// A session with no folder of its own gets a fresh one under the data dir.
+    fn prepare(mut input: ReplInput, data_dir: &Path) -> Result<ReplInput> {
+        if input.folder.as_os_str().is_empty() {
+            input.folder = data_dir.join("repl").join(format!("{}-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S%3f"), std::process::id()));
+        }
+        std::fs::create_dir_all(&input.folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", input.folder.display())))?;
+        let defaults = ReplConfig::default();
+        if input.max_turns == 0 {
+            input.max_turns = defaults.max_turns;
+        }
+        if input.timeout_secs == 0 {
+            input.timeout_secs = defaults.timeout_secs;
+        }
+        Ok(input)
     }
 
     fn intro(input: &ReplInput) -> Vec<String> {
