@@ -176,6 +176,12 @@ function typeOf(s) {
   return "string";
 }
 
+/** "commandTimeoutSecs" as "Command timeout secs". */
+function humanize(name) {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
 /** Form fields for an object schema; each reads back its value. */
 function fieldsFor(schema, root, prefix = "") {
   const props = schema.properties || {};
@@ -185,7 +191,7 @@ function fieldsFor(schema, root, prefix = "") {
   for (const [name, raw] of Object.entries(props)) {
     const s = resolve(raw, root);
     const id = `f-${prefix}${name}`;
-    const label = (s.title || raw.title || name) + (required.has(name) ? " *" : "");
+    const label = (raw.title || humanize(name)) + (required.has(name) ? " *" : "");
     const help = raw.description || s.description;
     const def = raw.default !== undefined ? raw.default : s.default;
     const options = choices(s);
@@ -291,26 +297,48 @@ function showSession(id) {
 
   const act = (path, body) => api(`/api/sessions/${encodeURIComponent(id)}/${path}`, { method: "POST", body: body || {} }).then(refetch).catch(fail);
 
+  // Built once and updated in place, so a button is never swapped out from
+  // under a click.
+  const stepEl = h("span", { class: "step", id: "step" });
+  const statusEl = h("span");
+  const metaEl = h("span", { class: "muted" });
+  const reasonEl = h("span", { class: "muted", id: "finish-reason" });
+  const buttonsEl = h("div", { class: "buttons" });
+  const fill = h("div");
+  const bar = h("div", { class: "bar", role: "progressbar", "aria-valuemin": "0" }, fill);
+  progress.append(h("div", { class: "line" }, stepEl, statusEl, metaEl, reasonEl, buttonsEl), bar);
+  let buttonsFor = "";
+
   function renderProgress() {
     const s = session;
     const max = s.maxIterations;
-    const step = max ? `Step ${s.currentIteration}/${max}` : `Step ${s.currentIteration}`;
+    stepEl.textContent = max ? `Step ${s.currentIteration}/${max}` : `Step ${s.currentIteration}`;
     const pct = s.status === "completed" ? 100 : max ? Math.min(100, (100 * s.currentIteration) / max) : 0;
+    statusEl.replaceChildren(statusBadge(s.status));
+    metaEl.textContent = `${s.agent} · ${duration(s.duration)}`;
+    reasonEl.textContent = s.finishReason || "";
+    bar.className = `bar ${s.status}`;
+    bar.setAttribute("aria-valuemax", String(max || 0));
+    bar.setAttribute("aria-valuenow", String(s.currentIteration));
+    fill.style.width = `${pct}%`;
+    panel.hidden = !detailsOpen;
+    const key = `${s.status}|${detailsOpen}`;
+    if (key === buttonsFor) return;
+    buttonsFor = key;
     const buttons = [];
     if (s.status === "running" || s.status === "idle") buttons.push(h("button", { type: "button", id: "pause", onclick: () => act("pause") }, "Pause"));
     if (s.status === "paused") buttons.push(h("button", { type: "button", id: "resume", onclick: () => act("resume") }, "Resume"));
     if (!["completed", "error", "terminated"].includes(s.status)) buttons.push(h("button", { type: "button", id: "terminate", class: "danger", onclick: openTerminate }, "Terminate"));
-    buttons.push(h("button", { type: "button", id: "toggle-details", "aria-expanded": String(detailsOpen), "aria-controls": "details", onclick: () => { detailsOpen = !detailsOpen; localStorage.setItem("details", detailsOpen ? "open" : "closed"); panel.hidden = !detailsOpen; renderProgress(); } }, detailsOpen ? "Hide details" : "Show details"));
-    const reason = s.finishReason ? h("span", { class: "muted", id: "finish-reason" }, s.finishReason) : null;
-    const bar = h("div", { class: `bar ${s.status}`, role: "progressbar", "aria-valuemin": "0", "aria-valuemax": String(max || 0), "aria-valuenow": String(s.currentIteration) }, h("div", { style: `width:${pct}%` }));
-    progress.replaceChildren(
-      h("div", { class: "line" }, h("span", { class: "step", id: "step" }, step), statusBadge(s.status), h("span", { class: "muted" }, `${s.agent} · ${duration(s.duration)}`), reason, h("div", { class: "buttons" }, buttons)),
-      bar,
-    );
-    panel.hidden = !detailsOpen;
+    buttons.push(h("button", { type: "button", id: "toggle-details", "aria-expanded": String(detailsOpen), "aria-controls": "details", onclick: () => { detailsOpen = !detailsOpen; localStorage.setItem("details", detailsOpen ? "open" : "closed"); renderProgress(); } }, detailsOpen ? "Hide details" : "Show details"));
+    buttonsEl.replaceChildren(...buttons);
   }
 
+  let iterationsShown = "";
   function renderIterations() {
+    // Redrawn only when something changed, so an open detail is not swapped out under a click.
+    const shown = JSON.stringify([session.iterations, session.summary]);
+    if (shown === iterationsShown) return;
+    iterationsShown = shown;
     const items = (session.iterations || []).map((it) => {
       const mark = it.status === "completed" ? h("span", { class: "ok" }, "✓") : it.status === "failed" ? h("span", { class: "bad" }, "✗") : h("span", { class: "icon spinner", "aria-label": "running" });
       const d = h("details", { class: "iteration", "data-iteration": it.iterationNumber },
