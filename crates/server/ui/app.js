@@ -92,6 +92,8 @@ let leave = () => {};
 function route() {
   leave();
   leave = () => {};
+  // Toasts belong to the page that raised them.
+  $("#toasts").replaceChildren();
   const m = location.hash.match(/^#\/s\/(.+)$/);
   if (m) showSession(decodeURIComponent(m[1]));
   else showList();
