@@ -204,7 +204,14 @@ struct Machine<S: State> {
     /// The step the session row was last written at, and the progress last
     /// saved (in that row, or since in a step entry).
     meta_written: (u64, Progress),
+    /// When the run last let other tasks on its thread go first.
+    last_yield: std::time::Instant,
 }
+
+/// How long a run keeps its thread before the tasks its commits woke (the
+/// followers of its events) get a turn: their latency is bounded by it,
+/// and a yield this rare costs the loop nothing measurable.
+const YIELD_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl<S: State> Machine<S> {
     fn new(
@@ -232,6 +239,7 @@ impl<S: State> Machine<S> {
             permission_denied: None,
             message: None,
             meta_written,
+            last_yield: std::time::Instant::now(),
         })
     }
 
@@ -269,7 +277,17 @@ impl<S: State> Machine<S> {
                 return self.finish(SessionStatus::Completed, &reason, None);
             };
             let flow = match self.run_step(&node).await? {
-                StepEnd::Committed => self.after_step().await?,
+                StepEnd::Committed => {
+                    // A task the commit woke may be queued behind this one on
+                    // its thread (where no other thread takes it), so while
+                    // someone follows the events a step boundary now and then
+                    // lets it run, whether or not the nodes ever await.
+                    if self.env.events.receiver_count() > 0 && self.last_yield.elapsed() >= YIELD_EVERY {
+                        tokio::task::yield_now().await;
+                        self.last_yield = std::time::Instant::now();
+                    }
+                    self.after_step().await?
+                }
                 StepEnd::Discarded => None,
                 StepEnd::Interrupted(id) => self.wait_for_answer(&id).await?,
                 StepEnd::Stopped(stop) => self.apply_stop(stop).await?,
