@@ -173,34 +173,52 @@ impl Follow {
 /// deleted.
 pub async fn list(State(app): State<Arc<AppState>>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let changed = app.changed.subscribe();
-    let seen: HashMap<String, (SessionStatus, u32, u64)> = HashMap::new();
-    let stream = stream::unfold((app, changed, seen, VecDeque::new(), true), |(app, mut changed, mut seen, mut queue, mut first)| async move {
+    let watch = WatchList { app, changed, seen: HashMap::new(), queue: VecDeque::new(), first: true };
+    let stream = stream::unfold(watch, |mut w| async move {
         loop {
-            if let Some(e) = queue.pop_front() {
-                return Some((Ok(e), (app, changed, seen, queue, first)));
+            if let Some(e) = w.queue.pop_front() {
+                return Some((Ok(e), w));
             }
-            if !first {
-                tokio::select! {
-                    _ = changed.recv() => {}
-                    () = tokio::time::sleep(POLL) => {}
-                }
-            }
-            first = false;
-            let store = app.reads().clone();
-            let Ok(Ok(all)) = tokio::task::spawn_blocking(move || store.list()).await else { continue };
-            let mut now = HashMap::new();
-            for m in &all {
-                let key = (m.status, m.current_iteration, m.step);
-                if seen.get(&m.id) != Some(&key) {
-                    queue.push_back(SseEvent::default().event("session").data(row(&app, m).to_string()));
-                }
-                now.insert(m.id.clone(), key);
-            }
-            for gone in seen.keys().filter(|id| !now.contains_key(*id)) {
-                queue.push_back(SseEvent::default().event("removed").data(json!({"sessionId": gone}).to_string()));
-            }
-            seen = now;
+            w.look().await;
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+}
+
+/// One browser's view of the session list.
+struct WatchList {
+    app: Arc<AppState>,
+    /// Sessions this server started, ended or steered: look at once.
+    changed: broadcast::Receiver<String>,
+    /// What was last sent of each session: status, iteration, step.
+    seen: HashMap<String, (SessionStatus, u32, u64)>,
+    queue: VecDeque<SseEvent>,
+    first: bool,
+}
+
+impl WatchList {
+    /// Waits for a change here or the next poll (not the first time), then
+    /// queues the rows that differ from what was sent, and the removals.
+    async fn look(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            tokio::select! {
+                _ = self.changed.recv() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+        let store = self.app.reads().clone();
+        let Ok(Ok(all)) = tokio::task::spawn_blocking(move || store.list()).await else { return };
+        let mut now = HashMap::new();
+        for m in &all {
+            let key = (m.status, m.current_iteration, m.step);
+            if self.seen.get(&m.id) != Some(&key) {
+                self.queue.push_back(SseEvent::default().event("session").data(row(&self.app, m).to_string()));
+            }
+            now.insert(m.id.clone(), key);
+        }
+        for gone in self.seen.keys().filter(|id| !now.contains_key(*id)) {
+            self.queue.push_back(SseEvent::default().event("removed").data(json!({"sessionId": gone}).to_string()));
+        }
+        self.seen = now;
+    }
 }

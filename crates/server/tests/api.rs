@@ -400,3 +400,38 @@ async fn an_input_given_as_json_is_filled_in_and_checked_like_flags() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
     assert!(v["error"].as_str().unwrap().contains("missing"), "{v}");
 }
+
+#[tokio::test]
+async fn the_list_stream_sends_each_session_then_its_changes_and_removals() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let id = s.start_planner("w", "all").await;
+    s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    let mut body = s.http.get(s.url("/api/events")).send().await.unwrap().bytes_stream();
+    let mut text = String::new();
+    let (kind, row) = next_named(&mut body, &mut text).await;
+    assert_eq!((kind.as_str(), row["sessionId"].as_str(), row["status"].as_str()), ("session", Some(id.as_str()), Some("completed")));
+    s.http.delete(s.url(&format!("/api/sessions/{id}"))).send().await.unwrap();
+    let (kind, gone) = next_named(&mut body, &mut text).await;
+    assert_eq!((kind.as_str(), gone["sessionId"].as_str()), ("removed", Some(id.as_str())));
+}
+
+/// The next SSE message that has an event name: (name, data).
+async fn next_named<S, B, E>(body: &mut S, text: &mut String) -> (String, Value)
+where
+    S: futures::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::fmt::Debug,
+{
+    loop {
+        if let Some(at) = text.find("\n\n") {
+            let block: String = text.drain(..at + 2).collect();
+            let field = |name: &str| block.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()));
+            if let (Some(kind), Some(data)) = (field("event:"), field("data:")) {
+                return (kind, serde_json::from_str(&data).unwrap());
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next()).await.unwrap().unwrap().unwrap();
+        text.push_str(&String::from_utf8_lossy(chunk.as_ref()));
+    }
+}
