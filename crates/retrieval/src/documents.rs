@@ -10,8 +10,8 @@ use crate::{Error, Result};
 /// One document of a corpus.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
-    /// Stable across re-adding the same file: the file name, and for a
-    /// record of a JSON file, its title.
+    /// Stable across re-adding the same file: the file's path, and for a
+    /// record of a JSON file, the path and its title.
     pub id: String,
     pub title: String,
     pub text: String,
@@ -38,7 +38,9 @@ impl Default for JsonFields {
 pub fn read(path: &Path, fields: &JsonFields) -> Result<Vec<Document>> {
     let fail = |why: String| Error::Document { path: path.display().to_string(), why };
     let raw = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // The whole path: two files of one name in different folders stay apart.
+    let name = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+    let short = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stem = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
     match ext.as_str() {
@@ -58,7 +60,7 @@ pub fn read(path: &Path, fields: &JsonFields) -> Result<Vec<Document>> {
                 one @ Value::Object(_) => vec![(None, one)],
                 _ => return Err(fail("a JSON corpus is an array of records, a map of title → record, or one record".into())),
             };
-            Ok(records.into_iter().enumerate().filter_map(|(i, (key, v))| record(&name, i, key, &v, fields)).collect())
+            Ok(records.into_iter().enumerate().filter_map(|(i, (key, v))| record(&name, &short, i, key, &v, fields)).collect())
         }
         "jsonl" | "ndjson" => raw
             .lines()
@@ -66,7 +68,7 @@ pub fn read(path: &Path, fields: &JsonFields) -> Result<Vec<Document>> {
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
                 let v: Value = serde_json::from_str(l).map_err(|e| fail(format!("line {} is not JSON ({e})", i + 1)))?;
-                Ok(record(&name, i, None, &v, fields))
+                Ok(record(&name, &short, i, None, &v, fields))
             })
             .filter_map(Result::transpose)
             .collect(),
@@ -74,11 +76,12 @@ pub fn read(path: &Path, fields: &JsonFields) -> Result<Vec<Document>> {
     }
 }
 
-/// A JSON record as a document; `None` when it has no text.
-fn record(file: &str, index: usize, key: Option<String>, v: &Value, fields: &JsonFields) -> Option<Document> {
+/// A JSON record as a document; `None` when it has no text. A record with
+/// no title is called by its file's name and place.
+fn record(file: &str, short: &str, index: usize, key: Option<String>, v: &Value, fields: &JsonFields) -> Option<Document> {
     let field = |name: &str| v.get(name).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
     let body = fields.text.iter().find_map(|f| field(f))?;
-    let title = field(&fields.title).map(String::from).or(key).unwrap_or_else(|| format!("{file} #{index}"));
+    let title = field(&fields.title).map(String::from).or(key).unwrap_or_else(|| format!("{short} #{index}"));
     let mut text = body.to_string();
     for extra in fields.extra.iter().filter_map(|f| field(f)) {
         text.push_str("\n\n");
@@ -134,7 +137,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = JsonFields::default();
         let md = read(&write(dir.path(), "notes.md", "# Tides\n\nThe moon pulls the sea."), &f).unwrap();
-        assert_eq!((md[0].id.as_str(), md[0].title.as_str()), ("notes.md", "Tides"));
+        assert!(md[0].id.ends_with("/notes.md") && md[0].title == "Tides", "{:?}", md[0]);
         let html = read(&write(dir.path(), "p.html", "<html><head><title>Owls &amp; Larks</title><style>p{}</style></head><body><p>Owls hunt at night.</p><script>x()</script><p>Larks sing.</p></body></html>"), &f).unwrap();
         assert_eq!(html[0].title, "Owls & Larks");
         assert!(

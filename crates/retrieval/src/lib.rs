@@ -3,10 +3,12 @@
 //! points at the text it quotes), and a BM25 index over them.
 
 mod bm25;
+mod corpus;
 mod documents;
 mod passage;
 
 pub use bm25::{Bm25Index, Hit};
+pub use corpus::{corpora_dir, Corpus};
 pub use documents::{read as read_documents, Document, JsonFields};
 pub use passage::{passages, Passage};
 
