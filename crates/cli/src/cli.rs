@@ -41,6 +41,39 @@ pub enum Command {
     Models(ModelsCommand),
     /// Serve the web UI and the HTTP API: watch, steer and start sessions in a browser.
     Serve(ServeArgs),
+    /// Local document collections the research agent retrieves from.
+    #[command(subcommand)]
+    Corpus(CorpusCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CorpusCommand {
+    /// Index Markdown, text, HTML, JSON and JSON-lines files into corpus NAME (made if new; a file added again replaces itself).
+    Add {
+        name: String,
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+        /// The field of a JSON record that holds its title.
+        #[arg(long, default_value = "title")]
+        title_field: String,
+        /// The field of a JSON record that holds its text (default: the first of text, article, extract, content).
+        #[arg(long)]
+        text_field: Option<String>,
+    },
+    /// The corpora and how many passages each holds.
+    List(JsonFlag),
+    /// Delete corpus NAME and its index.
+    Remove { name: String },
+    /// What retrieval returns for QUERY from corpus NAME.
+    Search {
+        name: String,
+        query: String,
+        /// Passages to show.
+        #[arg(short, long, default_value_t = 5)]
+        k: usize,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod corpus;
 pub mod models;
 pub mod run;
 pub mod serve;
