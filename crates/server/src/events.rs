@@ -58,7 +58,8 @@ pub async fn session(
     Query(q): Query<After>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    app.reads().session(&id)?;
+    // Only whether it exists: an unknown id is a 404 before the stream opens.
+    app.reads().events(&id, 0, 1)?;
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let last = resumed.or(q.after).unwrap_or(0);
     let live = app.live(&id).map(|c| c.events());

@@ -190,7 +190,7 @@ async fn bad_input_unknown_ids_and_wrong_transitions_get_one_sentence_and_a_4xx(
     assert!(v["error"].as_str().unwrap().contains("no agent named `nobody`"), "{v}");
     let (status, v) = s.post("/api/sessions", json!({"agent": "planner", "input": {"goal": 3}})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
-    for path in ["/api/sessions/nope", "/api/sessions/nope/export"] {
+    for path in ["/api/sessions/nope", "/api/sessions/nope/export", "/api/sessions/nope/events"] {
         assert_eq!(s.get(path).await.0, StatusCode::NOT_FOUND, "{path}");
     }
     for path in ["pause", "resume", "terminate", "complete"] {
