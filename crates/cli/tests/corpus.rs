@@ -15,6 +15,9 @@ fn out(o: &Output) -> String {
 #[test]
 fn a_corpus_is_built_searched_and_removed_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
+    // The embedding model, from where the set-up installed it.
+    let models = agentloop_llm::catalog::models_dir(&agentloop_llm::catalog::default_data_dir());
+    std::os::unix::fs::symlink(models, dir.path().join("models")).unwrap();
     let notes = dir.path().join("tides.md");
     std::fs::write(&notes, "# Tides\n\nThe moon pulls the sea twice a day.").unwrap();
     let people = dir.path().join("people.json");
@@ -36,6 +39,10 @@ fn a_corpus_is_built_searched_and_removed_from_the_command_line() {
 
     let found = agentloop(dir.path(), &["corpus", "search", "mine", "first algorithm", "-k", "1"]);
     assert!(out(&found).contains("Ada Lovelace") && out(&found).contains("first published algorithm"), "{}", out(&found));
+    let by_meaning = agentloop(dir.path(), &["corpus", "search", "mine", "ocean water rising", "-k", "1", "--json"]);
+    let hits: serde_json::Value = serde_json::from_str(&out(&by_meaning)).unwrap();
+    assert_eq!(hits[0]["passage"]["title"], "Tides", "{hits}");
+    assert!(hits[0]["denseRank"].is_number() && hits[0]["bm25Rank"].is_null(), "found by meaning alone: {hits}");
 
     assert!(agentloop(dir.path(), &["corpus", "remove", "mine"]).status.success());
     let gone = agentloop(dir.path(), &["corpus", "search", "mine", "moon"]);

@@ -4,14 +4,38 @@
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::schema::{Field, Schema, Value, INDEXED, STORED, STRING, TEXT};
+use tantivy::query::{QueryParser, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, INDEXED, STORED, STRING};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
 use tantivy::{doc, Index, IndexReader, IndexWriter, TantivyDocument, Term};
 
 use crate::{Error, Passage, Result};
 
 /// Memory the writer may buffer before it flushes a segment.
 const WRITER_BYTES: usize = 50_000_000;
+
+/// The analyzer titles and text are indexed and queried with.
+const ANALYZER: &str = "en";
+
+/// Words too common to say what a passage is about: Lucene's English list
+/// plus the question words and auxiliaries every question is made of (a
+/// question's "who" or "does" would otherwise match any passage using it).
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
+    "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "what", "which", "who", "whom", "whose", "when", "where", "why", "how",
+    "do", "does", "did", "has", "have", "had", "were", "been", "being", "from", "about", "than", "so", "can", "could", "would", "should", "its", "his", "her",
+];
+
+/// Words split on non-alphanumerics, lowercased, stop words dropped,
+/// stemmed (so "raises" finds "raise").
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
 
 /// One passage found, with its BM25 score.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,11 +62,13 @@ pub struct Bm25Index {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
+    let indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let text = TextOptions::default().set_indexing_options(indexing).set_stored();
     let fields = Fields {
         id: b.add_text_field("id", STRING | STORED),
         doc_id: b.add_text_field("doc_id", STRING | STORED),
-        title: b.add_text_field("title", TEXT | STORED),
-        text: b.add_text_field("text", TEXT | STORED),
+        title: b.add_text_field("title", text.clone()),
+        text: b.add_text_field("text", text),
         start: b.add_u64_field("start", INDEXED | STORED),
         end: b.add_u64_field("end", STORED),
     };
@@ -61,6 +87,7 @@ impl Bm25Index {
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| Error::Index { path: path.clone(), doing: "opened", why: e.to_string() })?;
         let index = Index::open_or_create(directory, schema).map_err(fail("opened"))?;
+        index.tokenizers().register(ANALYZER, analyzer());
         let reader = index.reader().map_err(fail("read"))?;
         Ok(Self { index, reader, fields, path })
     }
@@ -96,25 +123,35 @@ impl Bm25Index {
         let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.text]);
         let (query, _) = parser.parse_query_lenient(query);
         let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(|e| self.fail("searched", e))?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let stored: TantivyDocument = searcher.doc(address).map_err(|e| self.fail("read", e))?;
-            let text = |f: Field| stored.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-            let number = |f: Field| stored.get_first(f).and_then(|v| v.as_u64()).unwrap_or_default() as usize;
-            let f = &self.fields;
-            hits.push(Hit {
-                passage: Passage {
-                    id: text(f.id),
-                    doc_id: text(f.doc_id),
-                    title: text(f.title),
-                    start: number(f.start),
-                    end: number(f.end),
-                    text: text(f.text),
-                },
-                score,
-            });
+        top.into_iter()
+            .map(|(score, address)| {
+                let stored: TantivyDocument = searcher.doc(address).map_err(|e| self.fail("read", e))?;
+                Ok(Hit { passage: self.passage_of(&stored), score })
+            })
+            .collect()
+    }
+
+    /// The passages with these ids, in the same order; an id not in the
+    /// index is left out.
+    pub fn get(&self, ids: &[String]) -> Result<Vec<Passage>> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let query = TermQuery::new(Term::from_field_text(self.fields.id, id), IndexRecordOption::Basic);
+            let top = searcher.search(&query, &TopDocs::with_limit(1).order_by_score()).map_err(|e| self.fail("searched", e))?;
+            if let Some((_, address)) = top.first() {
+                let stored: TantivyDocument = searcher.doc(*address).map_err(|e| self.fail("read", e))?;
+                out.push(self.passage_of(&stored));
+            }
         }
-        Ok(hits)
+        Ok(out)
+    }
+
+    fn passage_of(&self, stored: &TantivyDocument) -> Passage {
+        let text = |f: Field| stored.get_first(f).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let number = |f: Field| stored.get_first(f).and_then(|v| v.as_u64()).unwrap_or_default() as usize;
+        let f = &self.fields;
+        Passage { id: text(f.id), doc_id: text(f.doc_id), title: text(f.title), start: number(f.start), end: number(f.end), text: text(f.text) }
     }
 
     /// Passages indexed.

@@ -1,15 +1,20 @@
 //! Local retrieval for the research agent: documents read from files, cut
 //! into passages that keep their exact place in the document (so a citation
-//! points at the text it quotes), and a BM25 index over them.
+//! points at the text it quotes), searched two ways — BM25 over the words
+//! and MiniLM sentence vectors over the meaning — fused by rank.
 
 mod bm25;
 mod corpus;
+mod dense;
 mod documents;
+pub mod embed;
+mod fusion;
 mod passage;
 
 pub use bm25::{Bm25Index, Hit};
-pub use corpus::{corpora_dir, Corpus};
+pub use corpus::{corpora_dir, Corpus, Found};
 pub use documents::{read as read_documents, Document, JsonFields};
+pub use embed::Embedder;
 pub use passage::{passages, Passage};
 
 /// A retrieval failure, in one sentence that says what to do.
@@ -17,6 +22,8 @@ pub use passage::{passages, Passage};
 pub enum Error {
     #[error("the index at {path} could not be {doing}: {why}")]
     Index { path: String, doing: &'static str, why: String },
+    #[error("the embedding model at {path} could not be used: {why}; scripts/fetch-models.sh installs it")]
+    Model { path: String, why: String },
     #[error("{path} could not be read as documents: {why}")]
     Document { path: String, why: String },
 }
