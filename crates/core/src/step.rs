@@ -229,43 +229,88 @@ impl Step {
 
     /// Asks the model configured for `role`.
     pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
-        let index = self.next_index();
-        let (response, took_ms) = match self.recorded(index) {
-            Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>)?, rec.duration_ms.unwrap_or(0)),
-            None => {
-                let model = self.env.models.get(role)?.clone();
-                // Let watchers see what is happening before a slow call starts.
-                self.flush(false)?;
-                let started_at = Utc::now();
-                let t = Instant::now();
-                let result = self.cancellable(model.chat(&request)).await;
-                if matches!(result, Err(Error::Cancelled)) {
-                    return Err(Error::Cancelled);
+        let mut answers = self.chat_all_as(role, vec![request]).await?;
+        answers.pop().ok_or_else(|| Error::State("a model call gave no answer".into()))
+    }
+
+    /// Asks the model for `role` several independent questions at once: a
+    /// provider that serves requests in parallel answers them together, one
+    /// that does not answers them in turn. Each is journaled under its own
+    /// call index, in order, so a replay returns the same answers without
+    /// asking again. The first failure is returned once all are recorded.
+    pub async fn chat_all_as(&mut self, role: &str, requests: Vec<ChatRequest>) -> Result<Vec<ChatResponse>> {
+        let first = self.calls;
+        self.calls += requests.len() as u32;
+        let recorded: Vec<Option<CallRecord>> = (0..requests.len() as u32).map(|i| self.recorded(first + i)).collect();
+        let mut fresh = Vec::new();
+        if recorded.iter().any(Option::is_none) {
+            let model = self.env.models.get(role)?.clone();
+            // Let watchers see what is happening before slow calls start.
+            self.flush(false)?;
+            let asks = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| {
+                let model = model.clone();
+                async move {
+                    let started_at = Utc::now();
+                    let t = Instant::now();
+                    let result = model.chat(request).await;
+                    let name = match &result {
+                        Ok(r) if !r.model.is_empty() => r.model.clone(),
+                        _ => model.name().to_string(),
+                    };
+                    (result, name, started_at, t)
                 }
-                let input = json!({
-                    "role": role,
-                    "messages": request.messages.len(),
-                    "last": request.messages.last(),
-                    "jsonSchema": request.json_schema.is_some(),
-                });
-                let name = match &result {
-                    Ok(r) if !r.model.is_empty() => r.model.clone(),
-                    _ => model.name().to_string(),
-                };
-                let record = self.call_record(index, CallKind::Model, name, input, started_at, &result, t);
-                let took_ms = record.duration_ms.unwrap_or(0);
-                self.pending.push(Pending::Write(Write::Call(record)));
-                self.flush(false)?;
-                (result?, took_ms)
+            });
+            let all = futures::future::join_all(asks);
+            fresh = self.cancellable(async { Ok(all.await) }).await?;
+            if fresh.iter().any(|(r, ..)| matches!(r, Err(Error::Cancelled))) {
+                return Err(Error::Cancelled);
             }
-        };
+        }
+        let mut fresh = fresh.into_iter();
+        let mut answers = Vec::with_capacity(requests.len());
+        let mut failure = None;
+        for (i, (request, rec)) in requests.iter().zip(recorded).enumerate() {
+            let (result, took_ms) = match rec {
+                Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>), rec.duration_ms.unwrap_or(0)),
+                None => {
+                    let Some((result, name, started_at, t)) = fresh.next() else { break };
+                    let input = json!({
+                        "role": role,
+                        "messages": request.messages.len(),
+                        "last": request.messages.last(),
+                        "jsonSchema": request.json_schema.is_some(),
+                    });
+                    let record = self.call_record(first + i as u32, CallKind::Model, name, input, started_at, &result, t);
+                    let took_ms = record.duration_ms.unwrap_or(0);
+                    self.pending.push(Pending::Write(Write::Call(record)));
+                    (result, took_ms)
+                }
+            };
+            match result {
+                Ok(response) => {
+                    self.account(role, &response, took_ms);
+                    answers.push(response);
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        self.flush(false)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(answers),
+        }
+    }
+
+    /// Counts an answer's calls, time and tokens.
+    fn account(&mut self, role: &str, response: &ChatResponse, took_ms: u64) {
         self.progress.model_calls += 1;
         self.note_model(role, &response.model);
         self.progress.model_ms += took_ms;
         self.progress.prompt_tokens += response.usage.prompt_tokens;
         self.progress.completion_tokens += response.usage.completion_tokens;
         self.progress.last_finish_reason = serde_json::to_value(response.finish_reason).ok().and_then(|v| v.as_str().map(String::from));
-        Ok(response)
     }
 
     /// Asks the default model for JSON shaped like `T` (its JSON schema goes
@@ -280,24 +325,38 @@ impl Step {
     /// `chat_json` with the model configured for `role`. Each unusable answer
     /// is reported to the model (`ChatModel::reject`), so a fallback chain
     /// can move on.
-    pub async fn chat_json_as<T: DeserializeOwned + JsonSchema>(&mut self, role: &str, mut request: ChatRequest) -> Result<T> {
-        request.json_schema = Some(json_schema_of::<T>());
-        let first = self.chat_as(role, request.clone()).await?;
-        match parse_json::<T>(&first.content) {
-            Ok(v) => Ok(v),
-            Err(why) => {
-                self.env.models.get(role)?.reject();
-                request.messages.push(crate::model::Message::assistant(first.content));
-                request.messages.push(crate::model::Message::user(format!("That was not valid: {why}. Answer again with only the JSON object.")));
-                let second = self.chat_as(role, request).await?;
-                parse_json::<T>(&second.content).map_err(|why| {
-                    if let Ok(m) = self.env.models.get(role) {
-                        m.reject();
-                    }
-                    Error::Model { model: second.model, message: format!("the answer was not the JSON asked for, even after one repair ({why})") }
-                })
+    pub async fn chat_json_as<T: DeserializeOwned + JsonSchema>(&mut self, role: &str, request: ChatRequest) -> Result<T> {
+        let mut answers = self.chat_json_all_as(role, vec![request]).await?;
+        answers.pop().ok_or_else(|| Error::State("a model call gave no answer".into()))
+    }
+
+    /// `chat_all_as` for answers shaped like `T`: asked together, and each
+    /// answer that does not parse repaired on its own (one re-ask with the
+    /// parse error), in order.
+    pub async fn chat_json_all_as<T: DeserializeOwned + JsonSchema>(&mut self, role: &str, mut requests: Vec<ChatRequest>) -> Result<Vec<T>> {
+        for r in &mut requests {
+            r.json_schema = Some(json_schema_of::<T>());
+        }
+        let firsts = self.chat_all_as(role, requests.clone()).await?;
+        let mut out = Vec::with_capacity(firsts.len());
+        for (mut request, first) in requests.into_iter().zip(firsts) {
+            match parse_json::<T>(&first.content) {
+                Ok(v) => out.push(v),
+                Err(why) => {
+                    self.env.models.get(role)?.reject();
+                    request.messages.push(crate::model::Message::assistant(first.content));
+                    request.messages.push(crate::model::Message::user(format!("That was not valid: {why}. Answer again with only the JSON object.")));
+                    let second = self.chat_as(role, request).await?;
+                    out.push(parse_json::<T>(&second.content).map_err(|why| {
+                        if let Ok(m) = self.env.models.get(role) {
+                            m.reject();
+                        }
+                        Error::Model { model: second.model, message: format!("the answer was not the JSON asked for, even after one repair ({why})") }
+                    })?);
+                }
             }
         }
+        Ok(out)
     }
 
     /// Tells the model for `role` that its last answer was unusable (it broke

@@ -134,3 +134,51 @@ async fn resuming_a_finished_session_or_an_unknown_id_is_a_clear_error() {
     let e = r.resume("nope", false).err().unwrap().to_string();
     assert!(e.contains("no session with id `nope`") && e.contains("sessions list"), "{e}");
 }
+
+/// Answers only once `n` requests are waiting at the same time: a caller
+/// that asks one after another never gets an answer.
+struct Together {
+    barrier: tokio::sync::Barrier,
+}
+
+#[async_trait::async_trait]
+impl agentloop_core::ChatModel for Together {
+    fn name(&self) -> &str {
+        "together"
+    }
+
+    async fn chat(&self, request: &agentloop_core::ChatRequest) -> agentloop_core::Result<agentloop_core::ChatResponse> {
+        self.barrier.wait().await;
+        let asked = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        Ok(agentloop_core::ChatResponse::text(format!("re: {asked}")))
+    }
+}
+
+#[tokio::test]
+async fn questions_asked_together_are_in_flight_at_once_and_journaled_in_order() {
+    use agentloop_core::{ChatRequest, Graph, Message, END};
+    let graph = Graph::new("together")
+        .node("ask", |s: &mut Loop, step: &mut agentloop_core::Step| {
+            Box::pin(async move {
+                let requests = ["a", "b", "c"].map(|q| ChatRequest::new(vec![Message::user(q)])).to_vec();
+                let answers = step.chat_all_as(agentloop_core::DEFAULT_ROLE, requests).await?;
+                s.notes = answers.into_iter().map(|a| a.content).collect();
+                Ok(())
+            }) as futures::future::BoxFuture<'_, agentloop_core::Result<()>>
+        })
+        .entry("ask")
+        .edge("ask", END)
+        .compile()
+        .unwrap();
+    let store = memory_store();
+    let model = Arc::new(Together { barrier: tokio::sync::Barrier::new(3) });
+    let runner = Runner::new(graph, store.clone()).models(Models::new(model));
+    let handle = runner.start(Loop::new(1), StartOptions::new(Termination::max_iterations(3))).unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(20), handle.wait()).await.expect("the three questions were asked at once").unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let state: Loop = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!(state.notes, ["re: a", "re: b", "re: c"], "each answer goes with its question");
+    let calls = store.calls(&out.session_id).unwrap();
+    let journaled: Vec<(u32, String)> = calls.iter().map(|c| (c.index, c.output.as_ref().unwrap()["content"].as_str().unwrap().to_string())).collect();
+    assert_eq!(journaled, [(0, "re: a".to_string()), (1, "re: b".into()), (2, "re: c".into())]);
+}
