@@ -4,6 +4,8 @@
 //! validated plan of file and shell actions and runs it with the user's
 //! approval. `repl` answers questions by writing Python and running it in
 //! a persistent session until a reflection judges the answer complete.
+//! `research` answers multi-part questions from a local document
+//! collection with cited, judged claims.
 //! `reference_loop` is the engine benchmark's loop. The [`registry`]
 //! describes each of them once, for every surface.
 
@@ -15,4 +17,5 @@ pub mod planner;
 pub mod reference_loop;
 pub mod registry;
 pub mod repl;
+pub mod research;
 pub mod test_command;

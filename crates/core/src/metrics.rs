@@ -33,7 +33,7 @@ pub struct Metrics {
 /// Finish reasons of a session that ended without reaching its goal: it ran
 /// out of room, its outcome was checked and found short (`unverified`), or
 /// the user cancelled it. It completed, but did not succeed.
-pub const UNREACHED_REASONS: [&str; 4] = ["max_iterations", "max_turns", "unverified", "cancelled"];
+pub const UNREACHED_REASONS: [&str; 5] = ["max_iterations", "max_turns", "unverified", "cancelled", "abstained"];
 
 /// The session completed for a reason other than hitting a limit.
 pub fn reached_goal(status: SessionStatus, finish_reason: Option<&str>) -> bool {

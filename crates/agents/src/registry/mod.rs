@@ -18,7 +18,7 @@ use agentloop_core::{EngineEvent, Event, Models, Result, SessionHandle, Store, T
 use serde_json::{json, Value};
 
 pub use spec::{start_session, AgentSpec, Conversation, Launch};
-pub use summary::{FileChange, Patch, Summary};
+pub use summary::{Citation, FileChange, Patch, Summary};
 
 /// What an agent needs from its surroundings to run a session.
 #[derive(Clone)]
@@ -78,6 +78,7 @@ impl Registry {
             .with(spec::Registered::<crate::coder::Coder>::new())
             .with(spec::Registered::<crate::planner::Planner>::new())
             .with(spec::Registered::<crate::repl::Repl>::new())
+            .with(spec::Registered::<crate::research::Research>::new())
             .with(spec::Registered::<crate::reference_loop::ReferenceLoop>::new())
     }
 

@@ -29,6 +29,32 @@ pub struct Summary {
     /// Each attempt's change, as a unified diff (`sessions diff`).
     #[serde(default)]
     pub patches: Vec<Patch>,
+    /// The passages the answer cites, by the numbers it cites them with.
+    #[serde(default)]
+    pub citations: Vec<Citation>,
+    /// How sure the agent is of its answer, 0–1 (the research agent: the
+    /// judge's mean confidence over supported claims).
+    #[serde(default)]
+    pub confidence: Option<f32>,
+    /// Share of the answer's claims its citations support.
+    #[serde(default)]
+    pub faithfulness: Option<f32>,
+}
+
+/// A passage an answer cites.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Citation {
+    /// As the answer writes it: `[number]`.
+    pub number: u32,
+    pub passage_id: String,
+    /// The document's title.
+    pub title: String,
+    /// Character range of the passage in its document.
+    pub start: usize,
+    pub end: usize,
+    /// The passage's sentence that carries the claim.
+    pub sentence: String,
 }
 
 /// One attempt's change.
@@ -65,6 +91,9 @@ impl Summary {
             answer: None,
             notes: Vec::new(),
             patches: Vec::new(),
+            citations: Vec::new(),
+            confidence: None,
+            faithfulness: None,
         }
     }
 
@@ -79,6 +108,15 @@ impl Summary {
         out.extend(self.notes.iter().cloned());
         if let Some(answer) = &self.answer {
             out.push(format!("answer: {answer}"));
+        }
+        for c in &self.citations {
+            out.push(format!("  [{}] {}: \"{}\"", c.number, c.title, c.sentence));
+        }
+        let percent = |x: f32| format!("{:.0}%", x * 100.0);
+        match (self.faithfulness, self.confidence) {
+            (Some(f), Some(c)) => out.push(format!("faithfulness {} (claims their citations support), confidence {}", percent(f), percent(c))),
+            (Some(f), None) => out.push(format!("faithfulness {}", percent(f))),
+            _ => {}
         }
         out
     }

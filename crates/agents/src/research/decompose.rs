@@ -1,0 +1,244 @@
+//! A question broken into sub-questions that depend on one another, and the
+//! order to answer them in: phases by dependency (Kahn's layering), each
+//! phase's sub-questions independent of one another.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentloop_core::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What kind of answer a sub-question wants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryType {
+    #[default]
+    Factual,
+    Analytical,
+    Comparative,
+    Temporal,
+}
+
+/// One atomic sub-question. Its text may name an earlier answer as
+/// `{id}` (for "the father of {q1}"), filled in once `id` is answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubQuery {
+    pub id: String,
+    pub text: String,
+    /// The ids whose answers this one needs.
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    #[serde(default, rename = "type")]
+    pub kind: QueryType,
+    /// 1 (most important) to 5.
+    #[serde(default = "middle")]
+    pub priority: u8,
+    /// 1 (a lookup) to 5 (needs several sources).
+    #[serde(default = "middle")]
+    pub estimated_complexity: u8,
+    /// The phase it runs in (0-based), set by `Decomposition::new`.
+    #[serde(default)]
+    pub order: usize,
+}
+
+fn middle() -> u8 {
+    3
+}
+
+/// What the model is asked to write.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DecompositionAnswer {
+    /// False when one search can answer the question as asked.
+    pub is_complex: bool,
+    #[serde(default)]
+    pub sub_queries: Vec<SubQuery>,
+}
+
+/// The sub-questions and the phases they run in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decomposition {
+    pub complex: bool,
+    pub sub_queries: Vec<SubQuery>,
+    /// Sub-question ids by phase: each phase needs only earlier ones.
+    pub execution_plan: Vec<Vec<String>>,
+}
+
+impl Decomposition {
+    /// The question as its own single sub-question.
+    pub fn simple(question: &str) -> Self {
+        let only = SubQuery {
+            id: "q1".into(),
+            text: question.to_string(),
+            dependencies: Vec::new(),
+            kind: QueryType::Factual,
+            priority: 1,
+            estimated_complexity: 1,
+            order: 0,
+        };
+        Self { complex: false, execution_plan: vec![vec![only.id.clone()]], sub_queries: vec![only] }
+    }
+
+    /// Checks the model's answer and lays out its phases. A simple answer,
+    /// or fewer than two sub-questions, is the question itself; more than
+    /// `max` keeps the first `max` (and drops dependencies on the rest).
+    /// Duplicate ids, unknown dependencies and cycles are errors that say
+    /// which.
+    pub fn new(question: &str, answer: DecompositionAnswer, max: usize) -> Result<Self, String> {
+        let mut subs: Vec<SubQuery> = answer.sub_queries.into_iter().filter(|s| !s.text.trim().is_empty()).collect();
+        if !answer.is_complex || subs.len() < 2 {
+            return Ok(Self::simple(question));
+        }
+        subs.truncate(max.max(2));
+        let ids: BTreeSet<String> = subs.iter().map(|s| s.id.clone()).collect();
+        if ids.len() != subs.len() {
+            return Err("two sub-questions share an id: give each its own".into());
+        }
+        for s in &mut subs {
+            s.dependencies.retain(|d| d != &s.id);
+            s.dependencies.dedup();
+        }
+        let plan = execution_plan(&subs)?;
+        for (phase, members) in plan.iter().enumerate() {
+            for s in subs.iter_mut().filter(|s| members.contains(&s.id)) {
+                s.order = phase;
+            }
+        }
+        Ok(Self { complex: true, sub_queries: subs, execution_plan: plan })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&SubQuery> {
+        self.sub_queries.iter().find(|s| s.id == id)
+    }
+}
+
+/// Kahn's algorithm by layers: phase 0 holds the sub-questions with no
+/// dependencies, each later phase those whose dependencies all came
+/// before. Within a phase, higher priority (lower number) first.
+pub fn execution_plan(subs: &[SubQuery]) -> Result<Vec<Vec<String>>, String> {
+    let known: BTreeSet<&str> = subs.iter().map(|s| s.id.as_str()).collect();
+    for s in subs {
+        if let Some(d) = s.dependencies.iter().find(|d| !known.contains(d.as_str())) {
+            return Err(format!("{} depends on {d}, which is not one of the sub-questions", s.id));
+        }
+    }
+    let mut waiting: BTreeMap<&str, BTreeSet<&str>> = subs.iter().map(|s| (s.id.as_str(), s.dependencies.iter().map(String::as_str).collect())).collect();
+    let mut phases = Vec::new();
+    while !waiting.is_empty() {
+        let mut ready: Vec<&SubQuery> = subs.iter().filter(|s| waiting.get(s.id.as_str()).is_some_and(BTreeSet::is_empty)).collect();
+        if ready.is_empty() {
+            return Err(format!("the sub-questions depend on each other in a circle: {}", cycle(&waiting)));
+        }
+        ready.sort_by_key(|s| s.priority);
+        for s in &ready {
+            waiting.remove(s.id.as_str());
+        }
+        for deps in waiting.values_mut() {
+            for s in &ready {
+                deps.remove(s.id.as_str());
+            }
+        }
+        phases.push(ready.iter().map(|s| s.id.clone()).collect());
+    }
+    Ok(phases)
+}
+
+/// One cycle among sub-questions that are all still waiting, as
+/// "a → b → a": follow any dependency until an id repeats.
+fn cycle(waiting: &BTreeMap<&str, BTreeSet<&str>>) -> String {
+    let Some(mut at) = waiting.keys().next().copied() else { return String::new() };
+    let mut path: Vec<&str> = Vec::new();
+    loop {
+        if let Some(i) = path.iter().position(|p| *p == at) {
+            let mut circle = path[i..].to_vec();
+            circle.push(at);
+            return circle.join(" → ");
+        }
+        path.push(at);
+        match waiting.get(at).and_then(|d| d.iter().next()) {
+            Some(next) => at = next,
+            None => return path.join(" → "),
+        }
+    }
+}
+
+/// A sub-question's text with the answers it depends on filled in: each
+/// `{id}` replaced, and any dependency not named that way added as
+/// context, so a search for "the father of {q1}" looks for the person q1
+/// found.
+pub fn resolved(sub: &SubQuery, answers: &BTreeMap<String, String>) -> String {
+    let mut text = sub.text.clone();
+    let mut unnamed = Vec::new();
+    for d in &sub.dependencies {
+        let answer = answers.get(d).map(String::as_str).unwrap_or("unknown");
+        let placeholder = format!("{{{d}}}");
+        if text.contains(&placeholder) {
+            text = text.replace(&placeholder, answer);
+        } else {
+            unnamed.push(answer);
+        }
+    }
+    if unnamed.is_empty() {
+        text
+    } else {
+        format!("{text} ({})", unnamed.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sub(id: &str, deps: &[&str]) -> SubQuery {
+        SubQuery {
+            id: id.into(),
+            text: format!("text of {id}"),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            kind: QueryType::Factual,
+            priority: 3,
+            estimated_complexity: 2,
+            order: 0,
+        }
+    }
+
+    #[test]
+    fn a_simple_question_is_its_own_single_sub_question() {
+        let d = Decomposition::new("Who wrote Dune?", DecompositionAnswer { is_complex: false, sub_queries: vec![sub("a", &[]), sub("b", &[])] }, 5).unwrap();
+        assert!(!d.complex);
+        assert_eq!(d.sub_queries.len(), 1);
+        assert_eq!(d.sub_queries[0].text, "Who wrote Dune?");
+        let one = Decomposition::new("Who wrote Dune?", DecompositionAnswer { is_complex: true, sub_queries: vec![sub("a", &[])] }, 5).unwrap();
+        assert!(!one.complex, "one sub-question is no decomposition");
+    }
+
+    #[test]
+    fn a_complex_question_is_laid_out_in_phases_by_dependency() {
+        let answer = DecompositionAnswer { is_complex: true, sub_queries: vec![sub("q1", &[]), sub("q2", &["q1"]), sub("q3", &[]), sub("q4", &["q2", "q3"])] };
+        let d = Decomposition::new("…", answer, 5).unwrap();
+        assert!(d.complex);
+        assert_eq!(d.execution_plan, vec![vec!["q1", "q3"], vec!["q2"], vec!["q4"]]);
+        assert_eq!(d.get("q4").unwrap().order, 2);
+        let capped =
+            Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: (1..=7).map(|i| sub(&format!("q{i}"), &[])).collect() }, 5).unwrap();
+        assert_eq!(capped.sub_queries.len(), 5);
+    }
+
+    #[test]
+    fn a_cycle_or_an_unknown_dependency_is_an_error_that_names_it() {
+        let err = execution_plan(&[sub("q1", &["q3"]), sub("q2", &["q1"]), sub("q3", &["q2"]), sub("q4", &[])]).unwrap_err();
+        assert!(err.contains("q1 → q3 → q2 → q1"), "{err}");
+        let err = execution_plan(&[sub("q1", &["q9"])]).unwrap_err();
+        assert!(err.contains("q1 depends on q9"), "{err}");
+    }
+
+    #[test]
+    fn a_dependent_sub_question_is_filled_in_with_its_dependencys_answer() {
+        let mut s = sub("q2", &["q1"]);
+        s.text = "Who is the father of {q1}?".into();
+        let answers = BTreeMap::from([("q1".to_string(), "Ada Byron".to_string())]);
+        assert_eq!(resolved(&s, &answers), "Who is the father of Ada Byron?");
+        s.text = "Who is that person's father?".into();
+        assert_eq!(resolved(&s, &answers), "Who is that person's father? (Ada Byron)");
+    }
+}

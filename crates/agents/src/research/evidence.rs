@@ -1,0 +1,234 @@
+//! The passages a session retrieved, numbered for citation, and what an
+//! answer's citations say: which numbers it cites, whether each is one the
+//! model was given, the claims it makes, and how well its citations carry
+//! them (faithfulness; citation precision and recall as ALCE defines them).
+
+use std::collections::BTreeSet;
+
+use agentloop_core::JsonSchema;
+use agentloop_retrieval::Passage;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// Every passage retrieved, each once; passage n (1-based) is cited `[n]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Evidence {
+    pub passages: Vec<Passage>,
+}
+
+impl Evidence {
+    /// Adds `found`, skipping passages already held; returns the numbers of
+    /// all of `found`, new or not.
+    pub fn add(&mut self, found: Vec<Passage>) -> Vec<u32> {
+        found
+            .into_iter()
+            .map(|p| match self.passages.iter().position(|q| q.id == p.id) {
+                Some(i) => i as u32 + 1,
+                None => {
+                    self.passages.push(p);
+                    self.passages.len() as u32
+                }
+            })
+            .collect()
+    }
+
+    pub fn get(&self, number: u32) -> Option<&Passage> {
+        self.passages.get((number as usize).checked_sub(1)?)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.passages.is_empty()
+    }
+}
+
+/// `[3]`, `[1, 4]`, `[2][5]`: the citation markers of a text.
+fn markers() -> Regex {
+    #[allow(clippy::unwrap_used)] // a constant pattern
+    Regex::new(r"\[(\d+(?:\s*,\s*\d+)*)\]").unwrap()
+}
+
+/// The numbers cited in `text`, in order of first appearance.
+pub fn cited(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for m in markers().captures_iter(text) {
+        for n in m[1].split(',').filter_map(|n| n.trim().parse::<u32>().ok()) {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// The cited numbers that are not among `allowed`: an answer holding any
+/// is refused.
+pub fn outside(text: &str, allowed: &BTreeSet<u32>) -> Vec<u32> {
+    cited(text).into_iter().filter(|n| !allowed.contains(n)).collect()
+}
+
+/// `text` without the markers of `numbers` (a marker listing others keeps
+/// them), for an answer that still cites outside its evidence after a
+/// repair: the claim stays, uncited, and is judged as such.
+pub fn drop_citations(text: &str, numbers: &[u32]) -> String {
+    markers()
+        .replace_all(text, |c: &regex::Captures| {
+            let kept: Vec<&str> = c[1].split(',').map(str::trim).filter(|n| n.parse::<u32>().map_or(true, |n| !numbers.contains(&n))).collect();
+            if kept.is_empty() {
+                String::new()
+            } else {
+                format!("[{}]", kept.join(", "))
+            }
+        })
+        .replace(" .", ".")
+}
+
+/// One sentence of an answer and the passages it cites.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub text: String,
+    pub citations: Vec<u32>,
+    /// The judge's verdict: its cited passages together support it.
+    pub supported: Option<bool>,
+    /// The judge's confidence in that verdict, 0–1.
+    pub confidence: Option<f32>,
+    /// The citations that support it each on its own.
+    #[serde(default)]
+    pub supported_by: Vec<u32>,
+}
+
+/// The claims of an answer: its sentences (a citation after the full stop
+/// belongs to the sentence before), headings and blank lines left out.
+pub fn claims(answer: &str) -> Vec<Claim> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = answer.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        current.push(chars[i]);
+        let ends = matches!(chars[i], '.' | '!' | '?') && chars.get(i + 1).is_none_or(|c| c.is_whitespace() || *c == '[');
+        if ends || chars[i] == '\n' {
+            // Take the markers that follow the full stop.
+            while let Some(rest) = chars.get(i + 1..) {
+                let rest: String = rest.iter().collect();
+                let trimmed = rest.trim_start();
+                match markers().find(trimmed).filter(|m| m.start() == 0) {
+                    Some(m) => {
+                        current.push(' ');
+                        current.push_str(m.as_str());
+                        i += rest.len() - trimmed.len() + m.as_str().chars().count();
+                    }
+                    None => break,
+                }
+            }
+            push_claim(&mut out, &current);
+            current.clear();
+        }
+        i += 1;
+    }
+    push_claim(&mut out, &current);
+    out
+}
+
+fn push_claim(out: &mut Vec<Claim>, sentence: &str) {
+    let text = sentence.trim();
+    let words = markers().replace_all(text, "");
+    if words.trim().trim_start_matches('#').trim().chars().filter(|c| c.is_alphanumeric()).count() < 3 || text.starts_with('#') {
+        return;
+    }
+    out.push(Claim { text: text.to_string(), citations: cited(text), supported: None, confidence: None, supported_by: Vec::new() });
+}
+
+/// How well an answer's citations carry its claims.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Scores {
+    /// Supported claims ÷ claims; `None` with no claims (nothing to be
+    /// faithful about is not perfect faithfulness).
+    pub faithfulness: Option<f32>,
+    /// ALCE: of all citations, those not irrelevant to a supported claim.
+    pub citation_precision: Option<f32>,
+    /// ALCE: claims whose citations together support them ÷ claims.
+    pub citation_recall: Option<f32>,
+    /// Mean of the judge's confidence over supported claims (0 for others).
+    pub confidence: Option<f32>,
+}
+
+/// Scores from judged claims. A claim with no citation is unsupported. A
+/// citation is irrelevant (ALCE) when it does not support its claim on its
+/// own while the claim's other citations do; a citation of an unsupported
+/// claim counts as imprecise.
+pub fn scores(claims: &[Claim]) -> Scores {
+    if claims.is_empty() {
+        return Scores::default();
+    }
+    let n = claims.len() as f32;
+    let supported = |c: &Claim| c.supported == Some(true) && !c.citations.is_empty();
+    let faithful = claims.iter().filter(|c| supported(c)).count() as f32;
+    let mut citations = 0;
+    let mut precise = 0;
+    for c in claims {
+        for k in &c.citations {
+            citations += 1;
+            let alone = c.supported_by.contains(k);
+            let others_enough = c.supported_by.iter().any(|o| o != k);
+            if supported(c) && (alone || !others_enough) {
+                precise += 1;
+            }
+        }
+    }
+    let confidence = claims.iter().map(|c| if supported(c) { c.confidence.unwrap_or(0.0).clamp(0.0, 1.0) } else { 0.0 }).sum::<f32>() / n;
+    Scores {
+        faithfulness: Some(faithful / n),
+        citation_precision: (citations > 0).then(|| precise as f32 / citations as f32),
+        citation_recall: Some(faithful / n),
+        confidence: Some(confidence),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_sentences_with_the_citations_that_follow_them() {
+        let c = claims("# Answer\nAda was born in 1815 [1]. Her father was Lord Byron.[2][3] She wrote notes [1, 4].");
+        let got: Vec<(&str, Vec<u32>)> = c.iter().map(|c| (c.text.as_str(), c.citations.clone())).collect();
+        assert_eq!(
+            got,
+            vec![("Ada was born in 1815 [1].", vec![1]), ("Her father was Lord Byron. [2] [3]", vec![2, 3]), ("She wrote notes [1, 4].", vec![1, 4])]
+        );
+        assert!(claims("").is_empty());
+    }
+
+    #[test]
+    fn citations_outside_the_evidence_are_found_and_can_be_dropped() {
+        let allowed = BTreeSet::from([1, 2]);
+        assert_eq!(outside("A [1]. B [2, 7]. C [9].", &allowed), vec![7, 9]);
+        assert_eq!(drop_citations("A [1]. B [2, 7]. C [9].", &[7, 9]), "A [1]. B [2]. C.");
+    }
+
+    #[test]
+    fn faithfulness_and_alce_precision_and_recall() {
+        let judged = |citations: Vec<u32>, supported: bool, by: Vec<u32>| Claim {
+            text: String::new(),
+            citations,
+            supported: Some(supported),
+            confidence: Some(0.8),
+            supported_by: by,
+        };
+        let s = scores(&[
+            judged(vec![1], true, vec![1]),    // precise
+            judged(vec![1, 2], true, vec![1]), // [2] irrelevant: [1] alone carries it
+            judged(vec![3, 4], true, vec![]),  // both needed together: precise
+            judged(vec![5], false, vec![]),    // unsupported: imprecise
+            judged(vec![], true, vec![]),      // no citation: unsupported
+        ]);
+        assert_eq!(s.faithfulness, Some(3.0 / 5.0));
+        assert_eq!(s.citation_recall, Some(3.0 / 5.0));
+        assert_eq!(s.citation_precision, Some(4.0 / 6.0));
+        assert!((s.confidence.unwrap() - 0.8 * 3.0 / 5.0).abs() < 1e-6);
+        assert_eq!(scores(&[]).faithfulness, None, "no claims, no score");
+    }
+}

@@ -1,0 +1,107 @@
+//! The research agent:
+//!
+//! ```text
+//! DECOMPOSE → RESEARCH ─next phase→ RESEARCH … → SYNTHESIZE ─reflection on→ REFLECT ─go on→ REFINE → REFLECT …
+//!    │         (search → coverage → gap search → answer, per sub-question)   │           └stop→ END
+//!    └closed book────────────────────────────────→ SYNTHESIZE                └loops off, nothing found→ END
+//! ```
+//!
+//! DECOMPOSE breaks the question into sub-questions and lays them out in
+//! phases by dependency; RESEARCH runs one phase — each sub-question
+//! searched with its dependencies' answers filled in, its coverage checked
+//! and what is missing searched for again, then answered, the model calls
+//! of a phase asked together; SYNTHESIZE writes an answer whose every
+//! sentence cites a retrieved passage (an answer citing anything else is
+//! refused and asked again) and judges each claim against its passages;
+//! REFLECT finds the draft's gaps, critiques it, scores it and stops at
+//! the quality target, when a refinement gains too little, when the gaps
+//! stop changing or at the pass limit; REFINE writes the next draft. The
+//! best draft is the answer, and it counts as checked only when its claims
+//! are supported (`nodes::FAITHFUL`).
+
+mod agent;
+mod coverage;
+mod decompose;
+mod events;
+mod evidence;
+mod nodes;
+mod prompts;
+mod reflect;
+mod search;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_core::{Budget, CompiledGraph, Graph, Models, Result, Runner, Store, Termination, Tools, END};
+use agentloop_retrieval::{Corpus, Embedder};
+
+pub use agent::{Research, ResearchFile, ResearchFlags, ResearchInput};
+pub use coverage::{coverage as coverage_of, Aspect, CoverageAnswer, CoverageReport};
+pub use decompose::{execution_plan, resolved, Decomposition, DecompositionAnswer, QueryType, SubQuery};
+pub use events::ResearchEvent;
+pub use evidence::{cited, claims, scores, Claim, Evidence, Scores};
+pub use nodes::{ClaimVerdict, SubAnswer, FAITHFUL};
+pub use reflect::{Gap, GapKind, SelfCritique, StopReason};
+pub use search::Search;
+pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};
+
+pub const AGENT: &str = "research";
+/// The role that judges claims and critiques drafts: a judge's word is not
+/// itself checked, so by default it is the strong model (`JUDGING_ROLES`).
+pub const JUDGE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
+/// The corpus searched when none is named.
+pub const DEFAULT_CORPUS: &str = "wiki";
+
+pub fn graph() -> Result<CompiledGraph<ResearchState>> {
+    Graph::new(AGENT)
+        .node("decompose", nodes::decompose)
+        .node("research", nodes::research)
+        .node("synthesize", nodes::synthesize)
+        .node("reflect", nodes::reflect)
+        .node("refine", nodes::refine)
+        .entry("decompose")
+        .route("decompose", &["research", "synthesize"], |s: &ResearchState| if s.config.closed_book { "synthesize".into() } else { "research".into() })
+        .route("research", &["research", "synthesize"], |s: &ResearchState| {
+            let phases = s.decomposition.as_ref().map_or(0, |d| d.execution_plan.len());
+            if s.phase < phases {
+                "research".into()
+            } else {
+                "synthesize".into()
+            }
+        })
+        .route("synthesize", &["reflect", END], |s: &ResearchState| if nodes::ended(s) { END.into() } else { "reflect".into() })
+        .route("reflect", &["refine", END], |s: &ResearchState| if nodes::ended(s) { END.into() } else { "refine".into() })
+        .edge("refine", "reflect")
+        .compile()
+}
+
+/// A runner searching `corpus` with `embedder`.
+pub fn runner(corpus: Arc<Corpus>, embedder: Arc<Embedder>, models: Models, store: Arc<dyn Store>) -> Result<Runner<ResearchState>> {
+    let tools = Tools::new().with(Search::new(corpus, embedder));
+    Ok(Runner::new(graph()?, store).models(models).tools(tools))
+}
+
+/// The limits users asked for: iterations enough for every phase, draft and
+/// pass; a per-iteration timeout; the token and tool-call budgets and the
+/// session deadline when set; the same tool call three times pauses.
+pub fn termination(config: &ResearchConfig) -> Termination {
+    let iterations = 1 + config.max_sub_queries as u32 + 1 + 2 * config.max_reflections;
+    let mut all = vec![
+        Termination::max_iterations(iterations),
+        Termination::timeout(Duration::from_secs(config.timeout_per_iteration_secs.max(1))),
+        Termination::repetition(3),
+    ];
+    let budget = Budget {
+        tokens: (config.max_tokens > 0).then_some(config.max_tokens),
+        tool_calls: (config.max_tool_calls > 0).then_some(config.max_tool_calls),
+        cost: None,
+    };
+    if budget.tokens.is_some() || budget.tool_calls.is_some() {
+        all.push(Termination::budget(budget));
+    }
+    if config.deadline_secs > 0 {
+        all.push(Termination::deadline(Duration::from_secs(config.deadline_secs)));
+    }
+    Termination::any_of(all)
+}

@@ -1,0 +1,391 @@
+//! The research agent's nodes: DECOMPOSE, RESEARCH (one phase of the
+//! execution plan: search, check coverage, fill gaps, answer), SYNTHESIZE,
+//! REFLECT (gaps, self-critique, quality, stop or not) and REFINE.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentloop_core::{JsonSchema, Result, Step};
+use agentloop_retrieval::Passage;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::coverage::{self, CoverageAnswer, CoverageReport};
+use super::decompose::{self, Decomposition, DecompositionAnswer};
+use super::events::ResearchEvent;
+use super::evidence::{self, Claim};
+use super::prompts;
+use super::reflect::{self, Limits};
+use super::search::TOOL;
+use super::state::{Draft, ResearchState, SubQueryStatus, SubQueryWork};
+use super::JUDGE_ROLE;
+
+/// Faithfulness at which an answer counts as checked.
+pub const FAITHFUL: f32 = 0.8;
+/// Gap-filling searches per sub-question and cycle at most.
+const GAP_SEARCHES: usize = 2;
+
+/// A sub-question's answer as the model writes it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SubAnswer {
+    pub answer: String,
+    #[serde(default)]
+    pub citations: Vec<u32>,
+    pub found: bool,
+}
+
+/// The judge's verdict on one claim.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimVerdict {
+    pub supported: bool,
+    pub confidence: f32,
+    #[serde(default)]
+    pub supporting_citations: Vec<u32>,
+}
+
+pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
+        let (d, error) = if s.config.decomposition && !s.config.closed_book {
+            let answer: DecompositionAnswer = step.chat_json(prompts::decompose(&s.question, s.config.max_sub_queries)).await?;
+            match Decomposition::new(&s.question, answer, s.config.max_sub_queries) {
+                Ok(d) => (d, None),
+                Err(e) => (Decomposition::simple(&s.question), Some(e)),
+            }
+        } else {
+            (Decomposition::simple(&s.question), None)
+        };
+        if d.complex {
+            for q in &d.sub_queries {
+                step.emit(ResearchEvent::SubQueryIdentified {
+                    id: q.id.clone(),
+                    text: q.text.clone(),
+                    dependencies: q.dependencies.clone(),
+                    kind: q.kind,
+                    priority: q.priority,
+                    phase: q.order,
+                });
+            }
+        }
+        step.emit(ResearchEvent::DecompositionCompleted {
+            complex: d.complex,
+            sub_queries: d.sub_queries.len(),
+            execution_plan: d.execution_plan.clone(),
+            error,
+        });
+        s.sub_queries = d.sub_queries.iter().map(|q| SubQueryWork { id: q.id.clone(), ..SubQueryWork::default() }).collect();
+        s.decomposition = Some(d);
+        Ok(())
+    })
+}
+
+/// Runs the search for `query` unless it ran before; returns the evidence
+/// numbers of what it found (new and already held).
+async fn search(s: &mut ResearchState, step: &mut Step, query: &str) -> Result<Vec<u32>> {
+    if !coverage::new_searches(&[query.to_string()], &s.searches, 1).iter().any(|q| q == query.trim()) {
+        return Ok(Vec::new());
+    }
+    s.searches.push(query.trim().to_string());
+    let out = step.tool(TOOL, json!({"query": query, "k": s.config.passages_per_search})).await?;
+    let found: Vec<Passage> = serde_json::from_value(out["passages"].clone())?;
+    Ok(s.evidence.add(found))
+}
+
+fn work<'s>(s: &'s mut ResearchState, id: &str) -> Option<&'s mut SubQueryWork> {
+    s.sub_queries.iter_mut().find(|w| w.id == id)
+}
+
+/// One phase: its sub-questions are searched, checked for coverage (and
+/// searched again for what is missing) and answered — the model calls of
+/// the phase's sub-questions asked together.
+pub fn research<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        let Some(d) = s.decomposition.clone() else { return Ok(()) };
+        let Some(ids) = d.execution_plan.get(s.phase).cloned() else { return Ok(()) };
+        let known: BTreeMap<String, String> =
+            s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).map(|w| (w.id.clone(), w.answer.clone())).collect();
+        for id in &ids {
+            let Some(sub) = d.get(id) else { continue };
+            let resolved = decompose::resolved(sub, &known);
+            step.emit(ResearchEvent::RetrievalCycleStarted { sub_query: id.clone(), cycle: 0, queries: vec![resolved.clone()] });
+            let before = s.evidence.passages.len();
+            let found = search(s, step, &resolved).await?;
+            let new_passages = s.evidence.passages.len() - before;
+            if let Some(w) = work(s, id) {
+                w.resolved = resolved;
+                w.found.extend(&found);
+            }
+            if !s.config.iterative_retrieval {
+                step.emit(ResearchEvent::RetrievalCycleCompleted {
+                    sub_query: id.clone(),
+                    cycle: 0,
+                    passages_found: found.len(),
+                    new_passages,
+                    coverage: None,
+                    complete: false,
+                });
+            }
+        }
+        if s.config.iterative_retrieval {
+            check_coverage(s, step, ids.clone()).await?;
+        }
+        answer(s, step, &ids).await?;
+        s.phase += 1;
+        Ok(())
+    })
+}
+
+/// Coverage of each open sub-question; those below the threshold with new
+/// searches to try get one gap-filling cycle each, while the question's
+/// cycles last.
+async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<String>) -> Result<()> {
+    let mut cycle = 0;
+    loop {
+        let asked: Vec<String> = open.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
+        let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::coverage(&w.resolved, &s.evidence, &w.found)).collect();
+        let answers: Vec<CoverageAnswer> = step.chat_json_all_as(agentloop_core::DEFAULT_ROLE, requests).await?;
+        let mut by_id: BTreeMap<String, CoverageAnswer> = asked.into_iter().zip(answers).collect();
+        let mut next = Vec::new();
+        for id in &open {
+            let answer = by_id.remove(id).unwrap_or(CoverageAnswer { aspects: Vec::new(), suggested_retrievals: Vec::new() });
+            let value = coverage::coverage(&answer.aspects);
+            let complete = value >= s.config.coverage_threshold;
+            let found = s.work(id).map_or(0, |w| w.found.len());
+            step.emit(ResearchEvent::CoverageChecked {
+                sub_query: id.clone(),
+                cycle,
+                coverage: value,
+                aspects: answer.aspects.len(),
+                answered_aspects: answer.aspects.iter().filter(|a| a.answered).count(),
+                suggested_retrievals: answer.suggested_retrievals.clone(),
+            });
+            step.emit(ResearchEvent::RetrievalCycleCompleted {
+                sub_query: id.clone(),
+                cycle,
+                passages_found: found,
+                new_passages: 0,
+                coverage: Some(value),
+                complete,
+            });
+            let searches = coverage::new_searches(&answer.suggested_retrievals, &s.searches, GAP_SEARCHES);
+            if let Some(w) = work(s, id) {
+                w.coverage.push(CoverageReport {
+                    sub_query: id.clone(),
+                    cycle,
+                    coverage: value,
+                    complete,
+                    aspects: answer.aspects,
+                    suggested_retrievals: answer.suggested_retrievals,
+                });
+            }
+            // One gap-filling cycle per sub-question, while the question's last.
+            if !complete && cycle == 0 && !searches.is_empty() && s.cycles < s.config.max_cycles {
+                s.cycles += 1;
+                next.push((id.clone(), searches));
+            }
+        }
+        if next.is_empty() {
+            return Ok(());
+        }
+        cycle += 1;
+        open.clear();
+        for (id, queries) in next {
+            step.emit(ResearchEvent::RetrievalCycleStarted { sub_query: id.clone(), cycle, queries: queries.clone() });
+            for q in queries {
+                let found = search(s, step, &q).await?;
+                if let Some(w) = work(s, &id) {
+                    for n in found {
+                        if !w.found.contains(&n) {
+                            w.found.push(n);
+                        }
+                    }
+                }
+            }
+            open.push(id);
+        }
+    }
+}
+
+/// Answers the phase's sub-questions from what each found; a citation of a
+/// passage the sub-question was not shown is dropped.
+async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
+    let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
+    let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
+    let answers: Vec<SubAnswer> = step.chat_json_all_as(agentloop_core::DEFAULT_ROLE, requests).await?;
+    let mut by_id: BTreeMap<String, SubAnswer> = asked.into_iter().zip(answers).collect();
+    for id in ids {
+        let a = by_id.remove(id);
+        let Some(w) = work(s, id) else { continue };
+        let answered = a.as_ref().is_some_and(|a| a.found && !a.answer.trim().is_empty());
+        w.status = if answered { SubQueryStatus::Answered } else { SubQueryStatus::Unanswered };
+        if let Some(a) = a.filter(|_| answered) {
+            w.answer = a.answer.trim().to_string();
+            w.citations = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
+        }
+        step.emit(ResearchEvent::SubQueryAnswered { id: id.clone(), answer: w.answer.clone(), citations: w.citations.clone(), answered });
+    }
+    Ok(())
+}
+
+/// The first answer: from the model alone (closed book), an abstention
+/// when nothing was found, or written from the evidence with citations.
+pub fn synthesize<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        if s.config.closed_book {
+            let text = step.chat(prompts::closed_book(&s.question)).await?.content.trim().to_string();
+            s.drafts.push(Draft { claims: evidence::claims(&text), answer: text, ..Draft::default() });
+            return end(s, step);
+        }
+        if s.evidence.is_empty() {
+            s.abstained = true;
+            let answer = format!("The documents in corpus `{}` hold nothing that answers this question, so I give no answer.", s.corpus);
+            s.drafts.push(Draft { answer, ..Draft::default() });
+            return end(s, step);
+        }
+        let draft = write(s, step, prompts::synthesize(s)).await?;
+        s.drafts.push(draft);
+        s.best = 0;
+        if !s.config.reflection {
+            return end(s, step);
+        }
+        Ok(())
+    })
+}
+
+/// Asks for an answer, refuses one that cites outside the evidence (asks
+/// again once, then removes what is still outside), and judges its claims.
+async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::ChatRequest) -> Result<Draft> {
+    let count = s.evidence.passages.len();
+    let allowed: BTreeSet<u32> = (1..=count as u32).collect();
+    let mut text = step.chat(request.clone()).await?.content.trim().to_string();
+    let mut refused = evidence::outside(&text, &allowed);
+    if !refused.is_empty() {
+        let again = prompts::cite_again(request, &text, &refused, count);
+        text = step.chat(again).await?.content.trim().to_string();
+        let still = evidence::outside(&text, &allowed);
+        text = evidence::drop_citations(&text, &still);
+        refused.extend(still);
+        refused.sort_unstable();
+        refused.dedup();
+    }
+    let claims = judge(s, step, evidence::claims(&text)).await?;
+    let scores = evidence::scores(&claims);
+    step.emit(ResearchEvent::Draft {
+        version: s.drafts.len(),
+        answer: text.clone(),
+        claims: claims.len(),
+        faithfulness: scores.faithfulness,
+        refused_citations: refused,
+    });
+    Ok(Draft { answer: text, claims, scores, ..Draft::default() })
+}
+
+/// Each cited claim judged against its passages (asked together); a
+/// claim with no citation is unsupported without asking.
+async fn judge(s: &ResearchState, step: &mut Step, mut claims: Vec<Claim>) -> Result<Vec<Claim>> {
+    let cited: Vec<usize> = (0..claims.len()).filter(|i| !claims[*i].citations.is_empty()).collect();
+    let requests = cited.iter().map(|i| prompts::judge_claim(&claims[*i], &s.evidence)).collect();
+    let verdicts: Vec<ClaimVerdict> = step.chat_json_all_as(JUDGE_ROLE, requests).await?;
+    for c in claims.iter_mut().filter(|c| c.citations.is_empty()) {
+        c.supported = Some(false);
+        c.confidence = Some(0.0);
+    }
+    for (i, v) in cited.into_iter().zip(verdicts) {
+        let c = &mut claims[i];
+        c.supported = Some(v.supported);
+        c.confidence = Some(v.confidence.clamp(0.0, 1.0));
+        c.supported_by = v.supporting_citations.into_iter().filter(|n| c.citations.contains(n)).collect();
+    }
+    Ok(claims)
+}
+
+/// One reflection pass over the latest draft: its gaps, a self-critique,
+/// its quality against the best before it, and whether to stop.
+pub fn reflect<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        s.reflections += 1;
+        let iteration = s.reflections;
+        let Some(latest) = s.drafts.last().cloned() else { return end(s, step) };
+        let unanswered: Vec<String> = s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Unanswered).map(|w| w.resolved.clone()).collect();
+        let coverage = if s.config.iterative_retrieval { s.coverage() } else { 1.0 };
+        let found = reflect::gaps(&latest.claims, &unanswered, &[], coverage, s.config.coverage_threshold);
+        let critique: reflect::SelfCritique = step.chat_json_as(JUDGE_ROLE, prompts::critique(s, &latest.answer, &found)).await?;
+        let gaps = reflect::gaps(&latest.claims, &unanswered, &critique.critical_issues, coverage, s.config.coverage_threshold);
+        let quality = reflect::quality(&latest.scores, s.answered_share(), &critique);
+        step.emit(ResearchEvent::GapDetected { iteration, gaps: gaps.clone() });
+        step.emit(ResearchEvent::SelfCritiqueCompleted {
+            iteration,
+            overall_assessment: critique.overall_assessment.clone(),
+            confidence: critique.confidence,
+            weaknesses: critique.weaknesses.clone(),
+            suggested_improvements: critique.suggested_improvements.clone(),
+        });
+        if let Some(d) = s.drafts.last_mut() {
+            d.critique = Some(critique);
+            d.quality = Some(quality);
+            d.gaps = gaps.clone();
+        }
+        let qualities: Vec<f32> = s.drafts.iter().map(|d| d.quality.unwrap_or(0.0)).collect();
+        if qualities.len() >= 2 {
+            let before = qualities[s.best];
+            step.emit(ResearchEvent::RefinementPass { iteration, quality_before: before, quality_after: quality, kept: quality > before });
+        }
+        s.best = reflect::best(&qualities);
+        step.emit(ResearchEvent::ReflectionIteration { iteration, quality, best_quality: qualities[s.best], gaps: gaps.len() });
+        let history: Vec<Vec<reflect::Gap>> = s.drafts.iter().map(|d| d.gaps.clone()).collect();
+        let limits = Limits { max_iterations: s.config.max_reflections, quality_target: s.config.quality_target, min_improvement: s.config.min_improvement };
+        if let Some(reason) = reflect::should_stop(iteration, &qualities, &history, limits) {
+            s.stopped = Some(reason);
+            step.emit(ResearchEvent::ReflectionCompleted { iterations: iteration, quality: qualities[s.best], reason });
+            return end(s, step);
+        }
+        Ok(())
+    })
+}
+
+/// A new draft from the latest one, its critique and its gaps; sub-questions
+/// still unanswered are searched once more first.
+pub fn refine<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        let Some(latest) = s.drafts.last().cloned() else { return Ok(()) };
+        let missing: Vec<String> = latest.gaps.iter().filter(|g| g.kind == reflect::GapKind::MissingInformation).map(|g| g.detail.clone()).collect();
+        for q in coverage::new_searches(&missing, &s.searches, GAP_SEARCHES) {
+            search(s, step, &q).await?;
+        }
+        let critique = latest.critique.clone().unwrap_or_default();
+        let draft = write(s, step, prompts::refine(s, &latest.answer, &critique, &latest.gaps)).await?;
+        s.drafts.push(draft);
+        Ok(())
+    })
+}
+
+/// Ends the session on the answer shown. It counts as checked only when
+/// its claims were judged and enough of them are supported.
+fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
+    if s.abstained {
+        step.finish("abstained");
+        return Ok(());
+    }
+    let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
+    let verified = !s.config.closed_book && faithfulness.is_some_and(|f| f >= FAITHFUL);
+    step.signal(|sig| sig.goal_verified = Some(verified));
+    if verified {
+        step.signal(|sig| sig.agent_signalled_completion = true);
+        step.finish("answered");
+    } else {
+        step.finish("unverified");
+    }
+    Ok(())
+}
+
+/// Whether the graph goes on after SYNTHESIZE or REFLECT: not once the
+/// session has its ending.
+pub fn ended(s: &ResearchState) -> bool {
+    s.abstained || s.stopped.is_some() || s.config.closed_book || !s.config.reflection
+}

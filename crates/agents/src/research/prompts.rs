@@ -1,0 +1,142 @@
+//! What the research agent asks its models. Every prompt is general: how to
+//! decompose, judge and cite, never what any particular question is about.
+
+use agentloop_core::{ChatRequest, Message};
+use agentloop_retrieval::Passage;
+
+use super::evidence::{Claim, Evidence};
+use super::reflect::{Gap, SelfCritique};
+use super::state::ResearchState;
+
+/// Characters of a passage shown to a model (they are cut at 800 already).
+const PASSAGE_CHARS: usize = 800;
+
+fn ask(system: &str, user: String) -> ChatRequest {
+    let mut r = ChatRequest::new(vec![Message::system(system), Message::user(user)]);
+    r.temperature = Some(0.0);
+    r
+}
+
+/// `[n] Title: text`, one per line, for the numbers given.
+pub fn passages(evidence: &Evidence, numbers: &[u32]) -> String {
+    numbers.iter().filter_map(|n| evidence.get(*n).map(|p| format!("[{n}] {}: {}", p.title, clip(p)))).collect::<Vec<_>>().join("\n")
+}
+
+fn clip(p: &Passage) -> String {
+    p.text.chars().take(PASSAGE_CHARS).collect::<String>().replace('\n', " ")
+}
+
+pub fn decompose(question: &str, max: usize) -> ChatRequest {
+    ask(
+        &format!(
+            "You plan research over a document collection. Decide whether the question needs more than one lookup. \
+If one search can answer it, set isComplex to false. Otherwise list 2 to {max} atomic sub-questions, each answerable by one lookup, \
+in the order they must be answered. A sub-question that needs an earlier answer lists that id in dependencies and names it in its \
+text as {{id}}. For example, \"Which river flows through the capital of the country where X was born?\" becomes \
+q1 \"In which country was X born?\", q2 \"What is the capital of {{q1}}?\" (dependencies [q1]), \
+q3 \"Which river flows through {{q2}}?\" (dependencies [q2]). \
+Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
+        ),
+        format!("Question: {question}"),
+    )
+}
+
+pub fn coverage(sub_question: &str, evidence: &Evidence, numbers: &[u32]) -> ChatRequest {
+    ask(
+        "You check whether retrieved passages answer a question. List the aspects a complete answer needs (usually 1 to 3). \
+For each: answered is true only if a passage states it; confidence 0 to 1; supportingSources the passage numbers that state it. \
+Then suggestedRetrievals: short search queries (names and key words) that would find what is still missing; none if nothing is missing.",
+        format!("Question: {sub_question}\n\nPassages:\n{}", passages(evidence, numbers)),
+    )
+}
+
+pub fn sub_answer(sub_question: &str, evidence: &Evidence, numbers: &[u32]) -> ChatRequest {
+    ask(
+        "Answer the question from the passages only. answer: the shortest complete answer (a name, a list of names, a number, a date \
+or one sentence); citations: the numbers of the passages that state it; found: false (and an empty answer) if the passages do not say.",
+        format!("Question: {sub_question}\n\nPassages:\n{}", passages(evidence, numbers)),
+    )
+}
+
+const CITE_RULES: &str = "Use only the numbered passages. After every sentence put the number of the passage that states it, like [2] or [1, 3]. \
+Cite only numbers from the list. Do not add anything the passages do not say. If they do not answer the question, say that plainly.";
+
+/// The findings so far, one line per answered sub-question.
+fn findings(s: &ResearchState) -> String {
+    let lines: Vec<String> = s
+        .sub_queries
+        .iter()
+        .filter(|w| !w.answer.is_empty())
+        .map(|w| format!("- {} → {} {}", w.resolved, w.answer, w.citations.iter().map(|c| format!("[{c}]")).collect::<String>()))
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("Findings so far:\n{}\n\n", lines.join("\n"))
+    }
+}
+
+fn all_numbers(evidence: &Evidence) -> Vec<u32> {
+    (1..=evidence.passages.len() as u32).collect()
+}
+
+pub fn synthesize(s: &ResearchState) -> ChatRequest {
+    ask(
+        &format!("You answer a research question in a few sentences. {CITE_RULES}"),
+        format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &all_numbers(&s.evidence))),
+    )
+}
+
+/// Asked again when an answer cites numbers it was not given.
+pub fn cite_again(mut request: ChatRequest, answer: &str, outside: &[u32], count: usize) -> ChatRequest {
+    request.messages.push(Message::assistant(answer));
+    request.messages.push(Message::user(format!(
+        "You cited {}, which {} not in the list: only [1] to [{count}] exist. Write the answer again citing only those.",
+        outside.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join(", "),
+        if outside.len() == 1 { "is" } else { "are" }
+    )));
+    request
+}
+
+pub fn judge_claim(claim: &Claim, evidence: &Evidence) -> ChatRequest {
+    let text = super::evidence::drop_citations(&claim.text, &claim.citations);
+    ask(
+        "You check a statement against its sources. supported: true only if the passages together state it (not merely mention \
+the same names); confidence 0 to 1; supportingCitations: the passage numbers that support it each on its own.",
+        format!("Statement: {text}\n\nPassages:\n{}", passages(evidence, &claim.citations)),
+    )
+}
+
+pub fn critique(s: &ResearchState, answer: &str, gaps: &[Gap]) -> ChatRequest {
+    let gaps =
+        if gaps.is_empty() { "none found".to_string() } else { gaps.iter().map(|g| format!("- {:?}: {}", g.kind, g.detail)).collect::<Vec<_>>().join("\n") };
+    ask(
+        "You review an answer to a research question against its sources. Say what is right (strengths), what is wrong or missing \
+(weaknesses), what would improve it (suggestedImprovements), and errors that make it wrong (criticalIssues: contradictions, names or \
+facts the passages do not support). confidence: 0 to 1, how sure you are the answer is correct and complete.",
+        format!(
+            "Question: {}\n\nPassages:\n{}\n\nAnswer:\n{answer}\n\nProblems found by checking each sentence:\n{gaps}",
+            s.question,
+            passages(&s.evidence, &all_numbers(&s.evidence))
+        ),
+    )
+}
+
+pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[Gap]) -> ChatRequest {
+    let mut notes: Vec<String> = critique.critical_issues.iter().chain(&critique.weaknesses).chain(&critique.suggested_improvements).cloned().collect();
+    notes.extend(gaps.iter().map(|g| format!("{:?}: {}", g.kind, g.detail)));
+    ask(
+        &format!("You improve an answer to a research question using a review of it. {CITE_RULES} Remove any sentence the passages do not support."),
+        format!(
+            "Question: {}\n\n{}Passages:\n{}\n\nEarlier answer:\n{answer}\n\nReview:\n{}\n\nImproved answer with citations:",
+            s.question,
+            findings(s),
+            passages(&s.evidence, &all_numbers(&s.evidence)),
+            notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n")
+        ),
+    )
+}
+
+pub fn closed_book(question: &str) -> ChatRequest {
+    ask("Answer the question in one or two sentences from what you know. If you do not know, say so.", format!("Question: {question}"))
+}

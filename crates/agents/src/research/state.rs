@@ -1,0 +1,198 @@
+//! What a research session remembers — its working memory, as its users
+//! specified it: the decomposition, each sub-question's status, answer and
+//! coverage per cycle, the evidence, the gaps found and the history of
+//! drafts. All of it is state, so it is journaled and resumable.
+
+use agentloop_core::{Fields, JsonSchema, State};
+use serde::{Deserialize, Serialize};
+
+use super::coverage::CoverageReport;
+use super::decompose::Decomposition;
+use super::evidence::{Claim, Evidence, Scores};
+use super::reflect::{Gap, SelfCritique, StopReason};
+
+/// The research agent's settings (`[research]`, and the environment names
+/// its users know).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResearchConfig {
+    /// Break a complex question into sub-questions.
+    pub decomposition: bool,
+    pub max_sub_queries: usize,
+    /// Check coverage and search again for what is missing.
+    pub iterative_retrieval: bool,
+    /// Gap-filling retrieval cycles at most per question (each sub-question
+    /// gets at most one).
+    pub max_cycles: u32,
+    /// Coverage at which a sub-question's evidence is enough.
+    pub coverage_threshold: f32,
+    /// Critique and refine the answer.
+    pub reflection: bool,
+    pub max_reflections: u32,
+    /// A refinement improving quality by less than this ends the loop.
+    pub min_improvement: f32,
+    /// Quality at which the answer is good enough.
+    pub quality_target: f32,
+    /// Seconds one iteration (a phase, a draft, a reflection pass) may take.
+    pub timeout_per_iteration_secs: u64,
+    /// Passages each search returns.
+    pub passages_per_search: usize,
+    /// Answer from the model alone, with no retrieval (for comparison).
+    pub closed_book: bool,
+    /// Model tokens at most for the session (0: no limit).
+    pub max_tokens: u64,
+    /// Tool calls (searches) at most for the session (0: no limit).
+    pub max_tool_calls: u64,
+    /// Seconds of running time at most for the session (0: no limit).
+    pub deadline_secs: u64,
+}
+
+impl Default for ResearchConfig {
+    fn default() -> Self {
+        Self {
+            decomposition: true,
+            max_sub_queries: 5,
+            iterative_retrieval: true,
+            max_cycles: 2,
+            coverage_threshold: 0.85,
+            reflection: true,
+            max_reflections: 3,
+            min_improvement: 0.05,
+            quality_target: 0.9,
+            timeout_per_iteration_secs: 600,
+            passages_per_search: 5,
+            closed_book: false,
+            max_tokens: 0,
+            max_tool_calls: 60,
+            deadline_secs: 0,
+        }
+    }
+}
+
+impl ResearchConfig {
+    /// The same agent with its loops off: one retrieval, no decomposition,
+    /// no coverage cycles, no reflection.
+    pub fn baseline(mut self) -> Self {
+        self.decomposition = false;
+        self.iterative_retrieval = false;
+        self.reflection = false;
+        self
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SubQueryStatus {
+    #[default]
+    Pending,
+    Answered,
+    /// The evidence did not answer it.
+    Unanswered,
+}
+
+/// A sub-question's progress.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubQueryWork {
+    pub id: String,
+    pub status: SubQueryStatus,
+    /// Its text with its dependencies' answers filled in.
+    pub resolved: String,
+    pub answer: String,
+    /// Evidence numbers its answer cites.
+    pub citations: Vec<u32>,
+    /// Evidence numbers its searches found.
+    pub found: Vec<u32>,
+    pub coverage: Vec<CoverageReport>,
+}
+
+/// One version of the answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Draft {
+    pub answer: String,
+    pub claims: Vec<Claim>,
+    pub scores: Scores,
+    pub critique: Option<SelfCritique>,
+    /// Set once critiqued.
+    pub quality: Option<f32>,
+    pub gaps: Vec<Gap>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResearchState {
+    pub question: String,
+    /// The corpus searched.
+    pub corpus: String,
+    pub config: ResearchConfig,
+    pub decomposition: Option<Decomposition>,
+    pub sub_queries: Vec<SubQueryWork>,
+    /// The next phase of the execution plan to run.
+    pub phase: usize,
+    pub evidence: Evidence,
+    /// Every search run, in order (one is never run twice).
+    pub searches: Vec<String>,
+    /// Gap-filling cycles run so far.
+    pub cycles: u32,
+    /// Every version of the answer, the first draft first.
+    pub drafts: Vec<Draft>,
+    /// The draft shown: the best so far.
+    pub best: usize,
+    pub reflections: u32,
+    pub stopped: Option<StopReason>,
+    /// Set when the answer says the evidence held nothing.
+    pub abstained: bool,
+}
+
+impl State for ResearchState {
+    fn fields(&self, f: &mut Fields<'_>) {
+        f.value("question", &self.question);
+        f.value("corpus", &self.corpus);
+        f.value("config", &self.config);
+        f.value("decomposition", &self.decomposition);
+        f.value("subQueries", &self.sub_queries);
+        f.value("phase", &self.phase);
+        f.log("evidence", &self.evidence.passages);
+        f.log("searches", &self.searches);
+        f.value("cycles", &self.cycles);
+        f.value("drafts", &self.drafts);
+        f.value("best", &self.best);
+        f.value("reflections", &self.reflections);
+        f.value("stopped", &self.stopped);
+        f.value("abstained", &self.abstained);
+    }
+}
+
+impl ResearchState {
+    pub fn new(question: impl Into<String>, corpus: impl Into<String>, config: ResearchConfig) -> Self {
+        Self { question: question.into(), corpus: corpus.into(), config, ..Self::default() }
+    }
+
+    /// The answer shown: the best draft's.
+    pub fn answer(&self) -> Option<&Draft> {
+        self.drafts.get(self.best)
+    }
+
+    pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
+        self.sub_queries.iter().find(|w| w.id == id)
+    }
+
+    /// Share of sub-questions answered (1 with none: nothing was asked of them).
+    pub fn answered_share(&self) -> f32 {
+        if self.sub_queries.is_empty() {
+            return 1.0;
+        }
+        self.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).count() as f32 / self.sub_queries.len() as f32
+    }
+
+    /// The latest coverage of the whole question: the mean over
+    /// sub-questions of each one's last coverage.
+    pub fn coverage(&self) -> f32 {
+        let last: Vec<f32> = self.sub_queries.iter().filter_map(|w| w.coverage.last().map(|c| c.coverage)).collect();
+        if last.is_empty() {
+            return 0.0;
+        }
+        last.iter().sum::<f32>() / last.len() as f32
+    }
+}
