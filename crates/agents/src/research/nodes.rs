@@ -240,7 +240,9 @@ pub fn synthesize<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture
             s.drafts.push(Draft { claims: evidence::claims(&text), answer: text, ..Draft::default() });
             return end(s, step);
         }
-        if s.evidence.is_empty() {
+        // Nothing retrieved, or nothing retrieved answered any sub-question:
+        // say so rather than write an answer the passages do not carry.
+        if s.evidence.is_empty() || s.sub_queries.iter().all(|w| w.status != SubQueryStatus::Answered) {
             s.abstained = true;
             let answer = format!("The documents in corpus `{}` hold nothing that answers this question, so I give no answer.", s.corpus);
             s.drafts.push(Draft { answer, ..Draft::default() });

@@ -1,0 +1,363 @@
+//! The research agent's graph through its paths, with a scripted model, a
+//! real corpus on disk (BM25 and the real embedding model) and real SQLite.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentloop_agents::research::{self, ResearchConfig, ResearchEvent, ResearchState, Search, StopReason, SubQueryStatus};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Effect, Models, Outcome, Runner, SessionStatus, StartOptions, Store, Tool, Tools};
+use agentloop_llm::catalog::{default_data_dir, models_dir};
+use agentloop_llm::ScriptedModel;
+use agentloop_retrieval::embed::MODEL_DIR;
+use agentloop_retrieval::{Corpus, Embedder, JsonFields};
+use agentloop_store::SqliteStore;
+use serde_json::{json, Value};
+
+const PEOPLE: &str = r#"{
+  "Mara Quill": {"title": "Mara Quill", "extract": "Mara Quill is a carpenter from Ostrava Bay. Her hobby is sailing. Her father is Tobin Quill."},
+  "Tobin Quill": {"title": "Tobin Quill", "extract": "Tobin Quill is a lighthouse keeper. He was born in 1950."},
+  "Ennis Vale": {"title": "Ennis Vale", "extract": "Ennis Vale is a baker whose hobby is chess."}
+}"#;
+
+/// A corpus of three fictional people and the embedder, shared by the tests.
+fn corpus() -> (Arc<Corpus>, Arc<Embedder>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = Embedder::load(&models_dir(&default_data_dir()).join(MODEL_DIR)).unwrap();
+    let file = dir.path().join("people.json");
+    std::fs::write(&file, PEOPLE).unwrap();
+    let mut c = Corpus::open(dir.path(), "people", true).unwrap();
+    c.add_file(&file, &JsonFields::default(), &embedder, &mut |_, _| {}).unwrap();
+    (Arc::new(c), Arc::new(embedder), dir)
+}
+
+/// Counts the searches that really run (replayed ones do not reach it).
+struct Counted {
+    inner: Search,
+    queries: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Counted {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn effect(&self) -> Effect {
+        self.inner.effect()
+    }
+    async fn call(&self, input: Value) -> agentloop_core::Result<Value> {
+        self.queries.lock().unwrap().push(input["query"].as_str().unwrap_or_default().to_string());
+        self.inner.call(input).await
+    }
+}
+
+/// Which of the agent's prompts a request is, by its system prompt.
+fn kind(req: &ChatRequest) -> &'static str {
+    let system = &req.messages[0].content;
+    for (prefix, kind) in [
+        ("You plan research", "decompose"),
+        ("You check whether", "coverage"),
+        ("Answer the question from the passages", "sub_answer"),
+        ("You answer a research question", "synthesize"),
+        ("You check a statement", "judge"),
+        ("You review an answer", "critique"),
+        ("You improve an answer", "refine"),
+    ] {
+        if system.starts_with(prefix) {
+            return kind;
+        }
+    }
+    "other"
+}
+
+fn user(req: &ChatRequest) -> String {
+    req.messages.iter().skip(1).map(|m| m.content.clone()).collect::<Vec<_>>().join("\n")
+}
+
+/// The number a prompt gives the passage of `title`.
+fn number_of(req: &ChatRequest, title: &str) -> u32 {
+    let text = user(req);
+    let line = text.lines().find(|l| l.contains(&format!("] {title}:"))).unwrap_or_else(|| panic!("{title} is not among the passages:\n{text}"));
+    line[1..line.find(']').unwrap()].parse().unwrap()
+}
+
+const TWO_HOPS: &str = r#"{"isComplex": true, "subQueries": [
+  {"id": "q1", "text": "Whose hobby is sailing?", "dependencies": [], "type": "factual", "priority": 1, "estimatedComplexity": 1},
+  {"id": "q2", "text": "Who is the father of {q1}?", "dependencies": ["q1"], "type": "factual", "priority": 1, "estimatedComplexity": 1}
+]}"#;
+
+fn covered() -> String {
+    json!({"aspects": [{"description": "who", "keywords": [], "answered": true, "confidence": 0.95, "supportingSources": [1]}], "suggestedRetrievals": []})
+        .to_string()
+}
+
+fn critique(confidence: f32) -> String {
+    json!({"overallAssessment": "checked", "strengths": [], "weaknesses": [], "suggestedImprovements": [], "criticalIssues": [], "confidence": confidence})
+        .to_string()
+}
+
+/// The answers of a model that gets the two-hop question right; `overrides`
+/// answers a kind of prompt its own way (given the request and how many of
+/// that kind came before).
+fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Send + 'static) -> Arc<ScriptedModel> {
+    let mut seen: std::collections::HashMap<&'static str, usize> = Default::default();
+    Arc::new(ScriptedModel::with(move |req| {
+        let k = kind(req);
+        let n = *seen.entry(k).and_modify(|n| *n += 1).or_insert(0);
+        if let Some(text) = overrides(k, req, n) {
+            return Ok(ChatResponse::text(text));
+        }
+        let text = match k {
+            "decompose" => TWO_HOPS.to_string(),
+            "coverage" => covered(),
+            "sub_answer" if user(req).contains("hobby is sailing") => {
+                json!({"answer": "Mara Quill", "citations": [number_of(req, "Mara Quill")], "found": true}).to_string()
+            }
+            "sub_answer" => json!({"answer": "Tobin Quill", "citations": [number_of(req, "Mara Quill")], "found": true}).to_string(),
+            "synthesize" | "refine" => {
+                let m = number_of(req, "Mara Quill");
+                format!("Mara Quill's hobby is sailing [{m}]. Her father is Tobin Quill [{m}].")
+            }
+            "judge" => json!({"supported": true, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&user(req))}).to_string(),
+            "critique" => critique(0.95),
+            other => panic!("unexpected prompt {other}: {:?}", req.messages[0].content),
+        };
+        Ok(ChatResponse::text(text))
+    }))
+}
+
+struct Run {
+    out: Outcome,
+    store: Arc<dyn Store>,
+    model: Arc<ScriptedModel>,
+    searches: Vec<String>,
+}
+
+impl Run {
+    fn state(&self) -> ResearchState {
+        serde_json::from_value(self.store.load(&self.out.session_id).unwrap().state).unwrap()
+    }
+
+    fn events(&self) -> Vec<ResearchEvent> {
+        self.store
+            .events(&self.out.session_id, 0, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.name.starts_with("research:"))
+            .map(|e| serde_json::from_value(json!({"name": e.name, "payload": e.payload})).unwrap())
+            .collect()
+    }
+
+    fn requests(&self, of: &str) -> Vec<ChatRequest> {
+        self.model.requests().into_iter().filter(|r| kind(r) == of).collect()
+    }
+}
+
+fn runner(corpus: &Arc<Corpus>, embedder: &Arc<Embedder>, model: Arc<dyn ChatModel>, store: &Arc<dyn Store>) -> (Runner<ResearchState>, Arc<Counted>) {
+    let counted = Arc::new(Counted { inner: Search::new(corpus.clone(), embedder.clone()), queries: Mutex::new(Vec::new()) });
+    let mut tools = Tools::new();
+    tools.add(counted.clone());
+    (Runner::new(research::graph().unwrap(), store.clone()).models(Models::new(model)).tools(tools), counted)
+}
+
+async fn run(question: &str, config: ResearchConfig, model: Arc<ScriptedModel>) -> Run {
+    let (corpus, embedder, _dir) = corpus();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let (runner, counted) = runner(&corpus, &embedder, model.clone(), &store);
+    let state = ResearchState::new(question, "people", config.clone());
+    let out = runner.start(state, StartOptions::new(research::termination(&config))).unwrap().wait().await.unwrap();
+    let searches = counted.queries.lock().unwrap().clone();
+    Run { out, store, model, searches }
+}
+
+const QUESTION: &str = "Who is the father of the person whose hobby is sailing?";
+
+#[tokio::test]
+async fn a_two_hop_question_is_answered_in_dependency_order_with_checked_citations() {
+    let r = run(QUESTION, ResearchConfig::default(), scripted(|_, _, _| None)).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
+    let s = r.state();
+    let d = s.decomposition.as_ref().unwrap();
+    assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"]]);
+    assert_eq!(s.sub_queries[1].resolved, "Who is the father of Mara Quill?", "the dependency's answer is filled in");
+    assert_eq!(r.searches, ["Whose hobby is sailing?", "Who is the father of Mara Quill?"], "the second search used the first answer");
+    assert!(s.sub_queries.iter().all(|w| w.status == SubQueryStatus::Answered));
+    let answer = s.answer().unwrap();
+    assert_eq!(answer.scores.faithfulness, Some(1.0));
+    assert_eq!(s.stopped, Some(StopReason::QualityReached));
+    // The phase's sub-question prompt saw the passages its search found.
+    assert!(user(&r.requests("sub_answer")[1]).contains("Mara Quill"));
+
+    let names: Vec<String> =
+        r.events().iter().map(|e| serde_json::to_value(e).unwrap()["name"].as_str().unwrap().trim_start_matches("research:").to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "decomposition_started",
+            "sub_query_identified",
+            "sub_query_identified",
+            "decomposition_completed",
+            "retrieval_cycle_started",
+            "coverage_checked",
+            "retrieval_cycle_completed",
+            "sub_query_answered",
+            "retrieval_cycle_started",
+            "coverage_checked",
+            "retrieval_cycle_completed",
+            "sub_query_answered",
+            "draft",
+            "gap_detected",
+            "self_critique_completed",
+            "reflection_iteration",
+            "reflection_completed"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_again() {
+    let model = scripted(|k, req, n| (k == "synthesize" && n == 0).then(|| format!("Her father is Tobin Quill [{}] [42].", number_of(req, "Mara Quill"))));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let synth = r.requests("synthesize");
+    assert_eq!(synth.len(), 2, "asked again once");
+    assert!(user(&synth[1]).contains("You cited [42], which is not in the list"), "{}", user(&synth[1]));
+    let first = r.state().drafts[0].clone();
+    assert!(!first.answer.contains("[42]"), "{}", first.answer);
+    assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::Draft { refused_citations, .. } if refused_citations == &[42])));
+
+    // Still outside after the repair: the marker is removed, never shown.
+    let stubborn = scripted(|k, _, _| (k == "synthesize").then(|| "Her father is Tobin Quill [42].".to_string()));
+    let r = run(QUESTION, ResearchConfig { reflection: false, ..ResearchConfig::default() }, stubborn).await;
+    let shown = r.state().answer().unwrap().clone();
+    assert_eq!(shown.answer, "Her father is Tobin Quill.");
+    assert_eq!(shown.scores.faithfulness, Some(0.0), "an uncited claim is unsupported");
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "an unsupported answer is not a checked one");
+}
+
+#[tokio::test]
+async fn with_nothing_found_the_agent_abstains_instead_of_guessing() {
+    let model = scripted(|k, _, _| match k {
+        "sub_answer" => Some(json!({"answer": "", "citations": [], "found": false}).to_string()),
+        "coverage" => Some(json!({"aspects": [{"description": "who", "answered": false, "confidence": 0.0}], "suggestedRetrievals": []}).to_string()),
+        _ => None,
+    });
+    let r = run("Which ship did Ennis Vale captain?", ResearchConfig::default(), model).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("abstained"));
+    let s = r.state();
+    assert!(s.abstained);
+    assert!(s.answer().unwrap().answer.contains("nothing that answers"), "{}", s.answer().unwrap().answer);
+    assert!(r.requests("synthesize").is_empty(), "no answer was written from nothing");
+}
+
+#[tokio::test]
+async fn a_worse_refinement_is_not_kept_and_ends_the_loop() {
+    let model = scripted(|k, req, n| match (k, n) {
+        ("critique", 0) => Some(critique(0.4)),
+        ("refine", _) => Some(format!("Tobin Quill sails boats [{}].", number_of(req, "Tobin Quill"))),
+        ("judge", _) if user(req).contains("sails boats") => Some(json!({"supported": false, "confidence": 0.9, "supportingCitations": []}).to_string()),
+        _ => None,
+    });
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let s = r.state();
+    assert_eq!(s.drafts.len(), 2);
+    assert_eq!(s.best, 0, "the first draft stays the answer");
+    assert_eq!(s.stopped, Some(StopReason::NoImprovement));
+    assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::RefinementPass { kept: false, .. })));
+    assert!(s.answer().unwrap().answer.contains("Her father is Tobin Quill"));
+}
+
+#[tokio::test]
+async fn the_pass_limit_ends_reflection_and_the_loops_off_baseline_has_none() {
+    let model = scripted(|k, _, _| (k == "critique").then(|| critique(0.4)));
+    let r = run(QUESTION, ResearchConfig { max_reflections: 1, ..ResearchConfig::default() }, model).await;
+    assert_eq!(r.state().stopped, Some(StopReason::MaxIterations));
+    assert!(r.requests("refine").is_empty());
+
+    let r = run(QUESTION, ResearchConfig::default().baseline(), scripted(|_, _, _| None)).await;
+    assert!(r.requests("decompose").is_empty() && r.requests("coverage").is_empty() && r.requests("critique").is_empty());
+    assert_eq!(r.searches, [QUESTION], "one retrieval, the question as asked");
+}
+
+#[tokio::test]
+async fn gap_filling_searches_what_is_missing_once_and_never_repeats_a_search() {
+    let model = scripted(|k, req, _| {
+        match k {
+        "coverage" if user(req).contains("hobby is sailing?") => Some(
+            json!({"aspects": [{"description": "who", "answered": false, "confidence": 0.2}], "suggestedRetrievals": ["Whose hobby is sailing?", "sailing hobby carpenter"]}).to_string(),
+        ),
+        _ => None,
+    }
+    });
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    assert_eq!(
+        r.searches,
+        ["Whose hobby is sailing?", "sailing hobby carpenter", "Who is the father of Mara Quill?"],
+        "the repeated suggestion was not searched again"
+    );
+    let s = r.state();
+    assert_eq!(s.cycles, 1);
+    assert_eq!(s.sub_queries[0].coverage.len(), 2, "checked again after the gap search, then no more cycles for it");
+}
+
+#[tokio::test]
+async fn a_tool_call_budget_stops_the_session() {
+    let r = run(QUESTION, ResearchConfig { max_tool_calls: 1, ..ResearchConfig::default() }, scripted(|_, _, _| None)).await;
+    assert_eq!(r.out.status, SessionStatus::Terminated, "{:?}", r.out);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("budget"));
+    assert_eq!(r.searches.len(), 1);
+}
+
+/// Answers like `scripted` but never answers a coverage check: the process
+/// "dies" while it waits.
+struct HangsOnCoverage(Arc<ScriptedModel>);
+
+#[async_trait::async_trait]
+impl ChatModel for HangsOnCoverage {
+    fn name(&self) -> &str {
+        "hangs"
+    }
+    async fn chat(&self, request: &ChatRequest) -> agentloop_core::Result<ChatResponse> {
+        if kind(request) == "coverage" {
+            std::future::pending::<()>().await;
+        }
+        self.0.chat(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_session_killed_mid_retrieval_resumes_without_repeating_a_model_call_or_a_search() {
+    let (corpus, embedder, _dir) = corpus();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let first = scripted(|_, _, _| None);
+    let (runner1, counted1) = runner(&corpus, &embedder, Arc::new(HangsOnCoverage(first.clone())), &store);
+    let config = ResearchConfig::default();
+    let handle = runner1.start(ResearchState::new(QUESTION, "people", config.clone()), StartOptions::new(research::termination(&config))).unwrap();
+    let id = handle.id().to_string();
+    let searched = AtomicUsize::new(0);
+    for _ in 0..400 {
+        searched.store(store.calls(&id).unwrap().iter().filter(|c| c.name == "search").count(), Ordering::Relaxed);
+        if searched.load(Ordering::Relaxed) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(searched.load(Ordering::Relaxed), 1, "the first search was journaled");
+    handle.abort();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(counted1.queries.lock().unwrap().len(), 1);
+
+    let again = scripted(|_, _, _| None);
+    let (runner2, counted2) = runner(&corpus, &embedder, again.clone(), &store);
+    let out = runner2.resume(&id, false).unwrap().wait().await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let kinds: Vec<&str> = again.requests().iter().map(kind).collect();
+    assert!(!kinds.contains(&"decompose"), "the decomposition was not asked again: {kinds:?}");
+    assert_eq!(counted2.queries.lock().unwrap().as_slice(), ["Who is the father of Mara Quill?"], "only the search not yet made ran");
+    assert_eq!(first.requests().iter().filter(|r| kind(r) == "decompose").count(), 1);
+}
