@@ -32,9 +32,8 @@ pub fn decompose(question: &str, max: usize) -> ChatRequest {
             "You plan research over a document collection. Decide whether the question needs more than one lookup. \
 If one search can answer it, set isComplex to false. Otherwise list 2 to {max} atomic sub-questions, each answerable by one lookup, \
 in the order they must be answered. A sub-question that needs an earlier answer lists that id in dependencies and names it in its \
-text as {{id}}. For example, \"Which river flows through the capital of the country where X was born?\" becomes \
-q1 \"In which country was X born?\", q2 \"What is the capital of {{q1}}?\" (dependencies [q1]), \
-q3 \"Which river flows through {{q2}}?\" (dependencies [q2]). \
+text as {{id}}: a question of the form \"what is the A of the B of X?\" becomes q1 \"What is the B of X?\" and \
+q2 \"What is the A of {{q1}}?\" (dependencies [q1]). \
 Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
         ),
         format!("Question: {question}"),
