@@ -11,6 +11,7 @@ pub mod humaneval;
 pub mod model;
 pub mod planner;
 pub mod repl;
+pub mod research;
 pub mod server;
 
 use std::collections::BTreeMap;

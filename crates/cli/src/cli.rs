@@ -161,6 +161,8 @@ pub enum BenchCommand {
     Planner(agentloop_bench::planner::PlannerArgs),
     /// The repl on the shipped questions, with reflection and in one turn.
     Repl(agentloop_bench::repl::ReplArgs),
+    /// The research agent on two-hop Wikipedia questions or a PhantomWiki universe: full pipeline, loops off, closed book.
+    Research(agentloop_bench::research::ResearchArgs),
     /// The coder on small projects with failing tests: solved (the tests
     /// pass when the bench runs them), iterations, time, false completions.
     Coder(agentloop_bench::coder::CoderArgs),

@@ -20,6 +20,7 @@ pub async fn run(config: &Config, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Humaneval(args) => agentloop_bench::humaneval::run(&env, args).await?,
         BenchCommand::Planner(args) => agentloop_bench::planner::run(&env, args).await?,
         BenchCommand::Repl(args) => agentloop_bench::repl::run(&env, args).await?,
+        BenchCommand::Research(args) => agentloop_bench::research::run(&env, args).await?,
         BenchCommand::Coder(args) => agentloop_bench::coder::run(&env, args).await?,
         BenchCommand::Server(args) => agentloop_bench::server::run(&env, args).await?,
     }

@@ -1,0 +1,409 @@
+//! `agentloop bench research`: the research agent on two suites — two-hop
+//! questions over the Wikipedia summaries and a generated PhantomWiki
+//! universe whose answers no model knows — each question answered three
+//! ways: the full pipeline, the loops off (one retrieval, no decomposition,
+//! no reflection) and closed book (no retrieval). The last line printed is
+//! one JSON object.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use agentloop_agents::research::{self, ResearchConfig, ResearchState};
+use agentloop_core::{Models, StartOptions, Store};
+use agentloop_llm::catalog::models_dir;
+use agentloop_retrieval::embed::MODEL_DIR;
+use agentloop_retrieval::{Corpus, Embedder, JsonFields};
+use agentloop_store::{Durability, SqliteStore};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::harness::{self, round, Results};
+use crate::BenchEnv;
+
+/// `agentloop bench research`.
+#[derive(clap::Args, Debug)]
+pub struct ResearchArgs {
+    /// Which suite: `wiki` (two-hop questions over the Wikipedia summaries) or `phantom` (a PhantomWiki universe).
+    #[arg(long, default_value = "phantom", value_parser = ["wiki", "phantom"])]
+    pub suite: String,
+    /// Which questions: `tuning` (changes may be tuned on) or `heldout` (written before any tuning, never tuned on).
+    #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
+    pub set: String,
+    /// Only the first N questions of the set.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// PhantomWiki questions of at least this many hops (the target is about 2–4).
+    #[arg(long, default_value_t = 2)]
+    pub min_hops: u32,
+    /// PhantomWiki questions of at most this many hops.
+    #[arg(long, default_value_t = 4)]
+    pub max_hops: u32,
+    /// The ways to answer, comma-separated: full, baseline (loops off), closed (no retrieval).
+    #[arg(long, default_value = "full,baseline,closed", value_delimiter = ',')]
+    pub modes: Vec<String>,
+    /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/research-results.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+const WIKI_QUESTIONS: &str = include_str!("../data/research/wiki-two-hop.json");
+const PHANTOM_QUESTIONS: &str = include_str!("../data/research/phantom/questions.json");
+/// The PhantomWiki articles, as generated (see `data/research/phantom/README.md`).
+const PHANTOM_ARTICLES: &str = include_str!("../data/research/phantom/articles.json");
+
+/// The corpus names the suites search.
+pub const WIKI_CORPUS: &str = "wiki";
+pub const PHANTOM_CORPUS: &str = "phantom-wiki";
+
+/// One question, from either suite.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Question {
+    pub id: String,
+    pub question: String,
+    /// Any of these is the answer (wiki); all of them together are (PhantomWiki).
+    pub answers: Vec<String>,
+    /// Titles of the documents that hold the answer's chain.
+    #[serde(default)]
+    pub support: Vec<String>,
+    pub hops: u32,
+    pub set: String,
+}
+
+/// The suite's questions of `set`.
+pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
+    let all: Vec<Question> = match suite {
+        "wiki" => serde_json::from_str(WIKI_QUESTIONS).context("the wiki questions do not parse")?,
+        _ => serde_json::from_str(PHANTOM_QUESTIONS).context("the PhantomWiki questions do not parse")?,
+    };
+    Ok(all.into_iter().filter(|q| q.set == set).collect())
+}
+
+/// Opens the suite's corpus, indexing it first if it is not there yet.
+fn corpus(env: &BenchEnv, suite: &str, embedder: &Embedder) -> Result<Corpus> {
+    let (name, source) = match suite {
+        "wiki" => (WIKI_CORPUS, env.data_dir.join("benchmarks/wiki-summaries-en.json")),
+        _ => {
+            let file = harness::scratch_dir("phantom-wiki")?.join("phantom-articles.json");
+            std::fs::write(&file, PHANTOM_ARTICLES)?;
+            (PHANTOM_CORPUS, file)
+        }
+    };
+    if agentloop_retrieval::Corpus::names(&env.data_dir).iter().any(|n| n == name) {
+        return Ok(Corpus::open(&env.data_dir, name, false)?);
+    }
+    if !source.exists() {
+        bail!("{} is missing: run scripts/fetch-models.sh", source.display());
+    }
+    eprintln!("indexing {} into corpus `{name}` (once)", source.display());
+    let mut c = Corpus::open(&env.data_dir, name, true)?;
+    let bar = harness::bar(0);
+    c.add_file(&source, &JsonFields::default(), embedder, &mut |done, all| {
+        bar.set_length(all as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    Ok(c)
+}
+
+/// The figures of one way of answering, over all questions.
+#[derive(Default)]
+struct Tally {
+    n: usize,
+    f1: f64,
+    exact: f64,
+    support: f64,
+    faithfulness: Vec<f64>,
+    precision: Vec<f64>,
+    recall: Vec<f64>,
+    cycles: f64,
+    reflections: f64,
+    tokens: u64,
+    seconds: f64,
+    outside: usize,
+    by_hops: std::collections::BTreeMap<u32, (f64, usize)>,
+}
+
+fn mean(v: &[f64]) -> Value {
+    if v.is_empty() {
+        Value::Null
+    } else {
+        json!(round(v.iter().sum::<f64>() / v.len() as f64, 4))
+    }
+}
+
+impl Tally {
+    fn add(&mut self, q: &Question, a: &Answered) {
+        self.n += 1;
+        self.f1 += a.f1;
+        self.exact += f64::from(u8::from(a.exact));
+        self.support += a.support_recall;
+        if let Some(f) = a.faithfulness {
+            self.faithfulness.push(f);
+        }
+        if let Some(p) = a.citation_precision {
+            self.precision.push(p);
+        }
+        if let Some(r) = a.citation_recall {
+            self.recall.push(r);
+        }
+        self.cycles += f64::from(a.cycles);
+        self.reflections += f64::from(a.reflections);
+        self.tokens += a.tokens;
+        self.seconds += a.seconds;
+        self.outside += a.outside;
+        let e = self.by_hops.entry(q.hops).or_default();
+        e.0 += a.f1;
+        e.1 += 1;
+    }
+
+    fn json(&self) -> Value {
+        let n = self.n.max(1) as f64;
+        json!({
+            "questions": self.n,
+            "answer_f1": round(self.f1 / n, 4),
+            "exact_match": round(self.exact / n, 4),
+            "support_recall": round(self.support / n, 4),
+            "faithfulness": mean(&self.faithfulness),
+            "citation_precision": mean(&self.precision),
+            "citation_recall": mean(&self.recall),
+            "citations_outside_retrieved": self.outside,
+            "mean_retrieval_cycles": round(self.cycles / n, 2),
+            "mean_reflection_iterations": round(self.reflections / n, 2),
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 1),
+            "answer_f1_by_hops": self.by_hops.iter().map(|(h, (f, k))| (h.to_string(), json!(round(f / *k as f64, 4)))).collect::<serde_json::Map<_, _>>(),
+        })
+    }
+}
+
+pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
+    let mut qs: Vec<Question> =
+        questions(&args.suite, &args.set)?.into_iter().filter(|q| args.suite == "wiki" || (args.min_hops..=args.max_hops).contains(&q.hops)).collect();
+    if let Some(n) = args.limit {
+        qs.truncate(n);
+    }
+    let embedder = Arc::new(Embedder::load(&models_dir(&env.data_dir).join(MODEL_DIR)).map_err(|e| anyhow::anyhow!("{e}"))?);
+    let corpus = Arc::new(corpus(env, &args.suite, &embedder)?);
+    let vocabulary = if args.suite == "phantom" { phantom_names()? } else { BTreeSet::new() };
+    let models = env.build_models()?;
+    let mut out = Results::create(args.out.as_deref(), &env.data_dir, "research")?;
+    let scratch = harness::scratch_dir("research-bench")?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
+    let bar = harness::bar(qs.len() * args.modes.len());
+    let mut tallies: Vec<(String, Tally)> = args.modes.iter().map(|m| (m.clone(), Tally::default())).collect();
+    for q in &qs {
+        let mut record = json!({"id": q.id, "question": q.question, "gold": q.answers, "hops": q.hops});
+        for (mode, tally) in &mut tallies {
+            bar.set_message(format!("{mode}: {}", harness::label(&q.question)));
+            let config = match mode.as_str() {
+                "full" => ResearchConfig::default(),
+                "baseline" => ResearchConfig::default().baseline(),
+                "closed" => ResearchConfig { closed_book: true, ..ResearchConfig::default().baseline() },
+                other => bail!("unknown mode `{other}`: use full, baseline or closed"),
+            };
+            let a = answer(q, config, &corpus, &embedder, &models, &store, &args.suite, &vocabulary).await?;
+            tally.add(q, &a);
+            record[mode.as_str()] = a.json();
+            bar.inc(1);
+        }
+        out.write(&record)?;
+    }
+    bar.finish_and_clear();
+    let mut summary = json!({"suite": args.suite, "set": args.set, "questions": qs.len(), "results": out.path});
+    for (mode, tally) in &tallies {
+        let key = match mode.as_str() {
+            "full" => "full",
+            "baseline" => "loops_off",
+            _ => "closed_book",
+        };
+        summary[key] = tally.json();
+    }
+    if let (Some(full), Some(off)) = (tallies.iter().find(|t| t.0 == "full"), tallies.iter().find(|t| t.0 == "baseline")) {
+        let n = full.1.n.max(1) as f64;
+        summary["f1_gain_over_loops_off"] = json!(round((full.1.f1 - off.1.f1) / n, 4));
+    }
+    println!("{summary}");
+    Ok(())
+}
+
+struct Answered {
+    answer: String,
+    short: String,
+    f1: f64,
+    exact: bool,
+    support_recall: f64,
+    faithfulness: Option<f64>,
+    citation_precision: Option<f64>,
+    citation_recall: Option<f64>,
+    outside: usize,
+    cycles: u32,
+    reflections: u32,
+    tokens: u64,
+    seconds: f64,
+    finish_reason: Option<String>,
+}
+
+impl Answered {
+    fn json(&self) -> Value {
+        json!({
+            "answer": self.answer, "short": self.short, "f1": round(self.f1, 4), "exact": self.exact,
+            "supportRecall": round(self.support_recall, 4), "faithfulness": self.faithfulness,
+            "citationPrecision": self.citation_precision, "citationRecall": self.citation_recall,
+            "cycles": self.cycles, "reflections": self.reflections, "tokens": self.tokens,
+            "seconds": round(self.seconds, 1), "finishReason": self.finish_reason,
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    q: &Question,
+    config: ResearchConfig,
+    corpus: &Arc<Corpus>,
+    embedder: &Arc<Embedder>,
+    models: &Models,
+    store: &Arc<dyn Store>,
+    suite: &str,
+    vocabulary: &BTreeSet<String>,
+) -> Result<Answered> {
+    let started = Instant::now();
+    let runner = research::runner(corpus.clone(), embedder.clone(), models.clone(), store.clone())?;
+    let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
+    let state = ResearchState::new(&q.question, name, config.clone());
+    let outcome = runner.start(state, StartOptions::new(research::termination(&config)))?.wait().await?;
+    let s: ResearchState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
+    let draft = s.answer().cloned().unwrap_or_default();
+    let answer = draft.answer.clone();
+    // The short answer: the last sub-question's, when it was answered.
+    let short = s.sub_queries.iter().rev().find(|w| !w.answer.is_empty()).map(|w| w.answer.clone()).unwrap_or_else(|| answer.clone());
+    let (f1, exact) = if suite == "wiki" {
+        (q.answers.iter().map(|g| token_f1(&short, g)).fold(0.0, f64::max), q.answers.iter().any(|g| contains(&answer, g)))
+    } else {
+        // Names the question itself gives are not answers (unless gold).
+        let given = mentioned(&q.question, vocabulary, &[]);
+        let gold: BTreeSet<String> = q.answers.iter().map(|g| g.to_lowercase()).collect();
+        let predicted: BTreeSet<String> = mentioned(&short, vocabulary, &q.answers).into_iter().filter(|n| gold.contains(n) || !given.contains(n)).collect();
+        let f = set_f1(&predicted, &q.answers);
+        (f, (f - 1.0).abs() < 1e-9)
+    };
+    let retrieved: BTreeSet<&str> = s.evidence.passages.iter().map(|p| p.title.as_str()).collect();
+    let support_recall =
+        if q.support.is_empty() { 0.0 } else { q.support.iter().filter(|t| retrieved.contains(t.as_str())).count() as f64 / q.support.len() as f64 };
+    let count = s.evidence.passages.len() as u32;
+    let outside = research::cited(&answer).into_iter().filter(|n| *n == 0 || *n > count).count();
+    Ok(Answered {
+        f1,
+        exact,
+        support_recall,
+        faithfulness: draft.scores.faithfulness.map(f64::from),
+        citation_precision: draft.scores.citation_precision.map(f64::from),
+        citation_recall: draft.scores.citation_recall.map(f64::from),
+        outside,
+        cycles: if config.closed_book { 0 } else { 1 + s.cycles },
+        reflections: s.reflections,
+        tokens: outcome.progress.tokens(),
+        seconds: started.elapsed().as_secs_f64(),
+        finish_reason: outcome.finish_reason,
+        answer,
+        short,
+    })
+}
+
+/// Lowercase words of letters and digits, without English articles.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).filter(|w| !matches!(w.as_str(), "a" | "an" | "the")).collect()
+}
+
+/// SQuAD's token F1 between a prediction and one gold answer.
+pub fn token_f1(predicted: &str, gold: &str) -> f64 {
+    let (p, g) = (tokens(predicted), tokens(gold));
+    if p.is_empty() || g.is_empty() {
+        return 0.0;
+    }
+    let mut left = g.clone();
+    let mut common = 0;
+    for t in &p {
+        if let Some(i) = left.iter().position(|x| x == t) {
+            left.remove(i);
+            common += 1;
+        }
+    }
+    if common == 0 {
+        return 0.0;
+    }
+    let (precision, recall) = (common as f64 / p.len() as f64, common as f64 / g.len() as f64);
+    2.0 * precision * recall / (precision + recall)
+}
+
+/// The gold answer's words appear in order in the text.
+fn contains(text: &str, gold: &str) -> bool {
+    let (t, g) = (tokens(text).join(" "), tokens(gold).join(" "));
+    !g.is_empty() && format!(" {t} ").contains(&format!(" {g} "))
+}
+
+/// The names of `vocabulary` and the gold answers that the text mentions:
+/// the answer set a prose answer gives.
+fn mentioned(text: &str, vocabulary: &BTreeSet<String>, gold: &[String]) -> BTreeSet<String> {
+    vocabulary.iter().chain(gold).filter(|name| contains(text, name)).map(|n| n.to_lowercase()).collect()
+}
+
+/// Set F1 of a predicted answer set against the gold one.
+pub fn set_f1(predicted: &BTreeSet<String>, gold: &[String]) -> f64 {
+    let gold: BTreeSet<String> = gold.iter().map(|g| g.to_lowercase()).collect();
+    let hit = predicted.intersection(&gold).count() as f64;
+    if hit == 0.0 {
+        return 0.0;
+    }
+    2.0 * hit / (predicted.len() as f64 + gold.len() as f64)
+}
+
+/// Every person's name in the PhantomWiki universe (the article titles).
+fn phantom_names() -> Result<BTreeSet<String>> {
+    let v: Value = serde_json::from_str(PHANTOM_ARTICLES).context("the PhantomWiki articles do not parse")?;
+    let titles = match &v {
+        Value::Array(items) => items.iter().filter_map(|a| a["title"].as_str().map(String::from)).collect(),
+        Value::Object(map) => map.keys().cloned().collect(),
+        _ => BTreeSet::new(),
+    };
+    Ok(titles)
+}
+
+/// Where the suites' data lives in the repository, for the fixture's README.
+pub fn data_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data/research"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_f1_and_set_f1_score_as_their_definitions_say() {
+        assert_eq!(token_f1("New York City", "New York City"), 1.0);
+        assert!((token_f1("in New York", "New York City") - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(token_f1("Boston", "New York City"), 0.0);
+        let p: BTreeSet<String> = ["ada", "bob", "cy"].map(String::from).into();
+        assert!((set_f1(&p, &["Ada".into(), "Bob".into()]) - 0.8).abs() < 1e-9);
+        assert_eq!(set_f1(&BTreeSet::new(), &["Ada".into()]), 0.0);
+    }
+
+    #[test]
+    fn a_prose_answer_gives_the_names_it_mentions() {
+        let vocab: BTreeSet<String> = ["Ada Byron", "Tobin Quill", "Mara Quill"].map(String::from).into();
+        let got = mentioned("The father of Mara Quill is Tobin Quill [2].", &vocab, &["Tobin Quill".into()]);
+        assert_eq!(got, ["mara quill", "tobin quill"].map(String::from).into());
+    }
+
+    #[test]
+    fn both_suites_have_a_tuning_and_a_held_out_set_that_do_not_overlap() {
+        for suite in ["wiki", "phantom"] {
+            let (t, h) = (questions(suite, "tuning").unwrap(), questions(suite, "heldout").unwrap());
+            assert!(!t.is_empty() && h.len() >= 20, "{suite}: {} tuning, {} held out", t.len(), h.len());
+            assert!(h.iter().all(|x| t.iter().all(|y| y.question != x.question)));
+        }
+        assert!(questions("wiki", "heldout").unwrap().len() + questions("wiki", "tuning").unwrap().len() >= 30);
+    }
+}
