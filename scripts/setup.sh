@@ -45,6 +45,8 @@ fi
 
 echo "==> building agentloop (release)"
 cargo build --release -q -p agentloop-cli
+echo "==> corpora for the research agent"
+scripts/install-corpora.sh "$here/target/release/agentloop"
 # The main job: the coder on a copy of a bundled example (the original stays
 # red for the next run), on the embedded model, with no questions asked.
 demo="$(mktemp -d)/py-intervals"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Indexes the research agent's two corpora into the data dir, skipping a
+# corpus already there: `wiki` (the 10,033 Wikipedia lead summaries that
+# fetch-models.sh placed under <data dir>/benchmarks) and `phantom-wiki`
+# (the PhantomWiki fixture in crates/bench/data/research/phantom).
+# Usage: scripts/install-corpora.sh [AGENTLOOP_BINARY]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin="${1:-$here/target/release/agentloop}"
+DATA_DIR="${AGENTLOOP_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/agentloop}"
+
+have() { "$bin" --data-dir "$DATA_DIR" corpus list --json | grep -q "\"name\":\"$1\""; }
+
+if have wiki; then
+  echo "[corpora] wiki present"
+else
+  echo "[corpora] indexing wiki (about 10,000 summaries; a few minutes on two cores)"
+  "$bin" --data-dir "$DATA_DIR" corpus add wiki "$DATA_DIR/benchmarks/wiki-summaries-en.json"
+fi
+if have phantom-wiki; then
+  echo "[corpora] phantom-wiki present"
+else
+  echo "[corpora] indexing phantom-wiki"
+  "$bin" --data-dir "$DATA_DIR" corpus add phantom-wiki "$here/crates/bench/data/research/phantom/articles.json"
+fi
