@@ -226,7 +226,7 @@ async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_ag
     let r = run(QUESTION, ResearchConfig::default(), model).await;
     let synth = r.requests("synthesize");
     assert_eq!(synth.len(), 2, "asked again once");
-    assert!(user(&synth[1]).contains("You cited [42], which is not in the list"), "{}", user(&synth[1]));
+    assert!(user(&synth[1]).contains("You cited [42], which is not in the list: only [1]"), "{}", user(&synth[1]));
     let first = r.state().drafts[0].clone();
     assert!(!first.answer.contains("[42]"), "{}", first.answer);
     assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::Draft { refused_citations, .. } if refused_citations == &[42])));

@@ -49,12 +49,10 @@ async fn a_question_is_answered_with_cited_and_judged_claims() {
     )
     .unwrap();
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|req: &Request| reply(answer(&serde_json::from_slice(&req.body).unwrap())))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(|req: &Request| reply(answer(&serde_json::from_slice(&req.body).unwrap()))).mount(&server).await;
     let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri())).unwrap();
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\nstream = false\n", server.uri()))
+        .unwrap();
     let data = dir.path().display().to_string();
     let run = move |args: Vec<String>| std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(args).output().unwrap();
     let base = vec!["--data-dir".to_string(), data, "--config".into(), config.display().to_string()];

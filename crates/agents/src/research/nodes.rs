@@ -258,15 +258,16 @@ pub fn synthesize<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture
     })
 }
 
-/// Asks for an answer, refuses one that cites outside the evidence (asks
-/// again once, then removes what is still outside), and judges its claims.
+/// Asks for an answer, refuses one that cites a passage it was not shown
+/// (asks again once, then removes what is still outside), and judges its
+/// claims.
 async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::ChatRequest) -> Result<Draft> {
-    let count = s.evidence.passages.len();
-    let allowed: BTreeSet<u32> = (1..=count as u32).collect();
+    let shown = prompts::answer_numbers(s);
+    let allowed: BTreeSet<u32> = shown.iter().copied().collect();
     let mut text = step.chat(request.clone()).await?.content.trim().to_string();
     let mut refused = evidence::outside(&text, &allowed);
     if !refused.is_empty() {
-        let again = prompts::cite_again(request, &text, &refused, count);
+        let again = prompts::cite_again(request, &text, &refused, &shown);
         text = step.chat(again).await?.content.trim().to_string();
         let still = evidence::outside(&text, &allowed);
         text = evidence::drop_citations(&text, &still);

@@ -17,9 +17,14 @@ fn ask(system: &str, user: String) -> ChatRequest {
     r
 }
 
-/// `[n] Title: text`, one per line, for the numbers given.
+/// Passages one prompt shows at most: enough for a few hops, few enough
+/// that the prompt fits a small model's context.
+pub const PROMPT_PASSAGES: usize = 8;
+
+/// `[n] Title: text`, one per line, for the first `PROMPT_PASSAGES` of
+/// the numbers given.
 pub fn passages(evidence: &Evidence, numbers: &[u32]) -> String {
-    numbers.iter().filter_map(|n| evidence.get(*n).map(|p| format!("[{n}] {}: {}", p.title, clip(p)))).collect::<Vec<_>>().join("\n")
+    numbers.iter().take(PROMPT_PASSAGES).filter_map(|n| evidence.get(*n).map(|p| format!("[{n}] {}: {}", p.title, clip(p)))).collect::<Vec<_>>().join("\n")
 }
 
 fn clip(p: &Passage) -> String {
@@ -75,24 +80,38 @@ fn findings(s: &ResearchState) -> String {
     }
 }
 
-fn all_numbers(evidence: &Evidence) -> Vec<u32> {
-    (1..=evidence.passages.len() as u32).collect()
+/// The passages an answer is written from, most useful first: those the
+/// answered sub-questions cite, then what each sub-question's searches
+/// found, then anything else retrieved; `PROMPT_PASSAGES` at most. An
+/// answer may cite only these.
+pub fn answer_numbers(s: &ResearchState) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let cited = s.sub_queries.iter().flat_map(|w| w.citations.iter());
+    let found = s.sub_queries.iter().flat_map(|w| w.found.iter());
+    for n in cited.chain(found).copied().chain(1..=s.evidence.passages.len() as u32) {
+        if !out.contains(&n) && s.evidence.get(n).is_some() {
+            out.push(n);
+        }
+    }
+    out.truncate(PROMPT_PASSAGES);
+    out
 }
 
 pub fn synthesize(s: &ResearchState) -> ChatRequest {
     ask(
         &format!("You answer a research question in a few sentences. {CITE_RULES}"),
-        format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &all_numbers(&s.evidence))),
+        format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &answer_numbers(s))),
     )
 }
 
 /// Asked again when an answer cites numbers it was not given.
-pub fn cite_again(mut request: ChatRequest, answer: &str, outside: &[u32], count: usize) -> ChatRequest {
+pub fn cite_again(mut request: ChatRequest, answer: &str, outside: &[u32], allowed: &[u32]) -> ChatRequest {
     request.messages.push(Message::assistant(answer));
     request.messages.push(Message::user(format!(
-        "You cited {}, which {} not in the list: only [1] to [{count}] exist. Write the answer again citing only those.",
+        "You cited {}, which {} not in the list: only {} exist. Write the answer again citing only those.",
         outside.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join(", "),
-        if outside.len() == 1 { "is" } else { "are" }
+        if outside.len() == 1 { "is" } else { "are" },
+        allowed.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join(", ")
     )));
     request
 }
@@ -116,7 +135,7 @@ facts the passages do not support). confidence: 0 to 1, how sure you are the ans
         format!(
             "Question: {}\n\nPassages:\n{}\n\nAnswer:\n{answer}\n\nProblems found by checking each sentence:\n{gaps}",
             s.question,
-            passages(&s.evidence, &all_numbers(&s.evidence))
+            passages(&s.evidence, &answer_numbers(s))
         ),
     )
 }
@@ -130,7 +149,7 @@ pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[
             "Question: {}\n\n{}Passages:\n{}\n\nEarlier answer:\n{answer}\n\nReview:\n{}\n\nImproved answer with citations:",
             s.question,
             findings(s),
-            passages(&s.evidence, &all_numbers(&s.evidence)),
+            passages(&s.evidence, &answer_numbers(s)),
             notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n")
         ),
     )
