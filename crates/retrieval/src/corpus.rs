@@ -11,6 +11,9 @@ use crate::{passages, read_documents, Bm25Index, Embedder, Error, JsonFields, Pa
 /// How deep each ranking is read before fusing: enough that a passage one
 /// method ranks far down can still surface when the other ranks it well.
 const FUSE_DEPTH: usize = 50;
+/// Passages embedded between two progress reports (sorted by length within
+/// it, so larger chunks pad less).
+const EMBED_CHUNK: usize = 1024;
 
 /// A corpus name is a folder name: letters, digits, `-` and `_`.
 fn check_name(name: &str) -> Result<()> {
@@ -62,7 +65,7 @@ impl Corpus {
         let docs = read_documents(file, fields)?;
         let all: Vec<Passage> = docs.iter().flat_map(|d| passages(&d.id, &d.title, &d.text)).collect();
         let mut vectors = Vec::with_capacity(all.len());
-        for chunk in all.chunks(256) {
+        for chunk in all.chunks(EMBED_CHUNK) {
             let texts: Vec<String> = chunk.iter().map(embedded_text).collect();
             vectors.extend(embedder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>())?);
             progress(vectors.len(), all.len());

@@ -50,11 +50,18 @@ impl Embedder {
         Ok(Self { model, tokenizer, device })
     }
 
-    /// One unit vector per text, in order.
+    /// One unit vector per text, in order. Texts of similar length are
+    /// run together, so a batch is padded little.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(BATCH) {
-            out.extend(self.batch(batch).map_err(|e| Error::Model { path: MODEL_DIR.into(), why: e.to_string() })?);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            let vectors = self.batch(&batch).map_err(|e| Error::Model { path: MODEL_DIR.into(), why: e.to_string() })?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }
