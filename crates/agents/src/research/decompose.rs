@@ -45,14 +45,18 @@ fn middle() -> u8 {
     3
 }
 
-/// What the model is asked to write.
+/// What the model is asked to write. The sub-questions come first on
+/// purpose: the schema keeps declaration order and the model writes keys in
+/// that order, so it works the question out before it labels it — asked
+/// for the label first, a small model calls nearly every question simple.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DecompositionAnswer {
-    /// False when one search can answer the question as asked.
-    pub is_complex: bool,
     #[serde(default)]
     pub sub_queries: Vec<SubQuery>,
+    /// False when one search can answer the question as asked.
+    #[serde(default)]
+    pub is_complex: bool,
 }
 
 /// The sub-questions and the phases they run in.
@@ -80,14 +84,15 @@ impl Decomposition {
         Self { complex: false, execution_plan: vec![vec![only.id.clone()]], sub_queries: vec![only] }
     }
 
-    /// Checks the model's answer and lays out its phases. A simple answer,
-    /// or fewer than two sub-questions, is the question itself; more than
+    /// Checks the model's answer and lays out its phases. Fewer than two
+    /// sub-questions is the question itself; two or more make it complex
+    /// whatever the label says (the chain written out is the evidence); more than
     /// `max` keeps the first `max` (and drops dependencies on the rest).
     /// Duplicate ids, unknown dependencies and cycles are errors that say
     /// which.
     pub fn new(question: &str, answer: DecompositionAnswer, max: usize) -> Result<Self, String> {
         let mut subs: Vec<SubQuery> = answer.sub_queries.into_iter().filter(|s| !s.text.trim().is_empty()).collect();
-        if !answer.is_complex || subs.len() < 2 {
+        if subs.len() < 2 {
             return Ok(Self::simple(question));
         }
         subs.truncate(max.max(2));
@@ -204,10 +209,12 @@ mod tests {
 
     #[test]
     fn a_simple_question_is_its_own_single_sub_question() {
-        let d = Decomposition::new("Who wrote Dune?", DecompositionAnswer { is_complex: false, sub_queries: vec![sub("a", &[]), sub("b", &[])] }, 5).unwrap();
+        let d = Decomposition::new("Who wrote Dune?", DecompositionAnswer { is_complex: false, sub_queries: vec![] }, 5).unwrap();
         assert!(!d.complex);
         assert_eq!(d.sub_queries.len(), 1);
         assert_eq!(d.sub_queries[0].text, "Who wrote Dune?");
+        let chained = Decomposition::new("…", DecompositionAnswer { is_complex: false, sub_queries: vec![sub("a", &[]), sub("b", &["a"])] }, 5).unwrap();
+        assert!(chained.complex, "a chain written out is complex whatever the label");
         let one = Decomposition::new("Who wrote Dune?", DecompositionAnswer { is_complex: true, sub_queries: vec![sub("a", &[])] }, 5).unwrap();
         assert!(!one.complex, "one sub-question is no decomposition");
     }

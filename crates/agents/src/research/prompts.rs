@@ -34,9 +34,9 @@ fn clip(p: &Passage) -> String {
 pub fn decompose(question: &str, max: usize) -> ChatRequest {
     ask(
         &format!(
-            "You plan research over a document collection. Decide whether the question needs more than one lookup. \
-If one search can answer it, set isComplex to false. Otherwise list 2 to {max} atomic sub-questions, each answerable by one lookup, \
-in the order they must be answered. A sub-question that needs an earlier answer lists that id in dependencies and names it in its \
+            "You plan research over a document collection. Break the question into the lookups it needs: \
+2 to {max} atomic sub-questions, each answerable by one lookup, in the order they must be answered — \
+a question that chains relations needs one sub-question per link. If one search can answer it as asked, list none and set isComplex to false. A sub-question that needs an earlier answer lists that id in dependencies and names it in its \
 text as {{id}}: a question of the form \"what is the A of the B of X?\" becomes q1 \"What is the B of X?\" and \
 q2 \"What is the A of {{q1}}?\" (dependencies [q1]). \
 Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
