@@ -23,10 +23,13 @@ pub enum QueryType {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubQuery {
+    #[schemars(length(max = 8))]
     pub id: String,
+    #[schemars(length(max = 200))]
     pub text: String,
     /// The ids whose answers this one needs.
     #[serde(default)]
+    #[schemars(length(max = 4))]
     pub dependencies: Vec<String>,
     #[serde(default, rename = "type")]
     pub kind: QueryType,
@@ -52,7 +55,9 @@ fn middle() -> u8 {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DecompositionAnswer {
+    /// At most five: the schema bounds it, so decoding cannot run on.
     #[serde(default)]
+    #[schemars(length(max = 5))]
     pub sub_queries: Vec<SubQuery>,
     /// False when one search can answer the question as asked.
     #[serde(default)]

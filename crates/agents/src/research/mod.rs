@@ -50,6 +50,9 @@ pub const AGENT: &str = "research";
 /// The role that judges claims and critiques drafts: a judge's word is not
 /// itself checked, so by default it is the strong model (`JUDGING_ROLES`).
 pub const JUDGE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
+/// The role that breaks a question down: by default the strong model too,
+/// since a small model's decomposition sends every later search astray.
+pub const DECOMPOSE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[1];
 /// The corpus searched when none is named.
 pub const DEFAULT_CORPUS: &str = "wiki";
 

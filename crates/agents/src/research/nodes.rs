@@ -18,7 +18,7 @@ use super::prompts;
 use super::reflect::{self, Limits};
 use super::search::TOOL;
 use super::state::{Draft, ResearchState, SubQueryStatus, SubQueryWork};
-use super::JUDGE_ROLE;
+use super::{DECOMPOSE_ROLE, JUDGE_ROLE};
 
 /// Faithfulness at which an answer counts as checked.
 pub const FAITHFUL: f32 = 0.8;
@@ -49,7 +49,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
         step.begin_iteration()?;
         step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
         let (d, error) = if s.config.decomposition && !s.config.closed_book {
-            let answer: DecompositionAnswer = step.chat_json(prompts::decompose(&s.question, s.config.max_sub_queries)).await?;
+            let answer: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, prompts::decompose(&s.question, s.config.max_sub_queries)).await?;
             match Decomposition::new(&s.question, answer, s.config.max_sub_queries) {
                 Ok(d) => (d, None),
                 Err(e) => (Decomposition::simple(&s.question), Some(e)),
