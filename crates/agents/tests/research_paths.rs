@@ -361,3 +361,18 @@ async fn a_session_killed_mid_retrieval_resumes_without_repeating_a_model_call_o
     assert_eq!(counted2.queries.lock().unwrap().as_slice(), ["Who is the father of Mara Quill?"], "only the search not yet made ran");
     assert_eq!(first.requests().iter().filter(|r| kind(r) == "decompose").count(), 1);
 }
+
+#[tokio::test]
+async fn a_decomposition_in_a_circle_is_asked_for_again_with_the_circle_named() {
+    let circle = r#"{"subQueries": [
+      {"id": "q1", "text": "Whose hobby is sailing?", "dependencies": ["q2"]},
+      {"id": "q2", "text": "Who is that person's father?", "dependencies": ["q1"]}
+    ], "isComplex": true}"#;
+    let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| circle.to_string()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let asked = r.requests("decompose");
+    assert_eq!(asked.len(), 2);
+    assert!(user(&asked[1]).contains("in a circle: q1 → q2 → q1"), "{}", user(&asked[1]));
+    assert_eq!(r.state().decomposition.unwrap().execution_plan, vec![vec!["q1"], vec!["q2"]]);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
+}

@@ -105,7 +105,14 @@ impl Decomposition {
         if ids.len() != subs.len() {
             return Err("two sub-questions share an id: give each its own".into());
         }
+        // The `{id}` a text names say exactly which answers fill it in; when
+        // the model wrote any, they are the dependencies (a small model's
+        // dependency lists often point the wrong way).
+        let named = subs.iter().any(|s| !placeholders(&s.text).is_empty());
         for s in &mut subs {
+            if named {
+                s.dependencies = placeholders(&s.text);
+            }
             s.dependencies.retain(|d| d != &s.id);
             s.dependencies.dedup();
         }
@@ -171,6 +178,21 @@ fn cycle(waiting: &BTreeMap<&str, BTreeSet<&str>>) -> String {
             None => return path.join(" → "),
         }
     }
+}
+
+/// The ids a text names as `{id}`, in order, each once.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        let id = &rest[open + 1..open + close];
+        if !id.is_empty() && id.len() <= 8 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !out.iter().any(|o| o == id) {
+            out.push(id.to_string());
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out
 }
 
 /// A sub-question's text with the answers it depends on filled in: each
@@ -242,6 +264,16 @@ mod tests {
         assert!(err.contains("q1 → q3 → q2 → q1"), "{err}");
         let err = execution_plan(&[sub("q1", &["q9"])]).unwrap_err();
         assert!(err.contains("q1 depends on q9"), "{err}");
+    }
+
+    #[test]
+    fn the_answers_a_text_names_are_its_dependencies() {
+        let mut subs = vec![sub("q1", &["q2"]), sub("q2", &["q3"]), sub("q3", &[])];
+        subs[1].text = "What is the friend of {q1}?".into();
+        subs[2].text = "Who is the grandson of {q2}?".into();
+        let d = Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: subs }, 5).unwrap();
+        assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"], vec!["q3"]], "the lists pointed the wrong way; the texts did not");
+        assert_eq!(placeholders("{a} and {b} and {a}, {not an id}"), ["a", "b"]);
     }
 
     #[test]

@@ -49,10 +49,20 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
         step.begin_iteration()?;
         step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
         let (d, error) = if s.config.decomposition && !s.config.closed_book {
-            let answer: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, prompts::decompose(&s.question, s.config.max_sub_queries)).await?;
-            match Decomposition::new(&s.question, answer, s.config.max_sub_queries) {
+            // A decomposition that does not hold together is asked for again
+            // once, with what is wrong; then the question is asked whole.
+            let request = prompts::decompose(&s.question, s.config.max_sub_queries);
+            let answer: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, request.clone()).await?;
+            match Decomposition::new(&s.question, answer.clone(), s.config.max_sub_queries) {
                 Ok(d) => (d, None),
-                Err(e) => (Decomposition::simple(&s.question), Some(e)),
+                Err(e) => {
+                    step.reject_answer(DECOMPOSE_ROLE)?;
+                    let again: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, prompts::decompose_again(request, &answer, &e)).await?;
+                    match Decomposition::new(&s.question, again, s.config.max_sub_queries) {
+                        Ok(d) => (d, None),
+                        Err(e) => (Decomposition::simple(&s.question), Some(e)),
+                    }
+                }
             }
         } else {
             (Decomposition::simple(&s.question), None)

@@ -45,6 +45,13 @@ Types: factual, analytical, comparative, temporal. Priority 1 (most important) t
     )
 }
 
+/// Asked again when a decomposition does not hold together.
+pub fn decompose_again(mut request: ChatRequest, answer: &super::decompose::DecompositionAnswer, problem: &str) -> ChatRequest {
+    request.messages.push(Message::assistant(serde_json::to_string(answer).unwrap_or_default()));
+    request.messages.push(Message::user(format!("That does not hold together: {problem}. Write the sub-questions again.")));
+    request
+}
+
 pub fn coverage(sub_question: &str, evidence: &Evidence, numbers: &[u32]) -> ChatRequest {
     ask(
         "You check whether retrieved passages answer a question. List the aspects a complete answer needs (usually 1 to 3). \
