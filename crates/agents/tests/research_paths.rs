@@ -376,3 +376,15 @@ async fn a_decomposition_in_a_circle_is_asked_for_again_with_the_circle_named() 
     assert_eq!(r.state().decomposition.unwrap().execution_plan, vec![vec!["q1"], vec!["q2"]]);
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
 }
+
+#[tokio::test]
+async fn a_sub_question_whose_dependency_went_unanswered_is_not_searched_for() {
+    let model = scripted(|k, req, _| {
+        (k == "sub_answer" && user(req).contains("hobby is sailing")).then(|| json!({"answer": "", "citations": [], "found": false}).to_string())
+    });
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    assert_eq!(r.searches, ["Whose hobby is sailing?"], "no search for the father of an unknown person");
+    let s = r.state();
+    assert!(s.sub_queries.iter().all(|w| w.status == SubQueryStatus::Unanswered));
+    assert_eq!(r.out.finish_reason.as_deref(), Some("abstained"));
+}

@@ -117,9 +117,21 @@ pub fn research<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'
         let Some(ids) = d.execution_plan.get(s.phase).cloned() else { return Ok(()) };
         let known: BTreeMap<String, String> =
             s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).map(|w| (w.id.clone(), w.answer.clone())).collect();
+        let mut open = Vec::new();
         for id in &ids {
             let Some(sub) = d.get(id) else { continue };
             let resolved = decompose::resolved(sub, &known);
+            // A sub-question whose dependency went unanswered cannot be
+            // searched for: it would look for "unknown".
+            if sub.dependencies.iter().any(|dep| !known.contains_key(dep)) {
+                if let Some(w) = work(s, id) {
+                    w.resolved = resolved;
+                    w.status = SubQueryStatus::Unanswered;
+                }
+                step.emit(ResearchEvent::SubQueryAnswered { id: id.clone(), answer: String::new(), citations: Vec::new(), answered: false });
+                continue;
+            }
+            open.push(id.clone());
             step.emit(ResearchEvent::RetrievalCycleStarted { sub_query: id.clone(), cycle: 0, queries: vec![resolved.clone()] });
             let before = s.evidence.passages.len();
             let found = search(s, step, &resolved).await?;
@@ -139,10 +151,10 @@ pub fn research<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'
                 });
             }
         }
-        if s.config.iterative_retrieval {
-            check_coverage(s, step, ids.clone()).await?;
+        if s.config.iterative_retrieval && !open.is_empty() {
+            check_coverage(s, step, open.clone()).await?;
         }
-        answer(s, step, &ids).await?;
+        answer(s, step, &open).await?;
         s.phase += 1;
         Ok(())
     })
