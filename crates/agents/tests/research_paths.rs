@@ -11,7 +11,6 @@ use agentloop_agents::research::{self, ResearchConfig, ResearchEvent, ResearchSt
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Effect, Models, Outcome, Runner, SessionStatus, StartOptions, Store, Tool, Tools};
 use agentloop_llm::catalog::{default_data_dir, models_dir};
 use agentloop_llm::ScriptedModel;
-use agentloop_retrieval::embed::MODEL_DIR;
 use agentloop_retrieval::{Corpus, Embedder, JsonFields};
 use agentloop_store::SqliteStore;
 use serde_json::{json, Value};
@@ -25,7 +24,7 @@ const PEOPLE: &str = r#"{
 /// A corpus of three fictional people and the embedder, shared by the tests.
 fn corpus() -> (Arc<Corpus>, Arc<Embedder>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let embedder = Embedder::load(&models_dir(&default_data_dir()).join(MODEL_DIR)).unwrap();
+    let embedder = Embedder::installed(&models_dir(&default_data_dir())).unwrap();
     let file = dir.path().join("people.json");
     std::fs::write(&file, PEOPLE).unwrap();
     let mut c = Corpus::open(dir.path(), "people", true).unwrap();

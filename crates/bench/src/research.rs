@@ -6,14 +6,13 @@
 //! one JSON object.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use agentloop_agents::research::{self, ResearchConfig, ResearchState};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_llm::catalog::models_dir;
-use agentloop_retrieval::embed::MODEL_DIR;
 use agentloop_retrieval::{Corpus, Embedder, JsonFields};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{bail, Context, Result};
@@ -83,17 +82,17 @@ pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
 
 /// Opens the suite's corpus, indexing it first if it is not there yet.
 fn corpus(env: &BenchEnv, suite: &str, embedder: &Embedder) -> Result<Corpus> {
-    let (name, source) = match suite {
-        "wiki" => (WIKI_CORPUS, env.data_dir.join("benchmarks/wiki-summaries-en.json")),
-        _ => {
-            let file = harness::scratch_dir("phantom-wiki")?.join("phantom-articles.json");
-            std::fs::write(&file, PHANTOM_ARTICLES)?;
-            (PHANTOM_CORPUS, file)
-        }
-    };
-    if agentloop_retrieval::Corpus::names(&env.data_dir).iter().any(|n| n == name) {
+    let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
+    if Corpus::names(&env.data_dir).iter().any(|n| n == name) {
         return Ok(Corpus::open(&env.data_dir, name, false)?);
     }
+    let source = if suite == "wiki" {
+        env.data_dir.join("benchmarks/wiki-summaries-en.json")
+    } else {
+        let file = harness::scratch_dir("phantom-wiki")?.join("phantom-articles.json");
+        std::fs::write(&file, PHANTOM_ARTICLES)?;
+        file
+    };
     if !source.exists() {
         bail!("{} is missing: run scripts/fetch-models.sh", source.display());
     }
@@ -185,7 +184,7 @@ pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
     if let Some(n) = args.limit {
         qs.truncate(n);
     }
-    let embedder = Arc::new(Embedder::load(&models_dir(&env.data_dir).join(MODEL_DIR)).map_err(|e| anyhow::anyhow!("{e}"))?);
+    let embedder = Arc::new(Embedder::installed(&models_dir(&env.data_dir)).map_err(|e| anyhow::anyhow!("{e}"))?);
     let corpus = Arc::new(corpus(env, &args.suite, &embedder)?);
     let vocabulary = if args.suite == "phantom" { phantom_names()? } else { BTreeSet::new() };
     let models = env.build_models()?;
@@ -369,11 +368,6 @@ fn phantom_names() -> Result<BTreeSet<String>> {
         _ => BTreeSet::new(),
     };
     Ok(titles)
-}
-
-/// Where the suites' data lives in the repository, for the fixture's README.
-pub fn data_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data/research"))
 }
 
 #[cfg(test)]

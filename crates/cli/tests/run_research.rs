@@ -59,12 +59,7 @@ async fn a_question_is_answered_with_cited_and_judged_claims() {
 
     let mut add = base.clone();
     add.extend(["corpus", "add", "people", people.to_str().unwrap()].map(String::from));
-    let added = tokio::task::spawn_blocking({
-        let run = run.clone();
-        move || run(add)
-    })
-    .await
-    .unwrap();
+    let added = tokio::task::spawn_blocking(move || run(add)).await.unwrap();
     assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
 
     let mut ask = base.clone();

@@ -29,6 +29,11 @@ pub struct Embedder {
 }
 
 impl Embedder {
+    /// The model as the set-up installs it, under `models_dir`.
+    pub fn installed(models_dir: &Path) -> Result<Self> {
+        Self::load(&models_dir.join(MODEL_DIR))
+    }
+
     /// Loads `model.safetensors`, `tokenizer.json` and `config.json` from `dir`.
     pub fn load(dir: &Path) -> Result<Self> {
         let fail = |why: String| Error::Model { path: dir.display().to_string(), why };

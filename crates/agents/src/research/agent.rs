@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use agentloop_core::{Error, JsonSchema, Result, Runner, Termination};
 use agentloop_llm::catalog::models_dir;
-use agentloop_retrieval::embed::MODEL_DIR;
 use agentloop_retrieval::{Corpus, Embedder};
 use serde::{Deserialize, Serialize};
 
@@ -188,7 +187,7 @@ impl AgentSpec for Research {
             return Ok(Runner::new(super::graph()?, env.store.clone()).models(env.models.clone()));
         }
         let corpus = Corpus::open(&env.data_dir, &input.corpus, false).map_err(|e| Error::other(e.to_string()))?;
-        let embedder = Embedder::load(&models_dir(&env.data_dir).join(MODEL_DIR)).map_err(|e| Error::other(e.to_string()))?;
+        let embedder = Embedder::installed(&models_dir(&env.data_dir)).map_err(|e| Error::other(e.to_string()))?;
         super::runner(Arc::new(corpus), Arc::new(embedder), env.models.clone(), env.store.clone())
     }
 

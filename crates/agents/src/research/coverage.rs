@@ -54,15 +54,20 @@ pub struct CoverageReport {
 /// The suggestions not yet searched (compared without case or spacing),
 /// at most `limit`: a search already run is never run again.
 pub fn new_searches(suggested: &[String], done: &[String], limit: usize) -> Vec<String> {
-    let key = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     let mut out: Vec<String> = Vec::new();
     for s in suggested.iter().filter(|s| !s.trim().is_empty()) {
-        if !done.iter().any(|d| key(d) == key(s)) && !out.iter().any(|o| key(o) == key(s)) {
+        if !searched(s, done) && !searched(s, &out) {
             out.push(s.trim().to_string());
         }
     }
     out.truncate(limit);
     out
+}
+
+/// `query` is among `done`, compared without case or spacing.
+pub fn searched(query: &str, done: &[String]) -> bool {
+    let key = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    done.iter().any(|d| key(d) == key(query))
 }
 
 #[cfg(test)]

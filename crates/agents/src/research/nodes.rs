@@ -94,7 +94,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
 /// Runs the search for `query` unless it ran before; returns the evidence
 /// numbers of what it found (new and already held).
 async fn search(s: &mut ResearchState, step: &mut Step, query: &str) -> Result<Vec<u32>> {
-    if !coverage::new_searches(&[query.to_string()], &s.searches, 1).iter().any(|q| q == query.trim()) {
+    if query.trim().is_empty() || coverage::searched(query, &s.searches) {
         return Ok(Vec::new());
     }
     s.searches.push(query.trim().to_string());

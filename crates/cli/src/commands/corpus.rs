@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use agentloop_llm::catalog::models_dir;
-use agentloop_retrieval::embed::MODEL_DIR;
 use agentloop_retrieval::{Corpus, Embedder, JsonFields};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -88,5 +87,5 @@ pub fn run(app: &App, command: CorpusCommand) -> Result<ExitCode> {
 
 /// The sentence-embedding model installed with the others.
 fn embedder(data: &std::path::Path) -> Result<Embedder> {
-    Ok(Embedder::load(&models_dir(data).join(MODEL_DIR))?)
+    Ok(Embedder::installed(&models_dir(data))?)
 }
