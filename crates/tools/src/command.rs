@@ -1,6 +1,6 @@
-//! `run_command`: a shell command in the workspace, in a process group of
-//! its own so a timeout (or a cancelled call) kills everything it started,
-//! with its output capped and an environment stripped of secrets.
+//! `run_command`: a shell command in the workspace, confined by the
+//! session's sandbox, in a process group of its own so a timeout (or a
+//! cancelled call) kills everything it started, with its output capped.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::jail::Workspace;
+use crate::sandbox::Sandbox;
 
 /// Bytes kept of each of stdout and stderr.
 const OUTPUT_CAP: usize = 256 * 1024;
@@ -19,13 +19,14 @@ const OUTPUT_CAP: usize = 256 * 1024;
 const SHOWN_LINES: usize = 40;
 
 pub struct RunCommand {
-    workspace: Workspace,
+    sandbox: Sandbox,
     timeout: Duration,
 }
 
 impl RunCommand {
-    pub fn new(workspace: Workspace, timeout: Duration) -> Self {
-        Self { workspace, timeout }
+    /// Commands run in the sandbox's workspace, under its policy.
+    pub fn new(sandbox: Sandbox, timeout: Duration) -> Self {
+        Self { sandbox, timeout }
     }
 }
 
@@ -51,16 +52,16 @@ impl Tool for RunCommand {
     async fn call(&self, input: Value) -> Result<Value> {
         let CommandInput { command } = serde_json::from_value(input)
             .map_err(|e| Error::Tool { tool: self.name().into(), message: format!("the input needs a `command` string ({e})") })?;
-        run(&self.workspace, &command, self.timeout).await
+        run(&self.sandbox, &command, self.timeout).await
     }
 }
 
-/// Runs `command` with `sh -c` in the workspace root.
-pub async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> Result<Value> {
+/// Runs `command` with `sh -c` in the sandbox's workspace, confined by it.
+pub async fn run(sandbox: &Sandbox, command: &str, timeout: Duration) -> Result<Value> {
     let fail = |message: String| Error::Tool { tool: "run_command".into(), message };
     let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c").arg(command).current_dir(workspace.root()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.env_clear().envs(std::env::vars().filter(|(name, _)| !looks_secret(name)));
+    cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    sandbox.confine(cmd.as_std_mut());
     cmd.process_group(0);
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| fail(format!("cannot start `sh` ({e})")))?;
@@ -81,7 +82,12 @@ pub async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> Res
     };
     drop(group);
     let exit_code = status.and_then(|s| s.code());
+    let refused = sandbox.explain(&stderr.text);
     let mut shown = head_and_tail(&format!("{}{}", stdout.text, stderr.text));
+    // The rule goes first, so the model reads why before the bare error.
+    if !refused.is_empty() {
+        shown = format!("{}\n{shown}", refused.join("\n"));
+    }
     if timed_out {
         shown = format!("the command ran past its {}s limit and was killed\n{shown}", timeout.as_secs());
     }
@@ -94,14 +100,8 @@ pub async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> Res
         "stderr": stderr.text,
         "truncatedBytes": stdout.dropped + stderr.dropped,
         "shown": shown,
+        "sandbox": refused,
     }))
-}
-
-/// Variables whose names suggest credentials stay out of the command's
-/// environment.
-pub(crate) fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION", "AUTH"].iter().any(|w| upper.contains(w))
 }
 
 #[derive(Default)]
@@ -168,11 +168,5 @@ mod tests {
         let shown = head_and_tail(&text);
         assert!(shown.starts_with("line 1\n") && shown.ends_with("line 100"));
         assert!(shown.contains("… omitted 20 lines …"));
-    }
-
-    #[test]
-    fn secret_looking_names_are_dropped() {
-        assert!(looks_secret("OPENAI_API_KEY") && looks_secret("github_token") && looks_secret("AWS_SECRET_ACCESS_KEY"));
-        assert!(!looks_secret("PATH") && !looks_secret("HOME") && !looks_secret("CARGO_HOME"));
     }
 }

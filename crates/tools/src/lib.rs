@@ -1,7 +1,8 @@
 //! agentloop-tools: what agents may do to a workspace. Every path is jailed
-//! to the workspace root (`jail`); commands run in their own process group
-//! with a timeout, capped output and no secrets in their environment; a
-//! persistent Python session (`python`) keeps its variables between runs.
+//! to the workspace root (`jail`); every command runs in the OS sandbox
+//! (`sandbox`: writes only in the workspace, no secrets, no network), in its
+//! own process group with a timeout and capped output; a persistent Python
+//! session (`python`) keeps its variables between runs.
 
 mod approval;
 mod command;
@@ -9,6 +10,7 @@ mod edit;
 mod files;
 mod jail;
 mod python;
+pub mod sandbox;
 
 use std::time::Duration;
 
@@ -20,14 +22,16 @@ pub use edit::{apply_edits, Edit};
 pub use files::{CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::{Entry, Workspace};
 pub use python::{Execution, PyError, Python, PythonSession};
+pub use sandbox::{Sandbox, SandboxConfig};
 
-/// The file tools (`create_dir` included) and `run_command` for one workspace.
-pub fn workspace_tools(workspace: &Workspace, command_timeout: Duration) -> Tools {
+/// The file tools (`create_dir` included) and `run_command` for one
+/// workspace, its commands confined by `sandbox`.
+pub fn workspace_tools(workspace: &Workspace, sandbox: &Sandbox, command_timeout: Duration) -> Tools {
     Tools::new()
         .with(ReadFile(workspace.clone()))
         .with(WriteFile(workspace.clone()))
         .with(ListDir(workspace.clone()))
         .with(CreateDir(workspace.clone()))
         .with(EditFile(workspace.clone()))
-        .with(RunCommand::new(workspace.clone(), command_timeout))
+        .with(RunCommand::new(sandbox.clone(), command_timeout))
 }

@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
-use crate::command::looks_secret;
+use crate::sandbox::Sandbox;
 
 const DRIVER: &str = include_str!("python_driver.py");
 
@@ -68,16 +68,16 @@ struct Process {
 
 pub struct PythonSession {
     folder: PathBuf,
+    sandbox: Sandbox,
     process: Option<Process>,
     next_id: u64,
 }
 
 impl PythonSession {
-    /// Starts `python3` in `folder` (created if missing).
-    pub async fn start(folder: &Path) -> Result<Self> {
-        std::fs::create_dir_all(folder).map_err(|e| Error::other(format!("cannot create the Python session folder {} ({e})", folder.display())))?;
-        let folder = folder.canonicalize().map_err(|e| Error::other(format!("cannot open {} ({e})", folder.display())))?;
-        let mut session = Self { folder, process: None, next_id: 0 };
+    /// Starts `python3` in the sandbox's workspace, confined by it.
+    pub async fn start(sandbox: &Sandbox) -> Result<Self> {
+        let folder = sandbox.policy().workspace.clone();
+        let mut session = Self { folder, sandbox: sandbox.clone(), process: None, next_id: 0 };
         session.process = Some(session.spawn().await?);
         Ok(session)
     }
@@ -91,7 +91,7 @@ impl PythonSession {
         std::fs::write(&driver, DRIVER).map_err(|e| Error::other(format!("cannot write {} ({e})", driver.display())))?;
         let mut cmd = Command::new("python3");
         cmd.arg("-u").arg("-B").arg(&driver).current_dir(&self.folder).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-        cmd.env_clear().envs(std::env::vars().filter(|(name, _)| !looks_secret(name)));
+        self.sandbox.confine(cmd.as_std_mut());
         cmd.kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| Error::other(format!("cannot start python3 ({e}): install Python 3")))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -163,14 +163,15 @@ impl PythonSession {
 /// The session as a tool (`python`), so executions are journaled through
 /// `Step` like any other call. It starts the interpreter on first use.
 pub struct Python {
-    folder: PathBuf,
+    sandbox: Sandbox,
     timeout: Duration,
     session: Arc<Mutex<Option<PythonSession>>>,
 }
 
 impl Python {
-    pub fn new(folder: impl Into<PathBuf>, timeout: Duration) -> Self {
-        Self { folder: folder.into(), timeout, session: Arc::new(Mutex::new(None)) }
+    /// A session in the sandbox's workspace, started on first use.
+    pub fn new(sandbox: Sandbox, timeout: Duration) -> Self {
+        Self { sandbox, timeout, session: Arc::new(Mutex::new(None)) }
     }
 }
 
@@ -204,14 +205,20 @@ impl Tool for Python {
         let timeout = timeout_secs.filter(|t| t.is_finite() && *t > 0.0).map(Duration::from_secs_f64).unwrap_or(self.timeout);
         let mut guard = self.session.lock().await;
         if guard.is_none() {
-            let mut fresh = PythonSession::start(&self.folder).await?;
+            let mut fresh = PythonSession::start(&self.sandbox).await?;
             for earlier in &restore {
                 fresh.execute(earlier, timeout).await?;
             }
             *guard = Some(fresh);
         }
         let Some(session) = guard.as_mut() else { return Err(Error::other("the Python session could not be started")) };
-        let execution = session.execute(&code, timeout).await?;
+        let mut execution = session.execute(&code, timeout).await?;
+        if let Some(error) = execution.error.as_mut() {
+            let refused = self.sandbox.explain(&format!("{}\n{}", error.message, error.traceback));
+            if !refused.is_empty() {
+                error.message = format!("{} ({})", error.message, refused.join("; "));
+            }
+        }
         serde_json::to_value(execution).map_err(|e| Error::other(format!("cannot encode the execution ({e})")))
     }
 }

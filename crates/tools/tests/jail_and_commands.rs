@@ -7,12 +7,13 @@ use std::os::unix::fs::symlink;
 use std::time::{Duration, Instant};
 
 use agentloop_core::{Error, Tool};
-use agentloop_tools::{run_command, CreateDir, EditFile, ListDir, ReadFile, Workspace, WriteFile};
+use agentloop_tools::{run_command, CreateDir, EditFile, ListDir, ReadFile, Sandbox, SandboxConfig, Workspace, WriteFile};
 use serde_json::json;
 
 struct Setup {
     _dir: tempfile::TempDir,
     ws: Workspace,
+    sandbox: Sandbox,
     outside: std::path::PathBuf,
 }
 
@@ -25,7 +26,8 @@ fn setup() -> Setup {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "do not read").unwrap();
     std::fs::write(ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
-    Setup { ws: Workspace::new(&ws).unwrap(), outside, _dir: dir }
+    let sandbox = Sandbox::new(&ws, &SandboxConfig::default(), None, None).unwrap();
+    Setup { ws: Workspace::new(&ws).unwrap(), sandbox, outside, _dir: dir }
 }
 
 fn refused(result: agentloop_core::Result<serde_json::Value>) -> String {
@@ -110,11 +112,11 @@ fn a_missing_workspace_is_a_clear_error() {
 #[tokio::test]
 async fn commands_run_in_the_workspace_and_report_exit_codes() {
     let s = setup();
-    let out = run_command(&s.ws, "pwd; ls src; echo oops >&2; exit 3", Duration::from_secs(10)).await.unwrap();
+    let out = run_command(&s.sandbox, "pwd; ls src; echo oops >&2; exit 3", Duration::from_secs(10)).await.unwrap();
     assert_eq!(out["exitCode"], 3);
     assert_eq!(out["stdout"].as_str().unwrap().lines().collect::<Vec<_>>(), vec![s.ws.root().to_str().unwrap(), "lib.rs"]);
     assert_eq!(out["stderr"], "oops\n");
-    let missing = run_command(&s.ws, "no-such-program-here", Duration::from_secs(10)).await.unwrap();
+    let missing = run_command(&s.sandbox, "no-such-program-here", Duration::from_secs(10)).await.unwrap();
     assert_eq!(missing["exitCode"], 127);
 }
 
@@ -125,7 +127,7 @@ async fn a_timeout_kills_the_whole_process_group() {
     // A grandchild that would write a file after the timeout, if it lived.
     let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
     let t = Instant::now();
-    let out = run_command(&s.ws, &command, Duration::from_millis(300)).await.unwrap();
+    let out = run_command(&s.sandbox, &command, Duration::from_millis(300)).await.unwrap();
     assert_eq!(out["timedOut"], true);
     assert!(out["shown"].as_str().unwrap().contains("was killed"));
     assert!(t.elapsed() < Duration::from_secs(10), "the call waited for the command");
@@ -138,7 +140,7 @@ async fn secrets_stay_out_of_the_environment_and_long_output_is_trimmed_for_the_
     let s = setup();
     // SAFETY: this test binary sets the variable before any command reads it.
     unsafe { std::env::set_var("AGENTLOOP_TEST_API_KEY", "sk-should-not-leak") };
-    let out = run_command(&s.ws, "env; seq 1 500", Duration::from_secs(10)).await.unwrap();
+    let out = run_command(&s.sandbox, "env; seq 1 500", Duration::from_secs(10)).await.unwrap();
     let stdout = out["stdout"].as_str().unwrap();
     assert!(!stdout.contains("sk-should-not-leak") && stdout.contains("PATH="));
     assert!(stdout.contains("\n500\n"), "the record keeps the whole output");

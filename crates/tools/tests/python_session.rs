@@ -7,15 +7,21 @@
 use std::time::Duration;
 
 use agentloop_core::Tool;
-use agentloop_tools::{Python, PythonSession};
+use agentloop_tools::{Python, PythonSession, Sandbox, SandboxConfig};
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(10);
 
+/// The sandbox an agent would give a session in `folder` (created).
+fn sandbox(folder: &std::path::Path) -> Sandbox {
+    std::fs::create_dir_all(folder).unwrap();
+    Sandbox::new(folder, &SandboxConfig::default(), None, None).unwrap()
+}
+
 #[tokio::test]
 async fn output_value_and_namespace_persist_between_executions() {
     let dir = tempfile::tempdir().unwrap();
-    let mut py = PythonSession::start(dir.path()).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(dir.path())).await.unwrap();
     let first = py.execute("x = 21\nprint('set x')\nx * 2", T).await.unwrap();
     assert_eq!((first.stdout.as_str(), first.value.as_deref(), first.error.is_none()), ("set x\n", Some("42"), true));
     let second = py.execute("x += 1\nx", T).await.unwrap();
@@ -27,7 +33,7 @@ async fn output_value_and_namespace_persist_between_executions() {
 #[tokio::test]
 async fn an_exception_comes_back_with_its_traceback_and_the_session_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let mut py = PythonSession::start(dir.path()).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(dir.path())).await.unwrap();
     py.execute("data = {'a': 1}", T).await.unwrap();
     let e = py.execute("print('before')\ndata['b']", T).await.unwrap();
     let err = e.error.clone().unwrap();
@@ -42,7 +48,7 @@ async fn an_exception_comes_back_with_its_traceback_and_the_session_goes_on() {
 #[tokio::test]
 async fn a_runaway_execution_is_interrupted_and_the_variables_are_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let mut py = PythonSession::start(dir.path()).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(dir.path())).await.unwrap();
     py.execute("kept = 'yes'", T).await.unwrap();
     let spin = py.execute("while True:\n    pass", Duration::from_millis(500)).await.unwrap();
     assert!(spin.timed_out && !spin.restarted, "{spin:?}");
@@ -59,7 +65,7 @@ async fn a_runaway_execution_is_interrupted_and_the_variables_are_kept() {
 #[tokio::test]
 async fn a_crashed_interpreter_restarts_and_says_the_variables_are_gone() {
     let dir = tempfile::tempdir().unwrap();
-    let mut py = PythonSession::start(dir.path()).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(dir.path())).await.unwrap();
     py.execute("v = 1", T).await.unwrap();
     let crash = py.execute("import os\nos._exit(3)", T).await.unwrap();
     assert!(crash.restarted);
@@ -72,7 +78,7 @@ async fn a_crashed_interpreter_restarts_and_says_the_variables_are_gone() {
 #[tokio::test]
 async fn output_is_capped() {
     let dir = tempfile::tempdir().unwrap();
-    let mut py = PythonSession::start(dir.path()).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(dir.path())).await.unwrap();
     let big = py.execute("print('x' * 200000)", T).await.unwrap();
     assert_eq!(big.stdout.len(), 65536);
     assert_eq!(big.truncated, 200001 - 65536);
@@ -83,7 +89,7 @@ async fn writes_stay_in_the_session_folder_and_programs_do_not_start() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("session");
     let outside = dir.path().join("outside.txt");
-    let mut py = PythonSession::start(&folder).await.unwrap();
+    let mut py = PythonSession::start(&sandbox(&folder)).await.unwrap();
     let inside = py.execute("open('notes.txt', 'w').write('ok')\nopen('notes.txt').read()", T).await.unwrap();
     assert_eq!(inside.value.as_deref(), Some("'ok'"), "{inside:?}");
     assert!(folder.join("notes.txt").exists());
@@ -102,7 +108,7 @@ async fn writes_stay_in_the_session_folder_and_programs_do_not_start() {
 #[tokio::test]
 async fn the_python_tool_keeps_one_session_across_calls() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = Python::new(dir.path(), T);
+    let tool = Python::new(sandbox(dir.path()), T);
     tool.call(json!({"code": "total = 5"})).await.unwrap();
     let out = tool.call(json!({"code": "total * 2"})).await.unwrap();
     assert_eq!(out["value"], "10");

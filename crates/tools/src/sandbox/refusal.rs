@@ -1,0 +1,124 @@
+//! Turning a bare EACCES or EPERM in a confined command's output into the
+//! sentence that says what the sandbox refused and why, so the model (and
+//! the person reading the record) learns the rule rather than retrying.
+
+use std::path::{Path, PathBuf};
+
+use super::Policy;
+
+/// Sentences about what the sandbox refused, judged from `output`; empty
+/// when nothing in it looks like a refusal.
+pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
+    let mut sentences: Vec<String> = Vec::new();
+    for line in output.lines() {
+        let denied = line.contains("Permission denied") || line.contains("[Errno 13]");
+        let not_permitted = line.contains("Operation not permitted") || line.contains("[Errno 1]");
+        if !denied && !not_permitted {
+            continue;
+        }
+        let paths = paths_in(line, &policy.workspace);
+        let mut said = false;
+        for path in &paths {
+            if let Some(secret) = policy.deny_read.iter().find(|d| path.starts_with(d)) {
+                push(&mut sentences, format!("the sandbox refused access to {}: {} is kept from commands as secret", path.display(), secret.display()));
+                said = true;
+            } else if denied && !policy.writable(path) {
+                push(
+                    &mut sentences,
+                    format!(
+                        "the sandbox refused a write to {}: outside the workspace (commands may write only under {} and their temp folder)",
+                        path.display(),
+                        policy.workspace.display()
+                    ),
+                );
+                said = true;
+            }
+        }
+        let networky = ["socket", "connect", "network", "Errno 1]", "urlopen"].iter().any(|w| line.contains(w));
+        if !said && not_permitted && !policy.network && (paths.is_empty() || networky) {
+            push(&mut sentences, "the sandbox refused a network connection: the network is off for commands (set `network = \"on\"` under [sandbox] in agentloop.toml to allow it)".into());
+        }
+    }
+    sentences
+}
+
+fn push(sentences: &mut Vec<String>, sentence: String) {
+    if !sentences.contains(&sentence) && sentences.len() < 5 {
+        sentences.push(sentence);
+    }
+}
+
+/// The paths (words with a slash, quoted names) that a line of error output
+/// names (`touch: cannot touch '/x': …`, `PermissionError: … '/x'`,
+/// `sh: 1: cannot create /x: …`).
+fn paths_in(line: &str, workspace: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for quote in ['\'', '"', '‘', '’', '`'] {
+        for (i, part) in line.split(quote).enumerate() {
+            if i % 2 == 1 && !part.is_empty() && !part.contains(' ') && (part.starts_with('/') || part.contains('/') || part.contains('.')) {
+                found.push(part.to_string());
+            }
+        }
+    }
+    for word in line.split_whitespace() {
+        let word = word.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '(' | ')' | '‘' | '’' | '`'));
+        if word.contains('/') && word.len() > 1 {
+            found.push(word.to_string());
+        }
+    }
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for text in found {
+        let path = workspace.join(&text);
+        let path = normalize(&path);
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+/// `..` and `.` removed without touching the disk (the path may not exist).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            workspace: PathBuf::from("/w"),
+            temp: PathBuf::from("/tmp/sb"),
+            deny_read: vec![PathBuf::from("/home/me/.ssh")],
+            network: false,
+        }
+    }
+
+    #[test]
+    fn refusals_are_named_with_their_rule() {
+        let p = policy();
+        let out = "touch: cannot touch '/etc/x': Permission denied\nPermissionError: [Errno 13] Permission denied: '/home/me/.ssh/id_rsa'\n";
+        let said = explain(&p, out);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].starts_with("the sandbox refused a write to /etc/x: outside the workspace"), "{said:?}");
+        assert!(said[1].contains("/home/me/.ssh is kept from commands as secret"), "{said:?}");
+        let net = explain(&p, "PermissionError: [Errno 1] Operation not permitted");
+        assert_eq!(net.len(), 1);
+        assert!(net[0].starts_with("the sandbox refused a network connection"));
+        // Inside the workspace a denial is the file's own permissions, not the sandbox.
+        assert!(explain(&p, "sh: 1: cannot create /w/ro.txt: Permission denied").is_empty());
+        assert!(explain(&p, "cannot create ../../etc/y: Permission denied")[0].contains("/etc/y"));
+        assert!(explain(&Policy { network: true, ..policy() }, "PermissionError: [Errno 1] Operation not permitted").is_empty());
+    }
+}

@@ -1,0 +1,159 @@
+//! The OS sandbox, exercised with real processes: writes land only in the
+//! workspace, planted secrets stay unreadable, sockets other than Unix ones
+//! are refused unless the network is on, children stay confined, and real
+//! builds and test runs work inside.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentloop_tools::sandbox::{Network, SandboxConfig};
+use agentloop_tools::{run_command, PythonSession, Sandbox};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(120);
+
+/// A workspace, a folder beside it, and a fake home holding a key.
+struct Machine {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    home: PathBuf,
+}
+
+impl Machine {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, outside, home) = (root.join("ws"), root.join("outside"), root.join("home"));
+        for d in [&ws, &outside, &home.join(".ssh")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+        std::fs::write(home.join("notes.txt"), "plain notes").unwrap();
+        Self { _dir: dir, ws, outside, home }
+    }
+
+    fn sandbox(&self, config: &SandboxConfig) -> Sandbox {
+        Sandbox::new(&self.ws, config, Some(&self.home), None).unwrap()
+    }
+}
+
+async fn run(sandbox: &Sandbox, command: &str) -> Value {
+    run_command(sandbox, command, T).await.unwrap()
+}
+
+fn shown(out: &Value) -> &str {
+    out["shown"].as_str().unwrap()
+}
+
+#[tokio::test]
+async fn writing_outside_the_workspace_is_refused_with_the_sandboxs_sentence() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let target = m.outside.join("x.txt");
+    let out = run(&sb, &format!("echo hi > {0}; touch {0}; echo inside > in.txt", target.display())).await;
+    assert!(!target.exists(), "a file was written outside the workspace");
+    assert_eq!(std::fs::read_to_string(m.ws.join("in.txt")).unwrap(), "inside\n");
+    let expected = format!("the sandbox refused a write to {}: outside the workspace", target.display());
+    assert!(shown(&out).starts_with(&expected), "{}", shown(&out));
+    assert_eq!(out["sandbox"][0].as_str().unwrap().split(" (").next().unwrap(), expected);
+}
+
+#[tokio::test]
+async fn a_planted_secret_cannot_be_read_but_the_rest_of_home_can() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let key = m.home.join(".ssh/id_ed25519");
+    let out = run(&sb, &format!("cat {}; cat {}", key.display(), m.home.join("notes.txt").display())).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("PRIVATE KEY") && stdout.contains("plain notes"), "{out}");
+    assert!(shown(&out).contains("is kept from commands as secret"), "{}", shown(&out));
+    // Listed in the config: refused too.
+    let config = SandboxConfig { deny_read: vec!["~/notes.txt".into()], ..SandboxConfig::default() };
+    let out = run(&m.sandbox(&config), &format!("cat {}", m.home.join("notes.txt").display())).await;
+    assert_ne!(out["exitCode"], 0);
+}
+
+/// Python connecting to a listener this test holds on 127.0.0.1.
+fn connect_script(port: u16) -> String {
+    format!("python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port}), timeout=5); print('connected')\"")
+}
+
+#[tokio::test]
+async fn the_network_is_off_by_default_and_on_when_allowed() {
+    let m = Machine::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let off = run(&m.sandbox(&SandboxConfig::default()), &connect_script(port)).await;
+    assert_ne!(off["exitCode"], 0);
+    assert!(shown(&off).starts_with("the sandbox refused a network connection"), "{}", shown(&off));
+    let on = run(&m.sandbox(&SandboxConfig { network: Network::On, ..SandboxConfig::default() }), &connect_script(port)).await;
+    assert_eq!(on["exitCode"], 0, "{on}");
+    assert_eq!(on["stdout"], "connected\n");
+    // Unix sockets, which local tools use between their own processes, work.
+    let unix = run(&m.sandbox(&SandboxConfig::default()), "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\"").await;
+    assert_eq!(unix["stdout"], "b'x'\n", "{unix}");
+}
+
+#[tokio::test]
+async fn a_child_that_forks_and_tries_again_is_still_confined() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let target = m.outside.join("from-child.txt");
+    let script = format!(
+        "import os, sys\npid = os.fork()\nif pid == 0:\n    os.setsid()\n    try:\n        open({t:?}, 'w').write('escaped')\n    except OSError as e:\n        print('child refused', e.errno)\n    os._exit(0)\nos.waitpid(pid, 0)\n",
+        t = target.display().to_string()
+    );
+    std::fs::write(m.ws.join("fork.py"), script).unwrap();
+    let out = run(&sb, "python3 fork.py; sh -c 'sh -c \"touch ../outside/grandchild.txt\"'").await;
+    assert!(out["stdout"].as_str().unwrap().contains("child refused 13"), "{out}");
+    assert!(!target.exists() && !m.outside.join("grandchild.txt").exists());
+}
+
+#[tokio::test]
+async fn a_python_project_and_a_rust_crate_build_and_test_inside() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    std::fs::write(m.ws.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(m.ws.join("test_calc.py"), "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n").unwrap();
+    let py = run(&sb, "python3 -m unittest -q").await;
+    assert_eq!(py["exitCode"], 0, "{py}");
+
+    std::fs::create_dir_all(m.ws.join("src")).unwrap();
+    std::fs::write(m.ws.join("Cargo.toml"), "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(m.ws.join("src/lib.rs"), "pub fn double(x: i32) -> i32 { x * 2 }\n#[test]\nfn doubles() { assert_eq!(double(4), 8); }\n").unwrap();
+    let rust = run(&sb, "cargo test --offline -q").await;
+    assert_eq!(rust["exitCode"], 0, "{rust}");
+    assert!(m.ws.join("target").is_dir());
+}
+
+#[tokio::test]
+async fn the_persistent_python_session_is_confined() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let mut py = PythonSession::start(&sb).await.unwrap();
+    let key = m.home.join(".ssh/id_ed25519").display().to_string();
+    let read = py.execute(&format!("open({key:?}).read()"), T).await.unwrap();
+    assert_eq!(read.error.unwrap().kind, "PermissionError");
+    let net = py.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)", T).await.unwrap();
+    assert_eq!(net.error.unwrap().kind, "PermissionError");
+    let kept = py.execute("x = 2\nx + 1", T).await.unwrap();
+    assert_eq!(kept.value.as_deref(), Some("3"));
+}
+
+#[tokio::test]
+async fn the_sandbox_can_be_switched_off_and_says_so() {
+    let m = Machine::new();
+    let off = m.sandbox(&SandboxConfig { mode: agentloop_tools::sandbox::Mode::Off, ..SandboxConfig::default() });
+    assert!(!off.confines());
+    assert!(off.describe()[0].contains("the sandbox is off"));
+    let target = m.outside.join("allowed.txt");
+    run(&off, &format!("touch {}", target.display())).await;
+    assert!(target.exists());
+    let on = m.sandbox(&SandboxConfig::default());
+    let lines = on.describe().join("\n");
+    assert!(lines.contains(&format!("denied: {}", m.home.join(".ssh").display())) && lines.contains("network: off"), "{lines}");
+}
+
