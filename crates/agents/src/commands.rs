@@ -5,17 +5,25 @@
 
 use std::process::{Command, Stdio};
 
-/// The `words` POSIX `sh` has no command for (`command -v`).
-pub fn unknown_to_sh(words: &[String]) -> Result<Vec<String>, String> {
-    unknown_to("sh", &["-c", "for c; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done", "sh"], words)
+use agentloop_tools::Sandbox;
+
+/// The `words` POSIX `sh` has no command for (`command -v`), asked in
+/// `sandbox` when there is one.
+pub fn unknown_to_sh(words: &[String], sandbox: Option<&Sandbox>) -> Result<Vec<String>, String> {
+    unknown_to("sh", &["-c", "for c; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done", "sh"], words, sandbox)
 }
 
 /// The `words` that `script`, run by `program` with the words as its
 /// arguments, prints back one per line as unknown.
-pub fn unknown_to(program: &str, script: &[&str], words: &[String]) -> Result<Vec<String>, String> {
+pub fn unknown_to(program: &str, script: &[&str], words: &[String], sandbox: Option<&Sandbox>) -> Result<Vec<String>, String> {
     if words.is_empty() {
         return Ok(Vec::new());
     }
-    let out = Command::new(program).args(script).args(words).stdin(Stdio::null()).output().map_err(|e| format!("{program} cannot be started ({e})"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(script).args(words).stdin(Stdio::null());
+    if let Some(sandbox) = sandbox {
+        sandbox.confine(&mut cmd);
+    }
+    let out = cmd.output().map_err(|e| format!("{program} cannot be started ({e})"))?;
     Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
 }

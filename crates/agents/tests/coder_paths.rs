@@ -115,7 +115,7 @@ async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str) -> (Ou
     std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
     let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let runner = coder::runner(&workspace, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let runner = coder::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;

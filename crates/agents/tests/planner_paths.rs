@@ -105,7 +105,7 @@ impl Run {
         let pending = self.out.pending.clone().expect("a pending question");
         self.store.answer(&self.out.session_id, &pending.id, &reply).unwrap();
         let workspace = Workspace::new(self.root.path()).unwrap();
-        let runner = planner::runner(&workspace, self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
+        let runner = planner::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
         self.out = runner.resume(&self.out.session_id, true).unwrap().wait().await.unwrap();
     }
 }
@@ -162,7 +162,7 @@ async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, c
     let goal = script.goal.unwrap_or("make some files");
     let (asked, prompts, patterns, script) = (Arc::default(), Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
     let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts), Arc::clone(&patterns))));
-    let runner = planner::runner(&workspace, models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
+    let runner = planner::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
     let state = PlannerState::new(workspace.root().display().to_string(), goal, approve, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;

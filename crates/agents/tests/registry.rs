@@ -140,7 +140,7 @@ fn env(store: Arc<dyn Store>, dir: &Path) -> AgentEnv {
         }
         Ok(answer(req))
     });
-    AgentEnv { store, models: Models::new(Arc::new(model)), data_dir: dir.to_path_buf(), tokens: None }
+    AgentEnv { store, models: Models::new(Arc::new(model)), data_dir: dir.to_path_buf(), tokens: None, sandbox: Default::default() }
 }
 
 fn open(db: &Path) -> Arc<dyn Store> {

@@ -46,7 +46,8 @@ async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplConfig) ->
     let s2 = streamed.clone();
     let sink = TokenSink::new(move |t: &str| s2.lock().unwrap().push_str(t));
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let python = repl::python(&dir.path().join("py"), &config);
+    std::fs::create_dir_all(dir.path().join("py")).unwrap();
+    let python = repl::python(agentloop_tools::Sandbox::new(&dir.path().join("py"), &Default::default(), None, None).unwrap(), &config);
     let runner = repl::runner(python, Models::new(model.clone()), store.clone(), Some(sink)).unwrap();
     let state = ReplState::new("What is the sum of the squares of 1 to 10?", dir.path().join("py").display().to_string(), config.clone());
     let out = runner.start(state, StartOptions::new(repl::termination(&config))).unwrap().wait().await.unwrap();
@@ -173,7 +174,7 @@ async fn reflection_off_answers_in_one_turn() {
 #[tokio::test]
 async fn a_new_interpreter_replays_the_clean_history_first() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = agentloop_tools::Python::new(dir.path(), std::time::Duration::from_secs(10));
+    let tool = agentloop_tools::Python::new(agentloop_tools::Sandbox::new(dir.path(), &Default::default(), None, None).unwrap(), std::time::Duration::from_secs(10));
     use agentloop_core::Tool;
     let out = tool.call(json!({"code": "a + b", "restore": ["a = 2", "b = 40"]})).await.unwrap();
     assert_eq!(out["value"], "42");

@@ -15,7 +15,7 @@ use agentloop_agents::coder::{self, CoderState, LoopConfig};
 use agentloop_agents::test_command;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::SqliteStore;
-use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+use agentloop_tools::{ApprovalPolicy, Approvals, Sandbox, Workspace};
 use anyhow::{Context, Result};
 use serde_json::json;
 
@@ -78,7 +78,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ws = scratch.join(&name);
         copy_dir(project, &ws)?;
         let started = Instant::now();
-        let record = solve(&ws, &models, store.clone(), args.max_iterations).await?;
+        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.max_iterations).await?;
         let took = started.elapsed().as_secs_f64();
         solved += u32::from(record.solved);
         false_completions += u32::from(record.said_passed && !record.solved);
@@ -119,11 +119,11 @@ struct Solved {
     tests_tail: String,
 }
 
-async fn solve(ws: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<Solved> {
+async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
     let config = LoopConfig { max_iterations, ..LoopConfig::default() };
-    let runner = coder::runner(&workspace, models.clone(), store.clone(), Duration::from_secs(300))?;
+    let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(300))?;
     let state = CoderState::new(&workspace, TASK, &command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;

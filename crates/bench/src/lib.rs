@@ -29,11 +29,18 @@ pub struct BenchEnv {
     /// Model roles, as in `agentloop.toml`.
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
+    /// `[sandbox]`: agents' commands run confined here as in a session.
+    pub sandbox: agentloop_tools::SandboxConfig,
 }
 
 impl BenchEnv {
     pub fn build_models(&self) -> anyhow::Result<Models> {
         Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref())?)
+    }
+
+    /// The sandbox an agent's session in `workspace` would get.
+    pub fn sandbox(&self, workspace: &std::path::Path) -> anyhow::Result<agentloop_tools::Sandbox> {
+        Ok(agentloop_tools::Sandbox::for_user(workspace, &self.sandbox, Some(&self.data_dir))?)
     }
 
     /// The user's session store, where sessions one may `sessions show` go.

@@ -102,7 +102,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     for (i, goal) in goals.goal.iter().enumerate() {
         bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
-        let record = run_goal(goal, &root, &models, store.clone(), args.max_iterations, !args.no_assist).await?;
+        let record = run_goal(goal, &root, config, &models, store.clone(), args.max_iterations, !args.no_assist).await?;
         totals.add(&record);
         out.write(&record)?;
         bar.inc(1);
@@ -115,7 +115,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     Ok(())
 }
 
-async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Store>, max_iterations: u32, assist: bool) -> Result<serde_json::Value> {
+async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>, max_iterations: u32, assist: bool) -> Result<serde_json::Value> {
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     for seed in &goal.setup {
         let path = root.join(&seed.path);
@@ -126,7 +126,7 @@ async fn run_goal(goal: &Goal, root: &Path, models: &Models, store: Arc<dyn Stor
     }
     let workspace = Workspace::new(root)?;
     let config = PlannerConfig { max_iterations, precheck: false, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
-    let runner = planner::runner(&workspace, models.clone(), store.clone(), Duration::from_secs(30))?;
+    let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;

@@ -65,8 +65,8 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
         bar.set_message(harness::label(&q.prompt));
         let reflect_config = ReplConfig { max_turns: args.max_turns, ..ReplConfig::default() };
         let single_config = ReplConfig { max_turns: 1, reflect: false, ..ReplConfig::default() };
-        let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), &models, store.clone()).await?;
-        let without = answer(q, &single_config, &scratch.join(format!("q{i:02}-single")), &models, store.clone()).await?;
+        let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), config, &models, store.clone()).await?;
+        let without = answer(q, &single_config, &scratch.join(format!("q{i:02}-single")), config, &models, store.clone()).await?;
         right_reflect += u32::from(with.correct);
         right_single += u32::from(without.correct);
         turns += u64::from(with.turns);
@@ -108,8 +108,9 @@ struct Answered {
     finish_reason: Option<String>,
 }
 
-async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, models: &Models, store: Arc<dyn Store>) -> Result<Answered> {
-    let python = repl::python(folder, config);
+async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>) -> Result<Answered> {
+    std::fs::create_dir_all(folder)?;
+    let python = repl::python(env.sandbox(folder)?, config);
     let runner = repl::runner(python, models.clone(), store.clone(), None)?;
     let state = ReplState::new(&q.prompt, folder.display().to_string(), config.clone());
     let outcome = runner.start(state, StartOptions::new(repl::termination(config)))?.wait().await?;

@@ -47,6 +47,7 @@ pub async fn run(env: &BenchEnv, args: ServerArgs) -> Result<()> {
         data_dir: scratch.clone(),
         models: Arc::new(|| Ok(Models::none())),
         token: None,
+        sandbox: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -17,7 +17,9 @@ async fn solve(prompt: &str, entry: &str, answers: &[&str], attempts: u32) -> (S
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("s.sqlite"), Durability::Process).unwrap());
     let model = ScriptedModel::queue(answers.iter().map(|a| ChatResponse::text(format!("```python\n{a}```"))));
-    let runner = solve::runner(Models::new(Arc::new(model)), store.clone(), &dir.path().join("py")).unwrap();
+    std::fs::create_dir_all(dir.path().join("py")).unwrap();
+    let sandbox = agentloop_tools::Sandbox::new(&dir.path().join("py"), &Default::default(), None, None).unwrap();
+    let runner = solve::runner(Models::new(Arc::new(model)), store.clone(), sandbox).unwrap();
     let state = SolveState { task_id: "t".into(), prompt: prompt.into(), entry_point: entry.into(), candidates: Vec::new() };
     let outcome = runner.start(state, StartOptions::new(solve::termination(attempts))).unwrap().wait().await.unwrap();
     (serde_json::from_value(store.load(&outcome.session_id).unwrap().state).unwrap(), outcome.status)

@@ -26,6 +26,6 @@ impl App {
     pub fn env(&self, agent: &dyn Agent, store: Arc<dyn Store>, tokens: Option<TokenSink>) -> Result<AgentEnv> {
         let models =
             if agent.uses_models() { build_models(&self.config.models, &self.config.data_dir, self.config.debug_log.as_deref())? } else { Models::none() };
-        Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens })
+        Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens, sandbox: self.config.sandbox.clone() })
     }
 }

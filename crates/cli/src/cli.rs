@@ -44,6 +44,25 @@ pub enum Command {
     /// Local document collections the research agent retrieves from.
     #[command(subcommand)]
     Corpus(CorpusCommand),
+    /// Run a command under exactly the sandbox an agent's commands get, to see what it allows.
+    Sandbox(SandboxArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Exits with the command's status: 127 when it cannot be started, 1 when the sandbox cannot be set up.\nExample: agentloop sandbox -- python3 -c \"open('/etc/x', 'w')\"")]
+pub struct SandboxArgs {
+    /// The workspace: the only folder (with a private temp folder) the command may write in.
+    #[arg(long, default_value = ".")]
+    pub workspace: std::path::PathBuf,
+    /// Let the command use the network (as `[sandbox] network = "on"` does).
+    #[arg(long)]
+    pub network: bool,
+    /// Print the policy and exit instead of running a command.
+    #[arg(long)]
+    pub policy: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required_unless_present = "policy")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use agentloop_core::DEFAULT_ROLE;
 use agentloop_llm::ModelSpec;
 use agentloop_store::Durability;
+use agentloop_tools::SandboxConfig;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
@@ -19,6 +20,9 @@ struct File {
     models: BTreeMap<String, ModelSpec>,
     /// Where to write every prompt and answer (secrets redacted); off when absent.
     debug_log: Option<PathBuf>,
+    /// How the commands agents run are confined.
+    #[serde(default)]
+    sandbox: SandboxConfig,
     /// Every other table belongs to the agent of that name (`[planner]`),
     /// which reads and checks it.
     #[serde(flatten)]
@@ -31,6 +35,7 @@ pub struct Config {
     pub durability: Durability,
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
+    pub sandbox: SandboxConfig,
     /// Each agent's table, by agent name.
     pub agents: BTreeMap<String, toml::Value>,
 }
@@ -46,7 +51,7 @@ impl Config {
         };
         if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
             anyhow::bail!(
-                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log and one table per agent ({})",
+                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox and one table per agent ({})",
                 agents.join(", ")
             );
         }
@@ -62,7 +67,7 @@ impl Config {
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log, agents: from_file.agents })
+        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, agents: from_file.agents })
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -75,6 +80,7 @@ impl Config {
             durability: self.durability,
             models: self.models.clone(),
             debug_log: self.debug_log.clone(),
+            sandbox: self.sandbox.clone(),
         }
     }
 }

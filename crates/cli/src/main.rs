@@ -18,7 +18,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use app::App;
 use cli::{Cli, Command, ModelsCommand, SessionsCommand};
-use commands::{bench, corpus, models, run as run_agent, serve, sessions, stats};
+use commands::{bench, corpus, models, run as run_agent, sandbox, serve, sessions, stats};
 use config::Config;
 
 #[tokio::main]
@@ -54,6 +54,7 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
         Command::Models(ModelsCommand::List(f)) => models::list(&app.config, f.json),
         Command::Serve(args) => serve::run(&app, args.addr).await,
         Command::Corpus(cmd) => corpus::run(&app, cmd),
+        Command::Sandbox(args) => sandbox::run(&app.config, args),
         Command::Stats(f) => stats::run(&*app.store()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*app.store()?, f.json),

@@ -29,6 +29,8 @@ pub struct ServerConfig {
     pub models: ModelsFactory,
     /// Required on every request when set (any bind but loopback).
     pub token: Option<String>,
+    /// `[sandbox]`: how the commands of sessions started here are confined.
+    pub sandbox: agentloop_tools::SandboxConfig,
 }
 
 /// Shared by every handler.
@@ -79,7 +81,7 @@ impl AppState {
         } else {
             Models::none()
         };
-        Ok(AgentEnv { store: self.config.store.clone(), models, data_dir: self.config.data_dir.clone(), tokens: None })
+        Ok(AgentEnv { store: self.config.store.clone(), models, data_dir: self.config.data_dir.clone(), tokens: None, sandbox: self.config.sandbox.clone() })
     }
 
     /// An event as the streams send it: its JSON, with the line the CLI

@@ -67,6 +67,7 @@ async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
         data_dir: dir.path().to_path_buf(),
         models: Arc::new(move || Ok(Models::new(model.clone()))),
         token: token.map(String::from),
+        sandbox: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -353,6 +354,7 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
         models: Models::new(Arc::new(planner_model(Duration::from_millis(150)))),
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
+        sandbox: Default::default(),
     };
     let root = s.dir.path().join("cli");
     std::fs::create_dir_all(&root).unwrap();

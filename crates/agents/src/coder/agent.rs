@@ -166,7 +166,8 @@ impl AgentSpec for Coder {
 
     fn runner(env: &AgentEnv, input: &CoderInput) -> Result<Runner<CoderState>> {
         let workspace = Workspace::new(&input.workspace)?;
-        super::runner(&workspace, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
+        let sandbox = env.sandbox(workspace.root())?;
+        super::runner(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
     }
 
     fn initial(input: &CoderInput) -> Result<(CoderState, Termination)> {

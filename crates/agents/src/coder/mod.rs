@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
-use agentloop_tools::{workspace_tools, Workspace};
+use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
 pub use change::{grammar as change_grammar, read as read_change};
@@ -66,9 +66,10 @@ pub fn graph() -> Result<CompiledGraph<CoderState>> {
         .compile()
 }
 
-/// A runner for the coder on `workspace` with `models` and `store`.
-pub fn runner(workspace: &Workspace, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
-    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(workspace, command_timeout)))
+/// A runner for the coder on `workspace` with `models` and `store`, its
+/// commands confined by `sandbox`.
+pub fn runner(workspace: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
+    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(workspace, sandbox, command_timeout)))
 }
 
 /// The coder's termination: `max_iterations` and `stuck` from the engine.

@@ -125,7 +125,8 @@ impl AgentSpec for Planner {
 
     fn runner(env: &AgentEnv, input: &PlannerInput) -> Result<Runner<PlannerState>> {
         let root = Workspace::new(&input.root)?;
-        super::runner(&root, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
+        let sandbox = env.sandbox(root.root())?;
+        super::runner(&root, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
     }
 
     fn initial(input: &PlannerInput) -> Result<(PlannerState, Termination)> {

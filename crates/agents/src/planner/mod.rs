@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
-use agentloop_tools::{workspace_tools, Workspace};
+use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
@@ -83,9 +83,11 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .compile()
 }
 
-/// A runner for the planner in `root` with `models` and `store`.
-pub fn runner(root: &Workspace, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    let tools = workspace_tools(root, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand);
+/// A runner for the planner in `root` with `models` and `store`, its
+/// commands (and their checks) confined by `sandbox`.
+pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
+    let tools =
+        workspace_tools(root, sandbox, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand(sandbox.clone()));
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

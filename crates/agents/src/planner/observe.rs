@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use agentloop_core::{Effect, Error, Result, Step, Tool};
-use agentloop_tools::{Entry, Workspace};
+use agentloop_tools::{Entry, Sandbox, Workspace};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -62,7 +62,7 @@ impl Observed {
     /// session's journaled tools (for checks outside a session).
     pub fn now(root: &Workspace, plan: Option<&Plan>, shell: Shell) -> Self {
         let commands = plan_commands(plan).into_iter().map(|c| {
-            let problem = shell_check(&c, shell).err();
+            let problem = shell_check(&c, shell, None).err();
             (c, problem)
         });
         Self { entries: root.entries_with_hidden_files(ENTRIES_OBSERVED), commands: commands.collect() }
@@ -125,7 +125,8 @@ impl Tool for ObserveRoot {
 
 /// `check_command`: whether a command is valid for the shell and calls only
 /// commands this machine has. It runs nothing but the shell's own checks.
-pub struct CheckCommand;
+/// Runs its checks (`sh -n`, `command -v`) in the session's sandbox.
+pub struct CheckCommand(pub Sandbox);
 
 impl CheckCommand {
     pub const NAME: &'static str = "check_command";
@@ -145,7 +146,8 @@ impl Tool for CheckCommand {
     async fn call(&self, input: Value) -> Result<Value> {
         let command = input["command"].as_str().unwrap_or_default().to_string();
         let shell: Shell = serde_json::from_value(input["shell"].clone()).unwrap_or_default();
-        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell).err())
+        let sandbox = self.0.clone();
+        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell, Some(&sandbox)).err())
             .await
             .map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
         Ok(json!({"problem": problem}))

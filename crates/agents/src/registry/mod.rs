@@ -15,6 +15,7 @@ use std::sync::Arc;
 use agentloop_core::journal::{LoadedSession, SessionMeta};
 use agentloop_core::schemars::{generate::SchemaSettings, Schema};
 use agentloop_core::{EngineEvent, Event, Models, Result, SessionHandle, Store, TokenSink};
+use agentloop_tools::{Sandbox, SandboxConfig};
 use serde_json::{json, Value};
 
 pub use spec::{start_session, AgentSpec, Conversation, Launch};
@@ -29,6 +30,17 @@ pub struct AgentEnv {
     pub data_dir: PathBuf,
     /// Where a model's text goes as it is generated, for agents that stream it.
     pub tokens: Option<TokenSink>,
+    /// `[sandbox]` of `agentloop.toml`: how the commands sessions run are confined.
+    pub sandbox: SandboxConfig,
+}
+
+impl AgentEnv {
+    /// The sandbox for commands run in `workspace`: the one place a
+    /// session's policy is built (the user's `[sandbox]` table, their home's
+    /// secrets, agentloop's data dir kept out).
+    pub fn sandbox(&self, workspace: &std::path::Path) -> Result<Sandbox> {
+        Sandbox::for_user(workspace, &self.sandbox, Some(&self.data_dir))
+    }
 }
 
 /// An agent as the registry holds it. Implemented for every [`AgentSpec`].

@@ -132,7 +132,7 @@ impl AgentSpec for Repl {
     /// The interpreter is new: the session's clean code history is replayed
     /// into it on its first execution.
     fn runner(env: &AgentEnv, input: &ReplInput) -> Result<Runner<ReplState>> {
-        let python = Arc::new(Python::new(&input.folder, Duration::from_secs(input.timeout_secs)));
+        let python = Arc::new(Python::new(env.sandbox(&input.folder)?, Duration::from_secs(input.timeout_secs)));
         super::runner(python, env.models.clone(), env.store.clone(), env.tokens.clone())
     }
 
@@ -158,8 +158,8 @@ impl AgentSpec for Repl {
         event.line()
     }
 
-    fn conversation(_env: &AgentEnv, input: &ReplInput) -> Result<Option<Box<dyn Conversation>>> {
-        let python = super::python(&input.folder, &input.config());
+    fn conversation(env: &AgentEnv, input: &ReplInput) -> Result<Option<Box<dyn Conversation>>> {
+        let python = super::python(env.sandbox(&input.folder)?, &input.config());
         Ok(Some(Box::new(ReplConversation { input: input.clone(), python })))
     }
 }

@@ -21,12 +21,11 @@ mod nodes;
 mod prompts;
 mod state;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
-use agentloop_tools::Python;
+use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFile, ReplFlags, ReplInput};
 pub use events::ReplEvent;
@@ -53,10 +52,10 @@ pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {
         .compile()
 }
 
-/// The Python tool for a session folder (share one across sessions to keep
-/// the namespace, as the interactive repl does).
-pub fn python(folder: &Path, config: &ReplConfig) -> Arc<Python> {
-    Arc::new(Python::new(folder, Duration::from_secs(config.timeout_secs)))
+/// The Python tool for the sandbox's folder (share one across sessions to
+/// keep the namespace, as the interactive repl does).
+pub fn python(sandbox: Sandbox, config: &ReplConfig) -> Arc<Python> {
+    Arc::new(Python::new(sandbox, Duration::from_secs(config.timeout_secs)))
 }
 
 /// A runner for the repl with `models`, `store` and a Python session.

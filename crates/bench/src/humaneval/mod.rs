@@ -70,7 +70,8 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
     for (i, p) in problems.iter().enumerate() {
         bar.set_message(p.task_id.clone());
         let folder = scratch.join(format!("p{i:03}"));
-        let runner = solve::runner(models.clone(), store.clone(), &folder)?;
+        std::fs::create_dir_all(&folder)?;
+        let runner = solve::runner(models.clone(), store.clone(), env.sandbox(&folder)?)?;
         let state = SolveState { task_id: p.task_id.clone(), prompt: p.prompt.clone(), entry_point: p.entry_point.clone(), candidates: Vec::new() };
         let mut options = StartOptions::new(solve::termination(attempts));
         options.exit_when_paused = true;

@@ -12,13 +12,12 @@
 //! (`visible.py`) in the session's Python tool; the package's hidden tests
 //! are never seen here. Every problem is a journaled session.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_agents::fence::fences;
 use agentloop_core::{ChatRequest, CompiledGraph, Fields, Graph, Message, Models, Result, Runner, State, Step, Store, Termination, Tools, END};
-use agentloop_tools::Python;
+use agentloop_tools::{Python, Sandbox};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -116,9 +115,9 @@ pub fn graph() -> Result<CompiledGraph<SolveState>> {
         .compile()
 }
 
-/// A runner whose Python session lives in `folder`.
-pub fn runner(models: Models, store: Arc<dyn Store>, folder: &Path) -> Result<Runner<SolveState>> {
-    let python = Arc::new(Python::new(folder, Duration::from_secs(VISIBLE_TIMEOUT_SECS)));
+/// A runner whose Python session lives in the sandbox's folder, confined.
+pub fn runner(models: Models, store: Arc<dyn Store>, sandbox: Sandbox) -> Result<Runner<SolveState>> {
+    let python = Arc::new(Python::new(sandbox, Duration::from_secs(VISIBLE_TIMEOUT_SECS)));
     let mut tools = Tools::new();
     tools.add(python);
     Ok(Runner::new(graph()?, store).models(models).tools(tools))

@@ -21,6 +21,7 @@ pub async fn run(app: &App, addr: SocketAddr) -> Result<ExitCode> {
         data_dir: app.config.data_dir.clone(),
         models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref())),
         token: token.clone(),
+        sandbox: app.config.sandbox.clone(),
     };
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (is another server there?)"))?;
     let bound = listener.local_addr()?;

@@ -3,6 +3,8 @@
 
 use std::process::{Command, Stdio};
 
+use agentloop_tools::Sandbox;
+
 use crate::commands;
 
 use crate::planner::validate::Shell;
@@ -12,19 +14,23 @@ const SH_KEYWORDS: [&str; 18] =
     ["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "!", "{", "}", "time", "function"];
 
 /// The command is valid for `shell` and every command it calls exists here.
-pub fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
+/// A session's checks run in its `sandbox`.
+pub fn shell_check(command: &str, shell: Shell, sandbox: Option<&Sandbox>) -> Result<(), String> {
     match shell {
         Shell::Sh => {
-            let syntax = Command::new("sh")
-                .args(["-n", "-c", command])
-                .stdin(Stdio::null())
+            let mut check = Command::new("sh");
+            check.args(["-n", "-c", command]).stdin(Stdio::null());
+            if let Some(sandbox) = sandbox {
+                sandbox.confine(&mut check);
+            }
+            let syntax = check
                 .output()
                 .map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
             if !syntax.status.success() {
                 let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
                 return Err(format!("the command is not valid POSIX sh ({err})"));
             }
-            let missing = commands::unknown_to_sh(&command_words(command))?;
+            let missing = commands::unknown_to_sh(&command_words(command), sandbox)?;
             if missing.is_empty() {
                 Ok(())
             } else {
@@ -34,7 +40,7 @@ pub fn shell_check(command: &str, shell: Shell) -> Result<(), String> {
         Shell::Powershell => {
             let words = command_words(command);
             let script = "foreach ($c in $args) { if (-not (Get-Command $c -ErrorAction SilentlyContinue)) { $c } }";
-            let missing = commands::unknown_to("pwsh", &["-NoProfile", "-Command", script], &words)
+            let missing = commands::unknown_to("pwsh", &["-NoProfile", "-Command", script], &words, sandbox)
                 .map_err(|_| "PowerShell is the configured shell but `pwsh` is not installed here: install it or set shell = \"sh\"".to_string())?;
             if missing.is_empty() {
                 Ok(())
