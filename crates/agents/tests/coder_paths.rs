@@ -85,17 +85,23 @@ async fn run(script: Script, config: LoopConfig) -> Run {
     run_with_tests(script, config, TESTS).await
 }
 
-async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
-    let script = Arc::new(Mutex::new(script));
+/// A model answering from `script` by phase, and the phases it was asked.
+fn scripted(script: Script) -> (ScriptedModel, Arc<Mutex<Vec<&'static str>>>) {
+    let script = Mutex::new(script);
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let (s2, a2) = (script.clone(), asked.clone());
+    let a2 = asked.clone();
     let model = ScriptedModel::with(move |req| {
         let phase = phase_of_request(req);
         a2.lock().unwrap().push(phase);
-        let answer = s2.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
+        let answer = script.lock().unwrap().phases.get_mut(phase).and_then(|q| q.pop_front()).unwrap_or_else(|| panic!("no scripted answer for {phase}"));
         Ok(ChatResponse::text(text_of(answer)))
     });
-    let (out, store, ws) = run_model(model, config, tests).await;
+    (model, asked)
+}
+
+async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
+    let (model, asked) = scripted(script);
+    let (out, store, ws) = run_model(model, config, tests, None).await;
     let asked = asked.lock().unwrap().clone();
     Run { out, store, ws, asked }
 }
@@ -108,14 +114,16 @@ fn text_of(answer: Value) -> String {
     }
 }
 
-/// The coder on a fresh workspace (the broken `calc.py` and `tests`) with `model`.
-async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
+/// The coder on a fresh workspace (the broken `calc.py` and `tests`) with
+/// `model`; the sandbox keeps `home`'s secrets out when given.
+async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
     std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
     let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let runner = coder::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), home, None).unwrap();
+    let runner = coder::runner(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
@@ -150,7 +158,7 @@ async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may
             _ => accept(),
         })))
     });
-    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS).await;
+    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let grammars = grammars.lock().unwrap();
     let code = grammars.iter().find(|(p, _)| *p == "code").and_then(|(_, g)| g.clone()).expect("CODE is held to a grammar");
@@ -328,7 +336,7 @@ async fn retries_are_sampled_while_the_first_change_is_greedy() {
         }
         Ok(ChatResponse::text(text_of(answers.pop_front().unwrap())))
     });
-    let (out, _store, _ws) = run_model(model, LoopConfig::default(), TESTS).await;
+    let (out, _store, _ws) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let temperatures = temperatures.lock().unwrap().clone();
     assert_eq!(temperatures.len(), 2);
@@ -361,7 +369,7 @@ async fn a_replan_after_progress_becomes_a_fix() {
 #[tokio::test]
 async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_touches_nothing() {
     let model = ScriptedModel::with(|_| Ok(ChatResponse::text("%%% <<garbage>> {not json")));
-    let (out, store, ws) = run_model(model, LoopConfig::default(), TESTS).await;
+    let (out, store, ws) = run_model(model, LoopConfig::default(), TESTS, None).await;
     // Three failed iterations in a row: the session pauses and asks, saying why.
     assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
     store.load(&out.session_id).expect("the session is saved");
@@ -396,4 +404,39 @@ async fn a_change_that_passes_fewer_tests_is_undone_and_a_failed_session_leaves_
     );
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), WRONG_TOO, "one test passes, as before the session: never worse");
     assert!(s.attempts[1].patch.contains("-    return a - b\n+    return a * b\n"), "{}", s.attempts[1].patch);
+}
+
+/// Python that tries to write `outside`, read `key` and open a TCP
+/// connection, printing each failure's traceback as a script would.
+fn escapes(outside: &std::path::Path, key: &std::path::Path) -> String {
+    format!(
+        "import socket, traceback\nfor attempt in (lambda: open({o:?}, 'w').write('escaped'), lambda: open({k:?}).read(), lambda: socket.create_connection(('127.0.0.1', 9), timeout=2)):\n    try:\n        attempt()\n    except OSError:\n        traceback.print_exc()\n\n",
+        o = outside.display().to_string(),
+        k = key.display().to_string()
+    )
+}
+
+#[tokio::test]
+async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
+    let outer = tempfile::tempdir().unwrap();
+    let (outside, home) = (outer.path().join("outside.txt"), outer.path().join("home"));
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE").unwrap();
+    let code = format!("{}{FIXED}", escapes(&outside, &home.join(".ssh/id_ed25519")));
+    let (model, _) = scripted(Script::default().with("plan", plan()).with("code", change(&code)).with("review", accept()));
+    let (out, store, _ws) = run_model(model, LoopConfig::default(), TESTS, Some(&home)).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(!outside.exists(), "the model's code wrote outside the workspace");
+    let calls = store.calls(&out.session_id).unwrap();
+    let refused: Vec<String> = calls
+        .iter()
+        .filter(|c| c.name == "run_command")
+        .filter_map(|c| c.output.as_ref())
+        .flat_map(|o| o["sandbox"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s.as_str().map(String::from))
+        .collect();
+    let said = refused.join("\n");
+    assert!(said.contains(&format!("refused a write to {}", outside.display())), "{said}");
+    assert!(said.contains(".ssh is kept from commands as secret"), "{said}");
+    assert!(said.contains("refused a network connection"), "{said}");
 }

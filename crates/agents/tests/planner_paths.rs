@@ -11,7 +11,7 @@ use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, 
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
-use agentloop_tools::Workspace;
+use agentloop_tools::{Sandbox, Workspace};
 use serde_json::{json, Value};
 
 /// What the scripted models answer, per phase, in order.
@@ -20,6 +20,8 @@ struct Script {
     phases: BTreeMap<&'static str, VecDeque<String>>,
     /// The user's goal; "make some files" unless set.
     goal: Option<&'static str>,
+    /// The home folder whose secrets the sandbox keeps out (none unless set).
+    home: Option<std::path::PathBuf>,
 }
 
 impl Script {
@@ -105,7 +107,8 @@ impl Run {
         let pending = self.out.pending.clone().expect("a pending question");
         self.store.answer(&self.out.session_id, &pending.id, &reply).unwrap();
         let workspace = Workspace::new(self.root.path()).unwrap();
-        let runner = planner::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
+        let sandbox = Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
+        let runner = planner::runner(&workspace, &sandbox, self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
         self.out = runner.resume(&self.out.session_id, true).unwrap().wait().await.unwrap();
     }
 }
@@ -160,9 +163,10 @@ async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, c
     let workspace = Workspace::new(root.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let goal = script.goal.unwrap_or("make some files");
+    let sandbox = Sandbox::new(workspace.root(), &Default::default(), script.home.as_deref(), None).unwrap();
     let (asked, prompts, patterns, script) = (Arc::default(), Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
     let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts), Arc::clone(&patterns))));
-    let runner = planner::runner(&workspace, &agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap(), models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
+    let runner = planner::runner(&workspace, &sandbox, models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
     let state = PlannerState::new(workspace.root().display().to_string(), goal, approve, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;
@@ -513,4 +517,26 @@ async fn a_hidden_file_the_goal_names_is_observed_and_checked() {
     let v = r.state().verifications.last().cloned().unwrap();
     assert!(v.checks.iter().any(|c| c.expected == "file .env exists" && c.held), "{v:?}");
     assert!(v.checks.iter().any(|c| c.expected.starts_with(".env holds") && c.held), "{v:?}");
+}
+
+#[tokio::test]
+async fn a_plan_whose_script_tries_to_escape_is_confined_and_the_refusals_are_recorded() {
+    let outer = tempfile::tempdir().unwrap();
+    let (outside, home) = (outer.path().join("outside.txt"), outer.path().join("home"));
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE").unwrap();
+    let attempt = |name: &str, code: &str| format!("WRITE_FILE {name}.py import socket, traceback\\ntry:\\n    {code}\\nexcept OSError:\\n    traceback.print_exc()");
+    let write = attempt("write", &format!("open({:?}, 'w').write('escaped')", outside.display().to_string()));
+    let read = attempt("read", &format!("print(open({:?}).read())", home.join(".ssh/id_ed25519").display().to_string()));
+    let connect = attempt("connect", "socket.create_connection(('127.0.0.1', 9), timeout=2)");
+    let plan = plan(&[&write, &read, &connect, "RUN_COMMAND python3 write.py", "RUN_COMMAND python3 read.py", "RUN_COMMAND python3 connect.py"]);
+    let script = Script { home: Some(home.clone()), ..Script::default() }.with("plan", plan);
+    let r = run(script, ApproveMode::All).await;
+    assert!(!outside.exists(), "the plan wrote outside the root");
+    let s = r.state();
+    let outputs: Vec<&str> = s.runs.iter().map(|run| run.output.as_str()).collect();
+    assert_eq!(outputs.len(), 6, "{outputs:?}");
+    assert!(outputs[3].starts_with(&format!("the sandbox refused a write to {}", outside.display())), "{}", outputs[3]);
+    assert!(outputs[4].starts_with("the sandbox refused access to") && !outputs[4].contains("PRIVATE"), "{}", outputs[4]);
+    assert!(outputs[5].starts_with("the sandbox refused a network connection"), "{}", outputs[5]);
 }
