@@ -7,11 +7,13 @@ pub mod coder;
 pub mod engine;
 mod harness;
 pub mod humaneval;
+mod jail_fuzz;
 #[cfg(feature = "llama")]
 pub mod model;
 pub mod planner;
 pub mod repl;
 pub mod research;
+pub mod sandbox;
 pub mod server;
 
 use std::collections::BTreeMap;

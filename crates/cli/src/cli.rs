@@ -188,6 +188,9 @@ pub enum BenchCommand {
     /// The server under load: the reference loop followed by 1, 10 and 100
     /// SSE clients — commit-to-client latency, missed events, loop slowdown.
     Server(agentloop_bench::server::ServerArgs),
+    /// The OS sandbox: the start cost of a confined command against an
+    /// unconfined one, and the file tools' jail fuzzed for escapes.
+    Sandbox(agentloop_bench::sandbox::SandboxArgs),
 }
 
 #[cfg(feature = "llama")]

@@ -23,6 +23,7 @@ pub async fn run(config: &Config, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Research(args) => agentloop_bench::research::run(&env, args).await?,
         BenchCommand::Coder(args) => agentloop_bench::coder::run(&env, args).await?,
         BenchCommand::Server(args) => agentloop_bench::server::run(&env, args).await?,
+        BenchCommand::Sandbox(args) => agentloop_bench::sandbox::run(&env, args).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
