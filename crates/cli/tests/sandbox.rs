@@ -57,3 +57,46 @@ fn a_command_runs_confined_and_exits_with_its_own_status() {
     let missing = sandbox(&home, &ws, &["--", "no-such-program-anywhere"]);
     assert_eq!(missing.status.code(), Some(127));
 }
+
+/// `agentloop` started with Landlock's ruleset call failing as on a kernel
+/// without it (a seccomp filter in the child answers EOPNOTSUPP).
+fn without_landlock(home: &Path, workspace: &Path, config: &Path) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    cmd.env("HOME", home).arg("--config").arg(config).arg("--data-dir").arg(home.join("data"));
+    cmd.args(["sandbox", "--workspace"]).arg(workspace).args(["--", "true"]);
+    // SAFETY: system calls only, before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let filter = [
+                libc::sock_filter { code: 0x20, jt: 0, jf: 0, k: 0 },
+                libc::sock_filter { code: 0x15, jt: 0, jf: 1, k: libc::SYS_landlock_create_ruleset as u32 },
+                libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: libc::SECCOMP_RET_ERRNO | libc::EOPNOTSUPP as u32 },
+                libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
+            ];
+            let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn without_landlock_commands_are_refused_unless_the_user_switches_the_sandbox_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, ws, config) = (root.join("home"), root.join("ws"), root.join("agentloop.toml"));
+    std::fs::create_dir_all(home.join("data")).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(&config, "").unwrap();
+    let refused = without_landlock(&home, &ws, &config);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = stderr(&refused);
+    assert!(said.contains("commands cannot be confined: this kernel has no Landlock") && said.contains("mode = \"off\""), "{said}");
+    std::fs::write(&config, "[sandbox]\nmode = \"off\"\n").unwrap();
+    let off = without_landlock(&home, &ws, &config);
+    assert_eq!(off.status.code(), Some(0), "{}", stderr(&off));
+}

@@ -62,6 +62,17 @@ async fn writing_outside_the_workspace_is_refused_with_the_sandboxs_sentence() {
 }
 
 #[tokio::test]
+async fn other_processes_under_proc_are_not_writable() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let parent = std::process::id();
+    let before = std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap();
+    let out = run(&sb, &format!("echo hijacked > /proc/{parent}/comm")).await;
+    assert_ne!(out["exitCode"], 0, "{out}");
+    assert_eq!(std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap(), before);
+}
+
+#[tokio::test]
 async fn a_planted_secret_cannot_be_read_but_the_rest_of_home_can() {
     let m = Machine::new();
     let sb = m.sandbox(&SandboxConfig::default());
