@@ -525,7 +525,8 @@ async fn a_plan_whose_script_tries_to_escape_is_confined_and_the_refusals_are_re
     let (outside, home) = (outer.path().join("outside.txt"), outer.path().join("home"));
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE").unwrap();
-    let attempt = |name: &str, code: &str| format!("WRITE_FILE {name}.py import socket, traceback\\ntry:\\n    {code}\\nexcept OSError:\\n    traceback.print_exc()");
+    let attempt =
+        |name: &str, code: &str| format!("WRITE_FILE {name}.py import socket, traceback\\ntry:\\n    {code}\\nexcept OSError:\\n    traceback.print_exc()");
     let write = attempt("write", &format!("open({:?}, 'w').write('escaped')", outside.display().to_string()));
     let read = attempt("read", &format!("print(open({:?}).read())", home.join(".ssh/id_ed25519").display().to_string()));
     let connect = attempt("connect", "socket.create_connection(('127.0.0.1', 9), timeout=2)");

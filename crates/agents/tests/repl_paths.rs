@@ -174,7 +174,8 @@ async fn reflection_off_answers_in_one_turn() {
 #[tokio::test]
 async fn a_new_interpreter_replays_the_clean_history_first() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = agentloop_tools::Python::new(agentloop_tools::Sandbox::new(dir.path(), &Default::default(), None, None).unwrap(), std::time::Duration::from_secs(10));
+    let tool =
+        agentloop_tools::Python::new(agentloop_tools::Sandbox::new(dir.path(), &Default::default(), None, None).unwrap(), std::time::Duration::from_secs(10));
     use agentloop_core::Tool;
     let out = tool.call(json!({"code": "a + b", "restore": ["a = 2", "b = 40"]})).await.unwrap();
     assert_eq!(out["value"], "42");

@@ -92,7 +92,15 @@ fn plant(rng: &mut StdRng, ws: &Path, outside: &Path, links: &mut Vec<String>) {
     let made = if rng.random_ratio(1, 4) {
         std::fs::hard_link(outside.join("secret.txt"), &at)
     } else {
-        let targets = [outside.to_path_buf(), outside.join("secret.txt"), outside.join("dir"), PathBuf::from(".."), PathBuf::from("/"), ws.join("sub"), outside.join("new.txt")];
+        let targets = [
+            outside.to_path_buf(),
+            outside.join("secret.txt"),
+            outside.join("dir"),
+            PathBuf::from(".."),
+            PathBuf::from("/"),
+            ws.join("sub"),
+            outside.join("new.txt"),
+        ];
         std::os::unix::fs::symlink(&targets[rng.random_range(0..targets.len())], &at)
     };
     if made.is_ok() {
@@ -111,7 +119,11 @@ fn random_path(rng: &mut StdRng, ws: &Path, outside: &Path, links: &[String]) ->
     }
     for _ in 0..rng.random_range(1..6) {
         let pool: [&str; 14] = ["..", ".", "a", "sub", "own.txt", "secret.txt", "outside", "dir", "ü", "名前", "\u{202e}txt.exe", "", "new.txt", &long];
-        let part = if !links.is_empty() && rng.random_ratio(1, 4) { links[rng.random_range(0..links.len())].clone() } else { pool[rng.random_range(0..pool.len())].to_string() };
+        let part = if !links.is_empty() && rng.random_ratio(1, 4) {
+            links[rng.random_range(0..links.len())].clone()
+        } else {
+            pool[rng.random_range(0..pool.len())].to_string()
+        };
         parts.push(part);
     }
     let joined = parts.join("/");
@@ -148,7 +160,8 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
     names.sort();
     names
 }

@@ -115,7 +115,15 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     Ok(())
 }
 
-async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>, max_iterations: u32, assist: bool) -> Result<serde_json::Value> {
+async fn run_goal(
+    goal: &Goal,
+    root: &Path,
+    env: &BenchEnv,
+    models: &Models,
+    store: Arc<dyn Store>,
+    max_iterations: u32,
+    assist: bool,
+) -> Result<serde_json::Value> {
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     for seed in &goal.setup {
         let path = root.join(&seed.path);

@@ -49,7 +49,9 @@ pub enum Command {
 }
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Exits with the command's status: 127 when it cannot be started, 1 when the sandbox cannot be set up.\nExample: agentloop sandbox -- python3 -c \"open('/etc/x', 'w')\"")]
+#[command(
+    after_help = "Exits with the command's status: 127 when it cannot be started, 1 when the sandbox cannot be set up.\nExample: agentloop sandbox -- python3 -c \"open('/etc/x', 'w')\""
+)]
 pub struct SandboxArgs {
     /// The workspace: the only folder (with a private temp folder) the command may write in.
     #[arg(long, default_value = ".")]

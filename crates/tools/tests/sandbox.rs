@@ -128,7 +128,11 @@ async fn a_python_project_and_a_rust_crate_build_and_test_inside() {
     let m = Machine::new();
     let sb = m.sandbox(&SandboxConfig::default());
     std::fs::write(m.ws.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
-    std::fs::write(m.ws.join("test_calc.py"), "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n").unwrap();
+    std::fs::write(
+        m.ws.join("test_calc.py"),
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
     let py = run(&sb, "python3 -m unittest -q").await;
     assert_eq!(py["exitCode"], 0, "{py}");
 
@@ -167,4 +171,3 @@ async fn the_sandbox_can_be_switched_off_and_says_so() {
     let lines = on.describe().join("\n");
     assert!(lines.contains(&format!("denied: {}", m.home.join(".ssh").display())) && lines.contains("network: off"), "{lines}");
 }
-

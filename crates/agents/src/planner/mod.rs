@@ -86,8 +86,7 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
 /// A runner for the planner in `root` with `models` and `store`, its
 /// commands (and their checks) confined by `sandbox`.
 pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    let tools =
-        workspace_tools(root, sandbox, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand(sandbox.clone()));
+    let tools = workspace_tools(root, sandbox, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand(sandbox.clone()));
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

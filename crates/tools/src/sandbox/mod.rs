@@ -21,8 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use landlock::abi as landlock_abi;
 
 /// Under the user's home: what commands never get to read.
-pub const HOME_SECRETS: [&str; 10] =
-    [".ssh", ".gnupg", ".aws", ".config/gh", ".config/gcloud", ".azure", ".docker", ".kube", ".netrc", ".git-credentials"];
+pub const HOME_SECRETS: [&str; 10] = [".ssh", ".gnupg", ".aws", ".config/gh", ".config/gcloud", ".azure", ".docker", ".kube", ".netrc", ".git-credentials"];
 
 /// Devices every program expects to open.
 const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
@@ -120,9 +119,8 @@ impl Sandbox {
     /// secrets to keep out of reach, `data_dir` is agentloop's own store
     /// (kept out too: it holds every session and the debug log).
     pub fn new(workspace: &Path, config: &SandboxConfig, home: Option<&Path>, data_dir: Option<&Path>) -> Result<Self> {
-        let workspace = workspace
-            .canonicalize()
-            .map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
+        let workspace =
+            workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
         let temp = tempfile::Builder::new()
             .prefix("agentloop-sandbox-")
             .tempdir()

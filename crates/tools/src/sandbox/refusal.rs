@@ -97,12 +97,7 @@ mod tests {
     use super::*;
 
     fn policy() -> Policy {
-        Policy {
-            workspace: PathBuf::from("/w"),
-            temp: PathBuf::from("/tmp/sb"),
-            deny_read: vec![PathBuf::from("/home/me/.ssh")],
-            network: false,
-        }
+        Policy { workspace: PathBuf::from("/w"), temp: PathBuf::from("/tmp/sb"), deny_read: vec![PathBuf::from("/home/me/.ssh")], network: false }
     }
 
     #[test]

@@ -23,9 +23,7 @@ pub fn shell_check(command: &str, shell: Shell, sandbox: Option<&Sandbox>) -> Re
             if let Some(sandbox) = sandbox {
                 sandbox.confine(&mut check);
             }
-            let syntax = check
-                .output()
-                .map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
+            let syntax = check.output().map_err(|e| format!("sh cannot be started to check the command ({e})"))?;
             if !syntax.status.success() {
                 let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
                 return Err(format!("the command is not valid POSIX sh ({err})"));
