@@ -139,7 +139,8 @@ async fn a_python_project_and_a_rust_crate_build_and_test_inside() {
     std::fs::create_dir_all(m.ws.join("src")).unwrap();
     std::fs::write(m.ws.join("Cargo.toml"), "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
     std::fs::write(m.ws.join("src/lib.rs"), "pub fn double(x: i32) -> i32 { x * 2 }\n#[test]\nfn doubles() { assert_eq!(double(4), 8); }\n").unwrap();
-    let rust = run(&sb, "cargo test --offline -q").await;
+    // A target dir or compiler wrapper from the calling environment would write elsewhere.
+    let rust = run(&sb, "env -u CARGO_TARGET_DIR -u RUSTC_WRAPPER cargo test --offline -q").await;
     assert_eq!(rust["exitCode"], 0, "{rust}");
     assert!(m.ws.join("target").is_dir());
 }
