@@ -4,18 +4,23 @@
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// One thing a full answer must say.
+/// One thing a full answer must say. Every list and text is bounded in the
+/// schema: a small model held to an unbounded array can repeat an item
+/// until its token limit cuts the JSON off.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Aspect {
+    #[schemars(length(max = 200))]
     pub description: String,
     #[serde(default)]
+    #[schemars(length(max = 5), inner(length(max = 60)))]
     pub keywords: Vec<String>,
     pub answered: bool,
     /// 0–1: how surely the passages answer it.
     pub confidence: f32,
     /// The passage numbers that answer it.
     #[serde(default)]
+    #[schemars(length(max = 8))]
     pub supporting_sources: Vec<u32>,
 }
 
@@ -23,9 +28,11 @@ pub struct Aspect {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CoverageAnswer {
+    #[schemars(length(max = 4))]
     pub aspects: Vec<Aspect>,
     /// Searches that would find what is missing.
     #[serde(default)]
+    #[schemars(length(max = 3), inner(length(max = 100)))]
     pub suggested_retrievals: Vec<String>,
 }
 

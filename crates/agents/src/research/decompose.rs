@@ -29,7 +29,7 @@ pub struct SubQuery {
     pub text: String,
     /// The ids whose answers this one needs.
     #[serde(default)]
-    #[schemars(length(max = 4))]
+    #[schemars(length(max = 4), inner(length(max = 8)))]
     pub dependencies: Vec<String>,
     #[serde(default, rename = "type")]
     pub kind: QueryType,

@@ -108,3 +108,49 @@ pub fn termination(config: &ResearchConfig) -> Termination {
     }
     Termination::any_of(all)
 }
+
+#[cfg(test)]
+mod tests {
+    use agentloop_core::json_schema_of;
+    use serde_json::Value;
+
+    /// Paths in `schema` to arrays without `maxItems` and free strings
+    /// without `maxLength`.
+    fn unbounded(schema: &Value, at: &str, out: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                let kind = map.get("type").and_then(Value::as_str);
+                if kind == Some("array") && !map.contains_key("maxItems") {
+                    out.push(at.to_string());
+                }
+                if kind == Some("string") && !map.contains_key("maxLength") && !map.contains_key("enum") {
+                    out.push(at.to_string());
+                }
+                for (key, value) in map {
+                    unbounded(value, &format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| unbounded(v, &format!("{at}/{i}"), out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_list_and_text_a_model_writes_is_bounded() {
+        let schemas = [
+            json_schema_of::<super::decompose::DecompositionAnswer>(),
+            json_schema_of::<super::coverage::CoverageAnswer>(),
+            json_schema_of::<super::nodes::SubAnswer>(),
+            json_schema_of::<super::nodes::ClaimVerdict>(),
+            json_schema_of::<super::reflect::SelfCritique>(),
+        ];
+        let mut found = Vec::new();
+        for schema in &schemas {
+            unbounded(schema, "", &mut found);
+        }
+        assert!(found.is_empty(), "unbounded in a model's schema: {found:?}");
+        let mut loose = Vec::new();
+        unbounded(&json_schema_of::<Vec<String>>(), "", &mut loose);
+        assert_eq!(loose, vec!["".to_string(), "/items".to_string()], "the check sees an unbounded list and text");
+    }
+}

@@ -28,8 +28,10 @@ const GAP_SEARCHES: usize = 2;
 /// A sub-question's answer as the model writes it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SubAnswer {
+    #[schemars(length(max = 300))]
     pub answer: String,
     #[serde(default)]
+    #[schemars(length(max = 8))]
     pub citations: Vec<u32>,
     pub found: bool,
 }
@@ -41,6 +43,7 @@ pub struct ClaimVerdict {
     pub supported: bool,
     pub confidence: f32,
     #[serde(default)]
+    #[schemars(length(max = 8))]
     pub supporting_citations: Vec<u32>,
 }
 

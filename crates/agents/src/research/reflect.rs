@@ -13,15 +13,20 @@ pub const WEAK_CLAIM: f32 = 0.5;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SelfCritique {
+    #[schemars(length(max = 400))]
     pub overall_assessment: String,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(max = 200)))]
     pub strengths: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(max = 200)))]
     pub weaknesses: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(max = 200)))]
     pub suggested_improvements: Vec<String>,
     /// Errors that make the answer wrong (a contradiction, a wrong name).
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(max = 200)))]
     pub critical_issues: Vec<String>,
     /// 0–1: how sure the critic is that the answer is right and complete.
     pub confidence: f32,
