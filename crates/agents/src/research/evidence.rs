@@ -40,6 +40,32 @@ impl Evidence {
     pub fn is_empty(&self) -> bool {
         self.passages.is_empty()
     }
+
+    /// The passages among `numbers` that state `answer`: every part of it
+    /// (split at commas, semicolons and "and") appears word for word, case
+    /// aside, in one of them. Empty when some part appears in none — an
+    /// answer the passages do not bear out, or one too long to match.
+    pub fn grounding(&self, answer: &str, numbers: &[u32]) -> Vec<u32> {
+        let parts: Vec<String> = answer
+            .split([',', ';'])
+            .flat_map(|p| p.split(" and "))
+            .map(|p| p.trim().trim_end_matches('.').trim().to_lowercase())
+            .filter(|p| p.chars().count() >= 2)
+            .collect();
+        let mut found = BTreeSet::new();
+        for part in &parts {
+            let holding: Vec<u32> = numbers
+                .iter()
+                .copied()
+                .filter(|n| self.get(*n).is_some_and(|p| p.text.to_lowercase().contains(part.as_str()) || p.title.to_lowercase() == *part))
+                .collect();
+            if holding.is_empty() {
+                return Vec::new();
+            }
+            found.extend(holding);
+        }
+        found.into_iter().collect()
+    }
 }
 
 /// `[3]`, `[1, 4]`, `[2][5]`: the citation markers of a text.
@@ -200,6 +226,18 @@ mod tests {
             vec![("Ada was born in 1815 [1].", vec![1]), ("Her father was Lord Byron. [2] [3]", vec![2, 3]), ("She wrote notes [1, 4].", vec![1, 4])]
         );
         assert!(claims("").is_empty());
+    }
+
+    #[test]
+    fn an_answer_is_grounded_when_every_part_of_it_is_in_a_passage() {
+        let passage =
+            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
+        let e = Evidence { passages: vec![passage("Ada", "The friends of Ada are Bo Li, Cy Ng."), passage("Bo Li", "Bo Li was born in 1815.")] };
+        assert_eq!(e.grounding("Bo Li and Cy Ng.", &[1, 2]), vec![1, 2]);
+        assert_eq!(e.grounding("cy ng", &[1, 2]), vec![1]);
+        assert!(e.grounding("Bo Li, Dee Wu", &[1, 2]).is_empty(), "Dee Wu is in no passage");
+        assert!(e.grounding("Cy Ng", &[2]).is_empty(), "only the passages given count");
+        assert!(e.grounding("", &[1, 2]).is_empty());
     }
 
     #[test]

@@ -235,7 +235,10 @@ async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<St
 }
 
 /// Answers the phase's sub-questions from what each found; a citation of a
-/// passage the sub-question was not shown is dropped.
+/// passage the sub-question was not shown is dropped. An answer counts when
+/// the model says it found one, or when the passages it was shown state
+/// the answer word for word (a small model often writes the right name and
+/// then `found: false`); those passages are then its citations.
 async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
     let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
     let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
@@ -243,12 +246,17 @@ async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Resul
     let mut by_id: BTreeMap<String, SubAnswer> = asked.into_iter().zip(answers).collect();
     for id in ids {
         let a = by_id.remove(id);
+        let shown: Vec<u32> = s.work(id).map(|w| w.found.iter().take(prompts::PROMPT_PASSAGES).copied().collect()).unwrap_or_default();
+        let grounded = a.as_ref().map(|a| s.evidence.grounding(&a.answer, &shown)).unwrap_or_default();
         let Some(w) = work(s, id) else { continue };
-        let answered = a.as_ref().is_some_and(|a| a.found && !a.answer.trim().is_empty());
+        let answered = a.as_ref().is_some_and(|a| !a.answer.trim().is_empty() && (a.found || !grounded.is_empty()));
         w.status = if answered { SubQueryStatus::Answered } else { SubQueryStatus::Unanswered };
         if let Some(a) = a.filter(|_| answered) {
             w.answer = a.answer.trim().to_string();
             w.citations = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
+            if w.citations.is_empty() {
+                w.citations = grounded;
+            }
         }
         step.emit(ResearchEvent::SubQueryAnswered { id: id.clone(), answer: w.answer.clone(), citations: w.citations.clone(), answered });
     }
