@@ -238,7 +238,8 @@ async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<St
 /// passage the sub-question was not shown is dropped. An answer counts when
 /// the model says it found one, or when the passages it was shown state
 /// the answer word for word (a small model often writes the right name and
-/// then `found: false`); those passages are then its citations.
+/// then `found: false`). Its citations are the passages that state it: the
+/// model's own among them, or all of them when it cited none of those.
 async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
     let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
     let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
@@ -253,10 +254,13 @@ async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Resul
         w.status = if answered { SubQueryStatus::Answered } else { SubQueryStatus::Unanswered };
         if let Some(a) = a.filter(|_| answered) {
             w.answer = a.answer.trim().to_string();
-            w.citations = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
-            if w.citations.is_empty() {
-                w.citations = grounded;
-            }
+            let cited: Vec<u32> = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
+            let stating: Vec<u32> = cited.iter().copied().filter(|c| grounded.contains(c)).collect();
+            w.citations = match (stating.is_empty(), grounded.is_empty()) {
+                (false, _) => stating,
+                (true, false) => grounded,
+                (true, true) => cited,
+            };
         }
         step.emit(ResearchEvent::SubQueryAnswered { id: id.clone(), answer: w.answer.clone(), citations: w.citations.clone(), answered });
     }

@@ -88,12 +88,14 @@ fn findings(s: &ResearchState) -> String {
 }
 
 /// The passages an answer is written from, most useful first: those the
-/// answered sub-questions cite, then what each sub-question's searches
-/// found, then anything else retrieved; `PROMPT_PASSAGES` at most. An
-/// answer may cite only these.
+/// answered sub-questions cite — taken in turns, each sub-question's first
+/// citation before any second, so every finding's evidence is shown — then
+/// what each sub-question's searches found, then anything else retrieved;
+/// `PROMPT_PASSAGES` at most. An answer may cite only these.
 pub fn answer_numbers(s: &ResearchState) -> Vec<u32> {
     let mut out: Vec<u32> = Vec::new();
-    let cited = s.sub_queries.iter().flat_map(|w| w.citations.iter());
+    let longest = s.sub_queries.iter().map(|w| w.citations.len()).max().unwrap_or(0);
+    let cited = (0..longest).flat_map(|i| s.sub_queries.iter().filter_map(move |w| w.citations.get(i)));
     let found = s.sub_queries.iter().flat_map(|w| w.found.iter());
     for n in cited.chain(found).copied().chain(1..=s.evidence.passages.len() as u32) {
         if !out.contains(&n) && s.evidence.get(n).is_some() {
@@ -164,4 +166,23 @@ pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[
 
 pub fn closed_book(question: &str) -> ChatRequest {
     ask("Answer the question in one or two sentences from what you know. If you do not know, say so.", format!("Question: {question}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::research::state::{ResearchConfig, SubQueryWork};
+
+    fn passage(n: u32) -> Passage {
+        Passage { id: n.to_string(), doc_id: n.to_string(), title: format!("Doc {n}"), text: format!("Text {n}."), start: 0, end: 7 }
+    }
+
+    #[test]
+    fn every_findings_evidence_is_shown_before_any_second_citation() {
+        let mut s = ResearchState::new("q", "c", ResearchConfig::default());
+        s.evidence.passages = (1..=12).map(passage).collect();
+        let work = |id: &str, citations: Vec<u32>, found: Vec<u32>| SubQueryWork { id: id.into(), citations, found, ..SubQueryWork::default() };
+        s.sub_queries = vec![work("q1", vec![1, 2, 3, 4, 5, 6], vec![1, 2, 3, 4, 5, 6]), work("q2", vec![10], vec![10, 11])];
+        assert_eq!(answer_numbers(&s), vec![1, 10, 2, 3, 4, 5, 6, 11]);
+    }
 }
