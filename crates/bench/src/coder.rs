@@ -128,7 +128,7 @@ async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Sto
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
     let outcome = runner.start(state, options)?.wait().await?;
-    let (passed, tail) = tests_pass(ws, &command)?;
+    let (passed, tail) = tests_pass(sandbox, &command)?;
     Ok(Solved {
         session_id: outcome.session_id.clone(),
         said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
@@ -140,9 +140,13 @@ async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Sto
     })
 }
 
-/// Runs the test command in `ws`: whether it passed, and its last lines.
-fn tests_pass(ws: &Path, command: &str) -> Result<(bool, String)> {
-    let out = Command::new("sh").arg("-c").arg(command).current_dir(ws).output().with_context(|| format!("cannot run `{command}`"))?;
+/// Runs the test command in the sandbox's workspace, confined (the code is
+/// the model's): whether it passed, and its last lines.
+fn tests_pass(sandbox: &Sandbox, command: &str) -> Result<(bool, String)> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace);
+    sandbox.confine(&mut cmd);
+    let out = cmd.output().with_context(|| format!("cannot run `{command}`"))?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let lines: Vec<&str> = text.lines().collect();
     Ok((out.status.success(), lines[lines.len().saturating_sub(5)..].join("\n")))
@@ -176,7 +180,8 @@ mod tests {
         for p in held.iter().filter(|p| !p.join("Cargo.toml").exists()) {
             let dir = tempfile::tempdir().unwrap();
             copy_dir(p, dir.path()).unwrap();
-            let (passed, _) = tests_pass(dir.path(), &test_command::detect(dir.path()).unwrap()).unwrap();
+            let (passed, _) =
+                tests_pass(&Sandbox::new(dir.path(), &Default::default(), None, None).unwrap(), &test_command::detect(dir.path()).unwrap()).unwrap();
             assert!(!passed, "{} passes as shipped", p.display());
         }
     }

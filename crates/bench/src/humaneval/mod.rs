@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use agentloop_core::{StartOptions, Store};
 use agentloop_store::SqliteStore;
+use agentloop_tools::Sandbox;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use serde_json::json;
@@ -63,6 +64,7 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(env.db_path(), env.durability)?);
     let mut out = Results::create(args.out.as_deref(), &env.data_dir, "humaneval")?;
     let scratch = harness::scratch_dir("humaneval")?;
+    let grader = env.sandbox(&scratch)?;
 
     let bar = harness::bar(problems.len());
     let (mut single_pass, mut loop_pass, mut tokens, mut loop_iterations_of_successes) = (0u32, 0u32, 0u64, 0u32);
@@ -80,7 +82,7 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
         let mut record = json!({"task_id": p.task_id, "session": outcome.session_id});
         if single {
             let first = s.candidates.first().map(|c| c.code.clone()).unwrap_or_default();
-            let passed = check(&scratch, p, &first)?;
+            let passed = check(&grader, p, &first)?;
             single_pass += u32::from(passed);
             tokens += s.candidates.first().map_or(0, |c| c.tokens);
             record["single"] = json!({"passed": passed, "code": first});
@@ -88,7 +90,7 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
         if looped {
             let chosen = s.chosen().cloned();
             let code = chosen.as_ref().map(|c| c.code.clone()).unwrap_or_default();
-            let passed = check(&scratch, p, &code)?;
+            let passed = check(&grader, p, &code)?;
             let drawn = u32::try_from(s.candidates.len()).unwrap_or(u32::MAX);
             loop_pass += u32::from(passed);
             if passed {
@@ -135,17 +137,15 @@ fn load(path: &Path) -> Result<Vec<Problem>> {
     Ok(problems)
 }
 
-/// The package's own tests, run once per final answer, outside any session.
-fn check(scratch: &Path, p: &Problem, code: &str) -> Result<bool> {
+/// The package's own tests, run once per final answer, outside any session
+/// but in the sandbox (the answer is model-written code).
+fn check(sandbox: &Sandbox, p: &Problem, code: &str) -> Result<bool> {
+    let scratch = &sandbox.policy().workspace;
     let file = scratch.join("check.py");
     std::fs::write(&file, format!("{code}\n\n{}\n\ncheck({})\n", p.test, p.entry_point)).with_context(|| format!("cannot write {}", file.display()))?;
-    let mut child = std::process::Command::new("timeout")
-        .args(["10", "python3"])
-        .arg(&file)
-        .current_dir(scratch)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("cannot start python3 (with coreutils' timeout)")?;
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args(["10", "python3"]).arg(&file).current_dir(scratch).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    sandbox.confine(&mut cmd);
+    let mut child = cmd.spawn().context("cannot start python3 (with coreutils' timeout)")?;
     Ok(child.wait()?.success())
 }
