@@ -77,7 +77,9 @@ fn paths_in(line: &str, workspace: &Path) -> Vec<PathBuf> {
     paths
 }
 
-/// `..` and `.` removed without touching the disk (the path may not exist).
+/// `..` and `.` removed without touching the disk (the path may not exist),
+/// as the kernel resolves them: `/..` is `/` (the jail's own `normalize`
+/// refuses such a path instead, which is not what happened here).
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
