@@ -64,9 +64,6 @@ pub fn abi() -> io::Result<u32> {
 #[derive(Debug)]
 pub struct Ruleset {
     fd: OwnedFd,
-    /// The paths that could not be opened (gone, or unreadable to us), so
-    /// carry no rule.
-    pub skipped: Vec<PathBuf>,
 }
 
 impl Ruleset {
@@ -97,11 +94,11 @@ impl Ruleset {
         let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("the kernel returned an impossible descriptor"))?;
         // SAFETY: the descriptor was just created and is owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut ruleset = Self { fd, skipped: Vec::new() };
+        let ruleset = Self { fd };
         for (path, access) in grants {
-            if ruleset.add(path, *access, handled).is_err() {
-                ruleset.skipped.push(path.clone());
-            }
+            // A path that cannot be opened (gone, or unreadable to us) simply
+            // carries no rule: the command cannot reach it either.
+            let _ = ruleset.add(path, *access, handled);
         }
         Ok(ruleset)
     }

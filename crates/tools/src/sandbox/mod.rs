@@ -105,11 +105,11 @@ struct Inner {
     policy: Policy,
     /// `None` when the user switched the sandbox off.
     enforced: Option<Enforced>,
-    abi: Option<u32>,
     _temp: tempfile::TempDir,
 }
 
 struct Enforced {
+    abi: u32,
     ruleset: landlock::Ruleset,
     filter: Option<seccomp::Filter>,
 }
@@ -140,7 +140,7 @@ impl Sandbox {
         let temp_path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
         let policy = Policy { workspace, temp: temp_path, deny_read, network: config.network == Network::On };
         if config.mode == Mode::Off {
-            return Ok(Self { inner: Arc::new(Inner { policy, enforced: None, abi: None, _temp: temp }) });
+            return Ok(Self { inner: Arc::new(Inner { policy, enforced: None, _temp: temp }) });
         }
         let abi = landlock::abi().map_err(|e| {
             Error::other(format!(
@@ -150,7 +150,7 @@ impl Sandbox {
         let ruleset = landlock::Ruleset::new(abi, &policy.grants(), !policy.network)
             .map_err(|e| Error::other(format!("cannot build the sandbox's Landlock rules ({e})")))?;
         let filter = (!policy.network).then(seccomp::Filter::no_network);
-        Ok(Self { inner: Arc::new(Inner { policy, enforced: Some(Enforced { ruleset, filter }), abi: Some(abi), _temp: temp }) })
+        Ok(Self { inner: Arc::new(Inner { policy, enforced: Some(Enforced { abi, ruleset, filter }), _temp: temp }) })
     }
 
     /// [`Sandbox::new`] for the person running agentloop: their `$HOME`.
@@ -173,18 +173,20 @@ impl Sandbox {
     /// child just before it becomes the command.
     pub fn confine(&self, cmd: &mut std::process::Command) {
         cmd.env_clear().envs(std::env::vars().filter(|(name, _)| !looks_secret(name)));
-        let Some(enforced) = &self.inner.enforced else { return };
+        if self.inner.enforced.is_none() {
+            return;
+        }
         for var in ["TMPDIR", "TMP", "TEMP"] {
             cmd.env(var, &self.inner.policy.temp);
         }
-        let fd = enforced.ruleset.raw_fd();
         let inner = Arc::clone(&self.inner);
         // SAFETY: the closure makes system calls only (no allocation, no
         // locks), as code between fork and exec must.
         unsafe {
             cmd.pre_exec(move || {
-                landlock::restrict_self(fd)?;
-                if let Some(filter) = inner.enforced.as_ref().and_then(|e| e.filter.as_ref()) {
+                let Some(enforced) = &inner.enforced else { return Ok(()) };
+                landlock::restrict_self(enforced.ruleset.raw_fd())?;
+                if let Some(filter) = &enforced.filter {
                     filter.apply()?;
                 }
                 Ok(())
@@ -204,7 +206,7 @@ impl Sandbox {
     /// The policy for a person: one line per rule.
     pub fn describe(&self) -> Vec<String> {
         let p = &self.inner.policy;
-        let Some(abi) = self.inner.abi else {
+        let Some(abi) = self.inner.enforced.as_ref().map(|e| e.abi) else {
             return vec!["the sandbox is off ([sandbox] mode = \"off\"): commands run with all your rights".into()];
         };
         let mut lines = vec![
