@@ -41,6 +41,8 @@ fn phase_of(req: &ChatRequest) -> &'static str {
     let prompt = &req.messages.last().unwrap().content;
     if prompt.contains("Restate the goal") {
         "restate"
+    } else if system.contains("You turn a goal into a checklist") {
+        "checklist"
     } else if system.contains("You check finished work") {
         "verify"
     } else if system.contains("fix broken JSON") {
@@ -58,12 +60,33 @@ fn restatement() -> String {
     json!({"who": "the user", "what": "files", "when": "now", "where": "the root", "why": "to test"}).to_string()
 }
 
-fn met() -> String {
-    json!({"met": true, "missing": [], "evidence": "the files are there"}).to_string()
+/// A checklist of (the goal's words, requirement) items.
+fn checklist(items: &[(&str, &str)]) -> String {
+    let items: Vec<Value> = items.iter().map(|(from, r)| json!({"from_goal": from, "requirement": r})).collect();
+    json!({ "requirements": items }).to_string()
 }
 
-fn not_met(missing: &str) -> String {
-    json!({"met": false, "missing": [missing], "evidence": "it is not there"}).to_string()
+/// A judge that says done, copying the first entry it was shown (or the
+/// listing's heading when the root is empty).
+fn met_in(req: &ChatRequest) -> String {
+    let prompt = &req.messages.last().unwrap().content;
+    let listing = prompt.split("NOW UNDER THE ROOT:\n").nth(1).unwrap_or_default();
+    let shown = listing.lines().next().filter(|l| l.starts_with("- ")).map(|l| l.trim_start_matches("- ")).unwrap_or("FILES AND FOLDERS NOW UNDER THE ROOT");
+    json!({"shown": shown, "done": true}).to_string()
+}
+
+fn not_met() -> String {
+    json!({"shown": "", "done": false}).to_string()
+}
+
+/// The verifier's answer to either of its questions.
+fn judge(req: &ChatRequest) -> String {
+    let asks_checklist = req.json_schema.as_ref().is_some_and(|s| s["properties"].get("requirements").is_some());
+    if asks_checklist {
+        checklist(&[])
+    } else {
+        met_in(req)
+    }
 }
 
 fn diagnosis() -> String {
@@ -141,7 +164,8 @@ fn scripted(
             "restate" => restatement(),
             "diagnose" => diagnosis(),
             "precheck" => "This step is safe.".into(),
-            "verify" => met(),
+            "checklist" => checklist(&[]),
+            "verify" => met_in(req),
             other => panic!("no scripted answer for {other}"),
         })))
     })
@@ -204,7 +228,7 @@ async fn a_valid_plan_runs_every_step_with_all() {
     assert_eq!(s.stored["files"].len(), 4);
     assert!(s.stored["files"][0].starts_with(&s.root), "{:?}", s.stored["files"]);
     assert!(s.runs[4].output.starts_with("4 items"), "{}", s.runs[4].output);
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify"]);
 }
 
 #[tokio::test]
@@ -226,7 +250,7 @@ async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_p
     assert!(second.contains("RECENT REJECTIONS") && second.contains("outside the workspace"), "{second}");
     assert!(second.contains("RETRY_HINTS") && second.contains("keep paths inside the root"), "{second}");
     assert!(second.contains("That plan was REJECTED") && second.contains("../escape.txt"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan", "checklist", "verify"]);
 }
 
 #[tokio::test]
@@ -247,7 +271,7 @@ async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
         shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"),
         "{shown}"
     );
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "verify"], "no diagnosis and no second plan");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify"], "no diagnosis and no second plan");
 }
 
 #[tokio::test]
@@ -258,7 +282,7 @@ async fn broken_json_gets_a_repair_pass_before_it_counts_as_a_rejection() {
     let s = r.state();
     assert_eq!(s.proposals.len(), 1);
     assert!(s.proposals[0].repaired && s.proposals[0].valid());
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair", "checklist", "verify"]);
 }
 
 #[tokio::test]
@@ -380,7 +404,7 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 #[tokio::test]
 async fn the_fast_and_verifier_roles_can_be_different_models() {
     let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
-    let judge = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(met()))).named("judge"));
+    let judge = Arc::new(ScriptedModel::with(|req| Ok(ChatResponse::text(judge(req)))).named("judge"));
     let r = run_with(
         Script::default().with("plan", plan(&["CREATE_DIR a"])),
         ApproveMode::All,
@@ -390,7 +414,7 @@ async fn the_fast_and_verifier_roles_can_be_different_models() {
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed);
     assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
-    assert_eq!(judge.calls(), 1, "the verdict came from the verifier");
+    assert_eq!(judge.calls(), 2, "the checklist and its one item's verdict came from the verifier");
     assert_eq!(r.state().proposals[0].actions, vec![planner::Action::CreateDir { path: "a".into() }], "the valid plan is kept as typed actions");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
 }
@@ -461,10 +485,10 @@ async fn a_failed_check_sends_the_planner_back_with_what_is_missing() {
     assert!(!r.root.path().join("old.txt").exists());
     let s = r.state();
     assert_eq!(s.verifications.len(), 2);
-    assert!(!s.verifications[0].met && s.verifications[0].verdict.is_none(), "a failed check needs no verdict: {:?}", s.verifications[0]);
+    assert!(!s.verifications[0].met && s.verifications[0].judged.is_empty(), "a failed check needs no verdict: {:?}", s.verifications[0]);
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("THE GOAL IS NOT MET YET") && second.contains("old.txt is gone (it is still there)"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "plan", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "plan", "checklist", "verify"]);
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     assert!(events.iter().any(|e| e.name == "planner:reflection"));
 }
@@ -473,9 +497,10 @@ async fn a_failed_check_sends_the_planner_back_with_what_is_missing() {
 async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_complete() {
     let script = Script::default()
         .with("plan", plan(&["CREATE_DIR a"]))
-        .with("verify", not_met("a file b.txt"))
+        .with("checklist", checklist(&[("make some files", "a file b.txt")]))
+        .with("verify", not_met())
         .with("plan", plan(&["CREATE_DIR c"]))
-        .with("verify", not_met("a file b.txt"));
+        .with("verify", not_met());
     let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, max_iterations: 2, ..PlannerConfig::default() }, |m| m).await;
     assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("unverified")), "{:?}", r.out);
     assert!(!agentloop_core::metrics::reached_goal(r.out.status, r.out.finish_reason.as_deref()));
@@ -486,6 +511,30 @@ async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_com
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let verdicts: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload).collect();
     assert!(verdicts.iter().all(|v| v["met"] == false && v["summary"].as_str().unwrap().starts_with("not verified")), "{verdicts:?}");
+}
+
+#[tokio::test]
+async fn a_requirement_said_done_on_text_that_is_not_on_disk_is_not_met_and_the_checklist_is_written_once() {
+    let script = Script::default()
+        .goal("Write the word ready into status.txt.")
+        .with("plan", plan(&["WRITE_FILE status.txt starting"]))
+        .with("checklist", checklist(&[("the word ready into status.txt", "status.txt holds the word ready")]))
+        .with("verify", json!({"shown": "status.txt: ready", "done": true}).to_string())
+        .with("plan", plan(&["WRITE_FILE status.txt ready"]))
+        .with("verify", json!({"shown": "ready", "done": true}).to_string());
+    let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    let s = r.state();
+    assert_eq!(s.checklist, vec!["status.txt holds the word ready"]);
+    let first = &s.verifications[0];
+    assert!(!first.met && first.judged[0].done && !first.judged[0].grounded, "a done without its text on disk is not done: {first:?}");
+    assert!(s.verifications[1].met && s.verifications[1].judged[0].held());
+    let second = r.prompts.lock().unwrap()[1].clone();
+    assert!(second.contains("status.txt holds the word ready (said done, but"), "{second}");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "plan", "verify"], "one checklist for the session");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let lines: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload["checks"]).collect();
+    assert!(lines[1].to_string().contains("✓ status.txt holds the word ready (shown: \\\"ready\\\")"), "{lines:?}");
 }
 
 #[tokio::test]

@@ -39,8 +39,10 @@ fn answer(req: &ChatRequest) -> ChatResponse {
         let plan = json!({"goal": "notes", "thinking_summary": "a folder and a file", "reflection": "", "ready": true,
             "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
         format!("<json>{plan}</json>")
-    } else if asks_for("met") {
-        json!({"met": true, "missing": [], "evidence": "notes/a.txt says hello"}).to_string()
+    } else if asks_for("requirements") {
+        json!({"requirements": [{"from_goal": "a.txt saying hello", "requirement": "notes/a.txt says hello"}]}).to_string()
+    } else if asks_for("done") {
+        json!({"shown": "hello", "done": true}).to_string()
     } else if asks_for("isComplex") {
         json!({"isComplex": false, "subQueries": []}).to_string()
     } else if asks_for("aspects") {

@@ -37,8 +37,11 @@ async fn goals_are_planned_run_and_checked() {
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "u", "what": "w", "when": "now", "where": "root", "why": "y"}).to_string());
             }
-            if last.contains("Is every part of the GOAL done") {
-                return reply(json!({"met": true, "missing": [], "evidence": "it is there"}).to_string());
+            if last.contains("Write the checklist") {
+                return reply(json!({"requirements": []}).to_string());
+            }
+            if last.contains("Is this requirement done") {
+                return reply(json!({"shown": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             if last.contains("was rejected for these reasons") {
                 return reply(json!({"diagnosis": "escaped the root", "hints": ["write hello.txt inside the root"]}).to_string());

@@ -37,8 +37,11 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
             if last.contains("Next step:") {
                 return reply("Creates the folder.".into());
             }
-            if last.contains("Is every part of the GOAL done") {
-                return reply(json!({"met": true, "missing": [], "evidence": "it is there"}).to_string());
+            if last.contains("Write the checklist") {
+                return reply(json!({"requirements": []}).to_string());
+            }
+            if last.contains("Is this requirement done") {
+                return reply(json!({"shown": "hello", "done": true}).to_string());
             }
             let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,
                 "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});

@@ -46,8 +46,11 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "me", "what": "the environment", "when": "now", "where": "env.txt", "why": "to look"}).to_string());
             }
-            if last.contains("Is every part of the GOAL done") {
-                return reply(json!({"met": true, "missing": [], "evidence": "env.txt is there"}).to_string());
+            if last.contains("Write the checklist") {
+                return reply(json!({"requirements": []}).to_string());
+            }
+            if last.contains("Is this requirement done") {
+                return reply(json!({"shown": "env", "done": true}).to_string());
             }
             let plan = json!({"goal": "env", "thinking_summary": "print it", "reflection": "", "ready": true,
                 "plan": [{"step": 1, "action": "RUN_COMMAND env", "expects": "the variables"}]});

@@ -31,8 +31,11 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
             if last.contains("Next step:") {
                 return reply("Runs the step.".into());
             }
-            if last.contains("Is every part of the GOAL done") {
-                return reply(json!({"met": true, "missing": [], "evidence": "it is there"}).to_string());
+            if last.contains("Write the checklist") {
+                return reply(json!({"requirements": []}).to_string());
+            }
+            if last.contains("Is this requirement done") {
+                return reply(json!({"shown": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
             reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))

@@ -55,8 +55,10 @@ async fn fake_endpoint() -> MockServer {
             let props = body["response_format"]["json_schema"]["schema"]["properties"].clone();
             chat(if props.get("who").is_some() {
                 json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string()
-            } else if props.get("met").is_some() {
-                json!({"evidence": "both folders are there", "missing": [], "met": true}).to_string()
+            } else if props.get("requirements").is_some() {
+                json!({"requirements": []}).to_string()
+            } else if props.get("done").is_some() {
+                json!({"shown": "alpha", "done": true}).to_string()
             } else if props.get("plan").is_some() {
                 let steps = json!([
                     {"step": 1, "action": "READ_FILE big.txt", "expects": "its text"},

@@ -29,6 +29,8 @@ fn phase_of(req: &ChatRequest) -> &'static str {
     let prompt = &req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
     if prompt.contains("Restate the goal") {
         "restate"
+    } else if system.contains("You turn a goal into a checklist") {
+        "checklist"
     } else if system.contains("You check finished work") {
         "verify"
     } else if prompt.contains("Next step:") {
@@ -43,7 +45,8 @@ fn planner_model(delay: Duration) -> ScriptedModel {
     ScriptedModel::with(|req| {
         Ok(ChatResponse::text(match phase_of(req) {
             "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
-            "verify" => json!({"evidence": "both folders are there", "missing": [], "met": true}).to_string(),
+            "checklist" => json!({"requirements": []}).to_string(),
+            "verify" => json!({"shown": "alpha", "done": true}).to_string(),
             "precheck" => "fine".to_string(),
             _ => format!(
                 "<json>{}</json>",

@@ -19,6 +19,7 @@
 mod action;
 mod agent;
 mod assist;
+mod checklist;
 mod events;
 mod execute;
 mod goal;
@@ -41,13 +42,14 @@ use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
+pub use checklist::{ItemVerdict, Judged};
 pub use events::{PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
 pub use validate::{validate, Context, Rejection, Rule, Shell};
-pub use verify::{Check, Verdict, Verification};
+pub use verify::{Check, Verification};
 
 pub const AGENT: &str = "planner";
 /// The role that writes plans; a `chain` there gives the fallback order.

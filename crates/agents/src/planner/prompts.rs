@@ -196,47 +196,72 @@ pub fn precheck(action: &str) -> ChatRequest {
     r
 }
 
-/// Root entries shown to the verdict, at most.
+/// Root entries shown to the judge, at most.
 const ENTRIES_SHOWN: usize = 60;
 
-/// Asks for a verdict on the goal from what OBSERVE saw; the explicit
-/// checks that held are shown as facts.
-pub fn verify(s: &PlannerState, checks: &[Check]) -> ChatRequest {
+/// What OBSERVE saw, as the judge is shown it: the root's entries, the
+/// files read and what the plan's commands printed. A judge's copied text is
+/// checked against exactly this.
+pub fn observation(s: &PlannerState) -> String {
     let o = &s.outcome;
-    let mut user = format!("GOAL: {}\n\nFILES AND FOLDERS NOW UNDER THE ROOT:\n", s.goal);
+    let mut out = String::from("FILES AND FOLDERS NOW UNDER THE ROOT:\n");
     for e in o.entries.iter().take(ENTRIES_SHOWN) {
-        user.push_str(&format!("- {}{}\n", e.path, if e.is_dir { "/" } else { "" }));
+        out.push_str(&format!("- {}{}\n", e.path, if e.is_dir { "/" } else { "" }));
     }
     if o.entries.len() > ENTRIES_SHOWN {
-        user.push_str(&format!("- … and {} more\n", o.entries.len() - ENTRIES_SHOWN));
+        out.push_str(&format!("- … and {} more\n", o.entries.len() - ENTRIES_SHOWN));
     }
     for f in &o.files {
-        user.push_str(&format!("\nTEXT OF {}:\n<<<\n{}\n>>>\n", f.path, f.text));
+        out.push_str(&format!("\nTEXT OF {}:\n<<<\n{}\n>>>\n", f.path, f.text));
     }
     if !o.outputs.is_empty() {
-        user.push_str("\nCOMMANDS THAT RAN AND WHAT THEY PRINTED:\n");
-        for out in &o.outputs {
-            user.push_str(&format!("- {out}\n"));
+        out.push_str("\nCOMMANDS THAT RAN AND WHAT THEY PRINTED:\n");
+        for line in &o.outputs {
+            out.push_str(&format!("- {line}\n"));
         }
     }
+    out
+}
+
+/// Asks for the goal's checklist, from the goal alone.
+pub fn checklist(goal: &str) -> ChatRequest {
+    let mut r = ChatRequest::new(vec![
+        Message::system(
+            "You turn a goal into a checklist for checking the finished work. Write one requirement for each thing the goal asks for \
+             (most goals ask for one to three things), in the goal's order, each as one short sentence that names the file or folder \
+             and says exactly what it must hold, what a command must print, or what must be gone. Only what the goal states: \
+             add no condition it does not mention. Answer with a JSON object: requirements (the list; each with from_goal, \
+             the words of the goal it comes from, copied exactly, and requirement).",
+        ),
+        Message::user(format!("GOAL: {goal}\n\nWrite the checklist of this goal.")),
+    ]);
+    r.max_tokens = Some(300);
+    r
+}
+
+/// Asks whether one requirement is done, from what OBSERVE saw; the
+/// explicit checks that held are shown as facts. Everything before the
+/// requirement is the same for each item, so a model that keeps its cache
+/// reads it once.
+pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatRequest {
+    let mut user = format!("GOAL: {}\n\n{}", s.goal, observation(s));
     if !checks.is_empty() {
         user.push_str("\nCHECKED AND TRUE:\n");
         for c in checks {
             user.push_str(&format!("- {}\n", c.expected));
         }
     }
-    user.push_str(
-        "\nIs every part of the GOAL done, as shown above? A file must hold the real text or result the goal asks for, not a command or a placeholder.",
-    );
+    user.push_str(&format!("\nREQUIREMENT: {requirement}\nIs this requirement done, as shown above?"));
     let mut r = ChatRequest::new(vec![
         Message::system(
-            "You check finished work. You see a goal and what is now on disk. Judge only from what is shown. \
-             Answer with a JSON object: evidence (one sentence: what the text shown proves or disproves, part by part of the goal), \
-             missing (what is not done yet, at most 3 short items; empty when met) and met (true only if everything the goal asks for is shown to be done).",
+            "You check finished work against one requirement. You see a goal, what is now on disk and what commands printed; judge only from what is shown. \
+             Answer with a JSON object: shown (the line from the listing, from a file's text or from what a command printed \
+             that decides the requirement, copied exactly; never the goal or a heading) and done (true only if that text shows the requirement fully met; \
+             a file must hold the real text or result asked for, not a command or a placeholder).",
         ),
         Message::user(user),
     ]);
-    r.max_tokens = Some(300);
+    r.max_tokens = Some(160);
     r
 }
 

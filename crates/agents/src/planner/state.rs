@@ -192,6 +192,10 @@ pub struct PlannerState {
     /// What OBSERVE saw after the last plan ran.
     #[serde(default)]
     pub outcome: Outcome,
+    /// The goal's checklist, written by the judge from the goal alone at the
+    /// first verification and kept for the rest.
+    #[serde(default)]
+    pub checklist: Vec<String>,
     /// VERIFY's judgement of each plan that ran to its end.
     #[serde(default)]
     pub verifications: Vec<Verification>,
@@ -220,6 +224,7 @@ impl State for PlannerState {
         f.value("before", &self.before);
         f.value("parsedGoal", &self.parsed_goal);
         f.value("outcome", &self.outcome);
+        f.value("checklist", &self.checklist);
         f.value("verifications", &self.verifications);
         f.value("gap", &self.gap);
     }

@@ -6,16 +6,17 @@
 //! goal asked for one per note. So the planner looks — through the jailed,
 //! journaled tools — at the root's entries, the files the goal names and
 //! the files the plan made, and what its commands printed; checks what the
-//! goal makes explicit (`goal::Expectation`); and asks the model for a
-//! verdict {met, missing, evidence} on the rest. Only a goal that passes
-//! both ends the session as complete.
+//! goal makes explicit (`goal::Expectation`); and has the model judge the
+//! rest item by item against the goal's checklist (`checklist.rs`). Only a
+//! goal that passes both ends the session as complete.
 
-use agentloop_core::{JsonSchema, Result, Step};
+use agentloop_core::{Result, Step};
 use agentloop_tools::Entry;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::checklist::{Checklist, ItemVerdict, Judged};
 use super::events::PlannerEvent;
 use super::execute::shorten;
 use super::goal::{self, Expectation};
@@ -84,61 +85,42 @@ impl Check {
     }
 }
 
-// The model's verdict on the goal. (Doc comments would become the schema's
-// descriptions, which the model reads.) The fields come in the order they
-// are written: what was seen, then what is missing, then the judgement, so
-// the model looks before it decides.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Verdict {
-    /// What shown above proves or disproves, part by part of the goal.
-    #[schemars(length(max = 300))]
-    pub evidence: String,
-    /// What the goal asks for that is not done yet.
-    #[schemars(length(max = 3))]
-    pub missing: Vec<Missing>,
-    /// true only if everything the goal asks for is shown to be done.
-    pub met: bool,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct Missing(#[schemars(length(max = 200))] pub String);
-
 /// VERIFY's judgement of one run plan.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verification {
     pub iteration: u32,
     pub checks: Vec<Check>,
-    /// The model's verdict; none when an explicit check already failed.
-    pub verdict: Option<Verdict>,
+    /// Each requirement of the goal's checklist as the model judged it;
+    /// none when an explicit check already failed.
+    #[serde(default)]
+    pub judged: Vec<Judged>,
     pub met: bool,
 }
 
 impl Verification {
     /// What is still missing, in words, for the user and the next plan.
     pub fn missing(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw)).collect();
-        if let Some(v) = self.verdict.as_ref().filter(|v| !v.met) {
-            out.extend(v.missing.iter().map(|m| m.0.clone()).filter(|m| !m.trim().is_empty()));
-            if out.is_empty() {
-                out.push(format!("the goal is not met yet: {}", v.evidence));
-            }
-        }
-        out
+        let checks = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw));
+        checks.chain(self.judged.iter().filter(|j| !j.held()).map(Judged::missing)).collect()
+    }
+
+    /// Every explicit check and judged requirement, one line each.
+    pub fn lines(&self) -> Vec<String> {
+        self.checks.iter().map(Check::line).chain(self.judged.iter().map(Judged::line)).collect()
     }
 
     /// One line for the summary.
     pub fn summary(&self) -> String {
         let held = self.checks.iter().filter(|c| c.held).count();
         let checks = if self.checks.is_empty() { "no explicit check".to_string() } else { format!("{held} of {} check(s) held", self.checks.len()) };
-        let model = match &self.verdict {
-            Some(v) if v.met => format!("; model: met ({})", v.evidence),
-            Some(_) => "; model: not met".to_string(),
-            None => String::new(),
+        let judged = if self.judged.is_empty() {
+            String::new()
+        } else {
+            format!("; {} of {} requirement(s) shown done", self.judged.iter().filter(|j| j.held()).count(), self.judged.len())
         };
         let head = if self.met { "verified" } else { "not verified" };
-        let mut line = format!("{head}: {checks}{model}");
+        let mut line = format!("{head}: {checks}{judged}");
         if !self.met {
             line.push_str(&format!("; missing: {}", self.missing().join("; ")));
         }
@@ -218,18 +200,28 @@ fn files_to_read(s: &PlannerState, entries: &[Entry]) -> Vec<String> {
     out
 }
 
-/// VERIFY: the explicit checks, then (when they all hold) the model's
-/// verdict. Met: the session is complete. Not met: back to planning with
-/// what is missing, or, with no plans left, the end — unverified.
+/// VERIFY: the explicit checks, then (when they all hold) each item of the
+/// goal's checklist judged by the model. Met: the session is complete. Not
+/// met: back to planning with what is missing, or, with no plans left, the
+/// end — unverified.
 pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         super::nodes::phase(step, "verify");
         let checks = checks(&s.parsed_goal.expect, &s.outcome);
-        let verdict = if checks.iter().all(|c| c.held) { Some(step.chat_json_as::<Verdict>(VERIFY_ROLE, prompts::verify(s, &checks)).await?) } else { None };
-        let met = verdict.as_ref().is_some_and(|v| v.met);
+        let mut judged = Vec::new();
+        if checks.iter().all(|c| c.held) {
+            if s.checklist.is_empty() {
+                s.checklist = step.chat_json_as::<Checklist>(VERIFY_ROLE, prompts::checklist(&s.goal)).await?.into_items(&s.goal);
+            }
+            let asks = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
+            let verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?;
+            let observation = prompts::observation(s);
+            judged = s.checklist.iter().zip(verdicts).map(|(r, v)| Judged::new(r.clone(), v, &observation)).collect();
+        }
+        let met = !judged.is_empty() && judged.iter().all(Judged::held);
         let iteration = step.progress().iterations;
-        let v = Verification { iteration, checks, verdict, met };
-        step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.checks.iter().map(Check::line).collect(), missing: v.missing() });
+        let v = Verification { iteration, checks, judged, met };
+        step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.lines(), missing: v.missing() });
         step.signal(|sig| sig.goal_verified = Some(met));
         if met {
             step.signal(|sig| sig.agent_signalled_completion = true);
@@ -299,14 +291,12 @@ mod tests {
     }
 
     #[test]
-    fn a_verdict_of_not_met_names_what_is_missing() {
-        let v = Verification {
-            iteration: 1,
-            checks: vec![],
-            verdict: Some(Verdict { met: false, missing: vec![Missing("run the script".into())], evidence: String::new() }),
-            met: false,
-        };
+    fn a_requirement_not_done_is_what_is_missing() {
+        let judged = |shown: &str, done| Judged { requirement: "run the script".into(), shown: shown.into(), done, grounded: true };
+        let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("", false)], met: false };
         assert_eq!(v.missing(), vec!["run the script"]);
-        assert!(v.summary().starts_with("not verified: no explicit check; model: not met; missing: run the script"));
+        assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) shown done; missing: run the script"), "{}", v.summary());
+        let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("hello", true)], met: true };
+        assert_eq!(v.lines(), vec!["✓ run the script (shown: \"hello\")"]);
     }
 }
