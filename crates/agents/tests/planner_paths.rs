@@ -72,11 +72,11 @@ fn met_in(req: &ChatRequest) -> String {
     let prompt = &req.messages.last().unwrap().content;
     let listing = prompt.split("NOW UNDER THE ROOT:\n").nth(1).unwrap_or_default();
     let shown = listing.lines().next().filter(|l| l.starts_with("- ")).map(|l| l.trim_start_matches("- ")).unwrap_or("FILES AND FOLDERS NOW UNDER THE ROOT");
-    json!({"shown": shown, "done": true}).to_string()
+    json!({"copied_line": shown, "done": true}).to_string()
 }
 
 fn not_met() -> String {
-    json!({"shown": "", "done": false}).to_string()
+    json!({"copied_line": "", "done": false}).to_string()
 }
 
 /// The verifier's answer to either of its questions.
@@ -514,14 +514,15 @@ async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_com
 }
 
 #[tokio::test]
-async fn a_requirement_said_done_on_text_that_is_not_on_disk_is_not_met_and_the_checklist_is_written_once() {
+async fn a_requirement_said_done_on_text_that_is_not_on_disk_is_asked_again_then_not_met_and_the_checklist_is_written_once() {
     let script = Script::default()
         .goal("Write the word ready into status.txt.")
         .with("plan", plan(&["WRITE_FILE status.txt starting"]))
         .with("checklist", checklist(&[("the word ready into status.txt", "status.txt holds the word ready")]))
-        .with("verify", json!({"shown": "status.txt: ready", "done": true}).to_string())
+        .with("verify", json!({"copied_line": "status.txt: ready", "done": true}).to_string())
+        .with("verify", json!({"copied_line": "status.txt: ready", "done": true}).to_string())
         .with("plan", plan(&["WRITE_FILE status.txt ready"]))
-        .with("verify", json!({"shown": "ready", "done": true}).to_string());
+        .with("verify", json!({"copied_line": "ready", "done": true}).to_string());
     let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
@@ -530,8 +531,8 @@ async fn a_requirement_said_done_on_text_that_is_not_on_disk_is_not_met_and_the_
     assert!(!first.met && first.judged[0].done && !first.judged[0].grounded, "a done without its text on disk is not done: {first:?}");
     assert!(s.verifications[1].met && s.verifications[1].judged[0].held());
     let second = r.prompts.lock().unwrap()[1].clone();
-    assert!(second.contains("status.txt holds the word ready (said done, but"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "plan", "verify"], "one checklist for the session");
+    assert!(second.contains("status.txt holds the word ready (nothing on disk or printed shows it)"), "{second}");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "verify", "plan", "verify"], "asked again once; one checklist");
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let lines: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload["checks"]).collect();
     assert!(lines[1].to_string().contains("✓ status.txt holds the word ready (shown: \\\"ready\\\")"), "{lines:?}");

@@ -11,7 +11,9 @@
 //! two items from the same part are one: a small model asked for a list
 //! pads it with conditions the goal never set (a folder "must be writable",
 //! "must be empty"), which no outcome could be shown to meet. The judge
-//! must copy the text that decides the item; an item
+//! must copy the line that decides the item, and is asked once more when
+//! what it copied is not there (small judges copy the requirement itself);
+//! an item
 //! said done whose copied text is not in what was shown is not done, since
 //! nothing shows the judge looked.
 
@@ -68,7 +70,7 @@ impl Checklist {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ItemVerdict {
     #[schemars(length(max = 200))]
-    pub shown: String,
+    pub copied_line: String,
     pub done: bool,
 }
 
@@ -87,8 +89,8 @@ pub struct Judged {
 
 impl Judged {
     pub fn new(requirement: String, verdict: ItemVerdict, observation: &str) -> Self {
-        let grounded = grounded(&verdict.shown, observation);
-        Self { requirement, shown: verdict.shown, done: verdict.done, grounded }
+        let grounded = grounded(&verdict.copied_line, observation);
+        Self { requirement, shown: verdict.copied_line, done: verdict.done, grounded }
     }
 
     /// Done, and shown to be.
@@ -106,15 +108,17 @@ impl Judged {
         }
     }
 
-    /// The requirement as still to do, with what was seen instead.
+    /// The requirement as still to do, with what was seen instead when
+    /// that is really there (a line the judge made up would mislead the
+    /// next plan).
     pub fn missing(&self) -> String {
         let quote = shorten(self.shown.trim(), 100);
-        if self.done {
-            format!("{} (said done, but \"{quote}\" is not in what is on disk or was printed)", self.requirement)
-        } else if quote.is_empty() {
-            self.requirement.clone()
-        } else {
+        if self.grounded && !quote.is_empty() {
             format!("{} (found: \"{quote}\")", self.requirement)
+        } else if self.done {
+            format!("{} (nothing on disk or printed shows it)", self.requirement)
+        } else {
+            self.requirement.clone()
         }
     }
 }
@@ -162,12 +166,13 @@ mod tests {
 
     #[test]
     fn a_requirement_holds_only_when_done_and_shown() {
-        let judged = |shown: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { shown: shown.into(), done }, SEEN);
+        let judged = |shown: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { copied_line: shown.into(), done }, SEEN);
         assert!(judged("2 files", true).held());
         let invented = judged("2", false);
         assert!(!invented.held() && invented.missing().contains("found: \"2\""), "{}", invented.missing());
         let unshown = judged("count.txt holds 1", true);
-        assert!(!unshown.held() && unshown.missing().contains("said done, but"), "{}", unshown.missing());
+        assert!(!unshown.held() && unshown.missing().ends_with("(nothing on disk or printed shows it)"), "{}", unshown.missing());
+        assert!(!unshown.missing().contains("holds 1"), "a made-up line is not shown to the next plan");
         assert!(unshown.line().starts_with('✗'));
     }
 

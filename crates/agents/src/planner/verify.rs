@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::checklist::{Checklist, ItemVerdict, Judged};
+use super::checklist::{grounded, Checklist, ItemVerdict, Judged};
 use super::events::PlannerEvent;
 use super::execute::shorten;
 use super::goal::{self, Expectation};
@@ -213,9 +213,21 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
             if s.checklist.is_empty() {
                 s.checklist = step.chat_json_as::<Checklist>(VERIFY_ROLE, prompts::checklist(&s.goal)).await?.into_items(&s.goal);
             }
-            let asks = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
-            let verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?;
+            let asks: Vec<_> = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
+            let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks.clone()).await?;
             let observation = prompts::observation(s);
+            // A done on a line that is not there is asked once more, with why.
+            let again: Vec<usize> = (0..verdicts.len()).filter(|&i| verdicts[i].done && !grounded(&verdicts[i].copied_line, &observation)).collect();
+            if !again.is_empty() {
+                let retries = again
+                    .iter()
+                    .map(|&i| prompts::judge_again(&asks[i], &serde_json::to_string(&verdicts[i]).unwrap_or_default(), &verdicts[i].copied_line))
+                    .collect();
+                let second = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, retries).await?;
+                for (i, v) in again.into_iter().zip(second) {
+                    verdicts[i] = v;
+                }
+            }
             judged = s.checklist.iter().zip(verdicts).map(|(r, v)| Judged::new(r.clone(), v, &observation)).collect();
         }
         let met = !judged.is_empty() && judged.iter().all(Judged::held);
