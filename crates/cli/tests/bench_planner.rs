@@ -41,7 +41,7 @@ async fn goals_are_planned_run_and_checked() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("Is this requirement done") {
-                return reply(json!({"copied_line": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
+                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             if last.contains("was rejected for these reasons") {
                 return reply(json!({"diagnosis": "escaped the root", "hints": ["write hello.txt inside the root"]}).to_string());

@@ -41,7 +41,7 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("Is this requirement done") {
-                return reply(json!({"copied_line": "hello", "done": true}).to_string());
+                return reply(json!({"evidence": "hello", "done": true}).to_string());
             }
             let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,
                 "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});

@@ -50,7 +50,7 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("Is this requirement done") {
-                return reply(json!({"copied_line": "env", "done": true}).to_string());
+                return reply(json!({"evidence": "env", "done": true}).to_string());
             }
             let plan = json!({"goal": "env", "thinking_summary": "print it", "reflection": "", "ready": true,
                 "plan": [{"step": 1, "action": "RUN_COMMAND env", "expects": "the variables"}]});

@@ -35,7 +35,7 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("Is this requirement done") {
-                return reply(json!({"copied_line": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
+                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
             reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))

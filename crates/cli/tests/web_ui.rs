@@ -58,7 +58,7 @@ async fn fake_endpoint() -> MockServer {
             } else if props.get("requirements").is_some() {
                 json!({"requirements": []}).to_string()
             } else if props.get("done").is_some() {
-                json!({"copied_line": "alpha", "done": true}).to_string()
+                json!({"evidence": "alpha", "done": true}).to_string()
             } else if props.get("plan").is_some() {
                 let steps = json!([
                     {"step": 1, "action": "READ_FILE big.txt", "expects": "its text"},

@@ -46,7 +46,7 @@ fn planner_model(delay: Duration) -> ScriptedModel {
         Ok(ChatResponse::text(match phase_of(req) {
             "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
             "checklist" => json!({"requirements": []}).to_string(),
-            "verify" => json!({"copied_line": "alpha", "done": true}).to_string(),
+            "verify" => json!({"evidence": "alpha", "done": true}).to_string(),
             "precheck" => "fine".to_string(),
             _ => format!(
                 "<json>{}</json>",

@@ -7,21 +7,16 @@
 //! wanted. So the goal is first written out as a short checklist — from the
 //! goal alone, before any outcome is shown, so the list cannot bend towards
 //! what was done — and each item is then judged separately against what
-//! OBSERVE saw. Each item must quote the part of the goal it comes from, and
-//! two items from the same part are one: a small model asked for a list
+//! OBSERVE saw, writing what it sees before it decides. Each item must quote the part of the goal it comes from, and
+//! two items from the same part about the same paths are one: a small model asked for a list
 //! pads it with conditions the goal never set (a folder "must be writable",
-//! "must be empty"), which no outcome could be shown to meet. The judge
-//! must copy the line that decides the item, and is asked once more when
-//! what it copied is not there (small judges copy the requirement itself);
-//! an item
-//! said done whose copied text is not in what was shown is not done, since
-//! nothing shows the judge looked.
+//! "must be empty"), which no outcome could be shown to meet.
 
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::execute::shorten;
-use super::goal;
+use super::{goal, goal_paths};
 
 // (Doc comments of the schema types would become the schema's descriptions,
 // which the model reads; the prompts say what each field is for.)
@@ -44,17 +39,18 @@ pub struct Requirement {
 
 impl Checklist {
     /// The requirements as plain sentences, one per part of the goal they
-    /// quote; the whole goal as the one requirement when the model wrote
-    /// none that quotes it.
+    /// quote and paths they name; the whole goal as the one requirement
+    /// when the model wrote none that quotes it.
     pub fn into_items(self, goal: &str) -> Vec<String> {
         let mut items: Vec<String> = Vec::new();
-        let mut parts: Vec<String> = Vec::new();
+        let mut seen: Vec<(String, Vec<String>)> = Vec::new();
         for r in self.requirements {
             let part = r.from_goal.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_lowercase();
             let text = r.requirement.trim().to_string();
-            let quotes_goal = part.chars().any(char::is_alphanumeric) && goal::holds(goal, &part);
-            if quotes_goal && !parts.contains(&part) && text.chars().any(char::is_alphanumeric) && !items.contains(&text) {
-                parts.push(part);
+            let key = (part, goal_paths::named_paths(&text));
+            let quotes_goal = key.0.chars().any(char::is_alphanumeric) && goal::holds(goal, &key.0);
+            if quotes_goal && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.contains(&text) {
+                seen.push(key);
                 items.push(text);
             }
         }
@@ -65,12 +61,13 @@ impl Checklist {
     }
 }
 
-/// The model's verdict on one requirement: the text that decides it, copied
-/// from what was shown, then whether it is done.
+/// The model's verdict on one requirement: what the observed text shows of
+/// it, then whether it is done (written in that order, so the judge looks
+/// before it decides).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ItemVerdict {
     #[schemars(length(max = 200))]
-    pub copied_line: String,
+    pub evidence: String,
     pub done: bool,
 }
 
@@ -79,101 +76,46 @@ pub struct ItemVerdict {
 #[serde(rename_all = "camelCase")]
 pub struct Judged {
     pub requirement: String,
-    /// The text the judge copied as deciding it.
-    pub shown: String,
-    /// The judge said it is done.
+    /// What the judge saw of it.
+    pub evidence: String,
     pub done: bool,
-    /// The copied text is in what the judge was shown.
-    pub grounded: bool,
 }
 
 impl Judged {
-    pub fn new(requirement: String, verdict: ItemVerdict, observation: &str) -> Self {
-        let grounded = grounded(&verdict.copied_line, observation);
-        Self { requirement, shown: verdict.copied_line, done: verdict.done, grounded }
+    pub fn new(requirement: String, verdict: ItemVerdict) -> Self {
+        Self { requirement, evidence: verdict.evidence, done: verdict.done }
     }
 
-    /// Done, and shown to be.
-    pub fn held(&self) -> bool {
-        self.done && self.grounded
-    }
-
-    /// The requirement with what decided it, for the user.
+    /// The requirement with what the judge saw, for the user.
     pub fn line(&self) -> String {
-        let quote = shorten(self.shown.trim(), 100);
-        if self.held() {
-            format!("✓ {} (shown: \"{quote}\")", self.requirement)
-        } else {
-            format!("✗ {}", self.missing())
-        }
+        format!("{} {}", if self.done { "✓" } else { "✗" }, self.with_evidence())
     }
 
-    /// The requirement as still to do, with what was seen instead when
-    /// that is really there (a line the judge made up would mislead the
-    /// next plan).
+    /// The requirement as still to do, with what the judge saw instead.
     pub fn missing(&self) -> String {
-        let quote = shorten(self.shown.trim(), 100);
-        if self.grounded && !quote.is_empty() {
-            format!("{} (found: \"{quote}\")", self.requirement)
-        } else if self.done {
-            format!("{} (nothing on disk or printed shows it)", self.requirement)
-        } else {
+        self.with_evidence()
+    }
+
+    fn with_evidence(&self) -> String {
+        let evidence = shorten(self.evidence.trim(), 160);
+        if evidence.is_empty() {
             self.requirement.clone()
+        } else {
+            format!("{} ({evidence})", self.requirement)
         }
     }
-}
-
-/// Whether `shown` is text from `observation` (ignoring case, runs of
-/// spaces and the quotes or brackets a model may wrap a copy in). A copy of
-/// several lines may keep or drop the listing's bullets and take along the
-/// prompt's own lines (the goal, a heading); what is left must be there, and
-/// text with no letter or digit shows nothing.
-pub fn grounded(shown: &str, observation: &str) -> bool {
-    let unwrap = |s: &str| s.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '<' | '>' | '«' | '»' | '“' | '”')).trim().to_string();
-    let quote = unwrap(shown);
-    if goal::holds(observation, &quote) && quote.chars().any(char::is_alphanumeric) {
-        return true;
-    }
-    let lines: Vec<String> =
-        quote.lines().map(|l| unwrap(l.trim().trim_start_matches("- "))).filter(|l| l.chars().any(char::is_alphanumeric) && !scaffolding(l)).collect();
-    !lines.is_empty() && lines.iter().all(|l| goal::holds(observation, l))
-}
-
-/// A line of the judge's prompt that is not observed text: the goal, the
-/// requirement, or a heading (capitals ending in a colon).
-fn scaffolding(line: &str) -> bool {
-    let upper = line.to_uppercase();
-    upper.starts_with("GOAL:") || upper.starts_with("REQUIREMENT:") || (line.ends_with(':') && !line.chars().any(char::is_lowercase))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SEEN: &str = "FILES AND FOLDERS NOW UNDER THE ROOT:\n- poems/\n- poems/a.txt\n- count.txt\n\nTEXT OF count.txt:\n<<<\n2 files\n>>>\n";
-
     #[test]
-    fn a_copied_text_is_grounded_and_an_invented_one_is_not() {
-        assert!(grounded("2 files", SEEN));
-        assert!(grounded("\"2   Files\"", SEEN), "case, spaces and quotes do not matter");
-        assert!(grounded("- poems/\n- poems/a.txt", SEEN), "several lines of the listing");
-        assert!(grounded("poems/\npoems/a.txt", SEEN), "with the bullets dropped");
-        assert!(!grounded("count.txt holds 2", SEEN), "a paraphrase is not a copy");
-        assert!(!grounded("", SEEN) && !grounded(" `` ", SEEN), "nothing copied shows nothing");
-        assert!(grounded("GOAL: Make poems.\nFILES AND FOLDERS NOW UNDER THE ROOT:\n- poems/", SEEN), "the prompt's own lines are left aside");
-        assert!(!grounded("GOAL: Make poems.\nFILES AND FOLDERS NOW UNDER THE ROOT:", SEEN), "but they alone show nothing");
-    }
-
-    #[test]
-    fn a_requirement_holds_only_when_done_and_shown() {
-        let judged = |shown: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { copied_line: shown.into(), done }, SEEN);
-        assert!(judged("2 files", true).held());
-        let invented = judged("2", false);
-        assert!(!invented.held() && invented.missing().contains("found: \"2\""), "{}", invented.missing());
-        let unshown = judged("count.txt holds 1", true);
-        assert!(!unshown.held() && unshown.missing().ends_with("(nothing on disk or printed shows it)"), "{}", unshown.missing());
-        assert!(!unshown.missing().contains("holds 1"), "a made-up line is not shown to the next plan");
-        assert!(unshown.line().starts_with('✗'));
+    fn a_requirement_not_done_is_missing_with_what_was_seen() {
+        let judged = |evidence: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done });
+        assert_eq!(judged("count.txt holds 2", true).line(), "✓ count.txt holds the number of poems (count.txt holds 2)");
+        assert_eq!(judged("it holds a command", false).missing(), "count.txt holds the number of poems (it holds a command)");
+        assert_eq!(judged(" ", false).missing(), "count.txt holds the number of poems");
     }
 
     fn item(from_goal: &str, requirement: &str) -> Requirement {
@@ -187,12 +129,17 @@ mod tests {
             requirements: vec![
                 item("make a.txt", "a.txt exists"),
                 item("Make a.txt", "a.txt is writable"),
+                item("Make a.txt", "the folder holds a.txt/b.txt"),
                 item("a folder b", " "),
                 item("a folder c", "c exists"),
                 item("\"a folder b\"", "folder b exists"),
             ],
         };
-        assert_eq!(list.into_items(goal), vec!["a.txt exists", "folder b exists"], "padding from the same part and items quoting no part are dropped");
+        assert_eq!(
+            list.into_items(goal),
+            vec!["a.txt exists", "the folder holds a.txt/b.txt", "folder b exists"],
+            "padding from the same part about the same paths, and items quoting no part, are dropped"
+        );
         assert_eq!(Checklist::default().into_items(goal), vec![goal], "no item: the whole goal");
     }
 }

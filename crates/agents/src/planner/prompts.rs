@@ -239,25 +239,13 @@ pub fn checklist(goal: &str) -> ChatRequest {
     r
 }
 
-/// Asks `asked` again after an answer that said done on a line that is not
-/// in what was shown.
-pub fn judge_again(asked: &ChatRequest, answer: &str, copied: &str) -> ChatRequest {
-    let mut r = asked.clone();
-    r.messages.push(Message::assistant(answer));
-    r.messages.push(Message::user(format!(
-        "\"{copied}\" is not a line shown above. Copy the one line from the listing, a file's text or a command's output \
-         that decides the requirement, exactly as it appears; if no line shows it done, answer done false."
-    )));
-    r
-}
-
 /// Asks whether one requirement is done, from what OBSERVE saw; the
 /// explicit checks that held are shown as facts. Everything before the
 /// requirement is the same for each item, so a model that keeps its cache
 /// reads it once.
 pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatRequest {
-    // The requirement stands alone; without the goal above the listing, the
-    // first line a judge sees (and tends to copy) is observed text.
+    // The requirement stands alone: the judge decides this one item, not
+    // the goal as a whole.
     let mut user = observation(s);
     if !checks.is_empty() {
         user.push_str("\nCHECKED AND TRUE:\n");
@@ -269,9 +257,8 @@ pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatReque
     let mut r = ChatRequest::new(vec![
         Message::system(
             "You check finished work against one requirement. You see what is now on disk and what commands printed; judge only from what is shown. \
-             Answer with a JSON object: copied_line (the one line from the listing, from a file's text or from what a command printed \
-             that decides the requirement, copied exactly as it appears above; \
-             never the goal, the requirement or a heading) and done (true only if that text shows the requirement fully met; \
+             Answer with a JSON object: evidence (one sentence: what the listing, the files' text or the commands' output show of the requirement) \
+             and done (true only if what is shown proves the requirement fully met; \
              a file must hold the real text or result asked for, not a command or a placeholder).",
         ),
         Message::user(user),

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::checklist::{grounded, Checklist, ItemVerdict, Judged};
+use super::checklist::{Checklist, ItemVerdict, Judged};
 use super::events::PlannerEvent;
 use super::execute::shorten;
 use super::goal::{self, Expectation};
@@ -102,7 +102,7 @@ impl Verification {
     /// What is still missing, in words, for the user and the next plan.
     pub fn missing(&self) -> Vec<String> {
         let checks = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw));
-        checks.chain(self.judged.iter().filter(|j| !j.held()).map(Judged::missing)).collect()
+        checks.chain(self.judged.iter().filter(|j| !j.done).map(Judged::missing)).collect()
     }
 
     /// Every explicit check and judged requirement, one line each.
@@ -117,7 +117,7 @@ impl Verification {
         let judged = if self.judged.is_empty() {
             String::new()
         } else {
-            format!("; {} of {} requirement(s) shown done", self.judged.iter().filter(|j| j.held()).count(), self.judged.len())
+            format!("; {} of {} requirement(s) judged done", self.judged.iter().filter(|j| j.done).count(), self.judged.len())
         };
         let head = if self.met { "verified" } else { "not verified" };
         let mut line = format!("{head}: {checks}{judged}");
@@ -213,24 +213,11 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
             if s.checklist.is_empty() {
                 s.checklist = step.chat_json_as::<Checklist>(VERIFY_ROLE, prompts::checklist(&s.goal)).await?.into_items(&s.goal);
             }
-            let asks: Vec<_> = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
-            let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks.clone()).await?;
-            let observation = prompts::observation(s);
-            // A done on a line that is not there is asked once more, with why.
-            let again: Vec<usize> = (0..verdicts.len()).filter(|&i| verdicts[i].done && !grounded(&verdicts[i].copied_line, &observation)).collect();
-            if !again.is_empty() {
-                let retries = again
-                    .iter()
-                    .map(|&i| prompts::judge_again(&asks[i], &serde_json::to_string(&verdicts[i]).unwrap_or_default(), &verdicts[i].copied_line))
-                    .collect();
-                let second = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, retries).await?;
-                for (i, v) in again.into_iter().zip(second) {
-                    verdicts[i] = v;
-                }
-            }
-            judged = s.checklist.iter().zip(verdicts).map(|(r, v)| Judged::new(r.clone(), v, &observation)).collect();
+            let asks = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
+            let verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?;
+            judged = s.checklist.iter().zip(verdicts).map(|(r, v)| Judged::new(r.clone(), v)).collect();
         }
-        let met = !judged.is_empty() && judged.iter().all(Judged::held);
+        let met = !judged.is_empty() && judged.iter().all(|j| j.done);
         let iteration = step.progress().iterations;
         let v = Verification { iteration, checks, judged, met };
         step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.lines(), missing: v.missing() });
@@ -304,11 +291,11 @@ mod tests {
 
     #[test]
     fn a_requirement_not_done_is_what_is_missing() {
-        let judged = |shown: &str, done| Judged { requirement: "run the script".into(), shown: shown.into(), done, grounded: true };
+        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done };
         let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("", false)], met: false };
         assert_eq!(v.missing(), vec!["run the script"]);
-        assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) shown done; missing: run the script"), "{}", v.summary());
+        assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) judged done; missing: run the script"), "{}", v.summary());
         let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("hello", true)], met: true };
-        assert_eq!(v.lines(), vec!["✓ run the script (shown: \"hello\")"]);
+        assert_eq!(v.lines(), vec!["✓ run the script (hello)"]);
     }
 }
