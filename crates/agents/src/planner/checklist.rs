@@ -7,10 +7,12 @@
 //! wanted. So the goal is first written out as a short checklist — from the
 //! goal alone, before any outcome is shown, so the list cannot bend towards
 //! what was done — and each item is then judged separately against what
-//! OBSERVE saw, writing what it sees before it decides. Each item must quote the part of the goal it comes from, and
-//! two items from the same part about the same paths are one: a small model asked for a list
-//! pads it with conditions the goal never set (a folder "must be writable",
-//! "must be empty"), which no outcome could be shown to meet.
+//! OBSERVE saw, the judge writing what it sees before it decides.
+//!
+//! Each item must quote the part of the goal it comes from, and two items
+//! from the same part about the same paths are one: a small model asked for
+//! a list pads it with conditions the goal never set (a folder "must be
+//! writable", "must be empty"), which no outcome could be shown to meet.
 
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
