@@ -42,7 +42,7 @@ fn answer(req: &ChatRequest) -> ChatResponse {
     } else if asks_for("requirements") {
         json!({"requirements": [{"from_goal": "a.txt saying hello", "requirement": "notes/a.txt says hello"}]}).to_string()
     } else if asks_for("done") {
-        json!({"evidence": "hello", "done": true}).to_string()
+        json!({"evidence": "notes/a.txt holds hello", "done": true}).to_string()
     } else if asks_for("isComplex") {
         json!({"isComplex": false, "subQueries": []}).to_string()
     } else if asks_for("aspects") {
