@@ -128,19 +128,20 @@ impl Browser {
     }
 
     /// Clicks the element `css` names, finding it again if the page
-    /// redrew it between the find and the click.
+    /// redrew it between the find and the click, and waiting while it is in
+    /// the page but not shown yet (an overlay that is still opening).
     async fn click(&self, css: &str) {
-        for _ in 0..5 {
+        for _ in 0..50 {
             let el = self.cmd("POST", "/element", json!({"using": "css selector", "value": css})).await;
             let id = el.as_object().and_then(|o| o.values().next()).and_then(Value::as_str).unwrap().to_string();
             let v: Value = self.http.post(format!("{}/element/{id}/click", self.base)).json(&json!({})).send().await.unwrap().json().await.unwrap();
             match v["value"]["error"].as_str() {
                 None => return,
-                Some("stale element reference") => tokio::time::sleep(Duration::from_millis(50)).await,
+                Some("stale element reference" | "element not interactable") => tokio::time::sleep(Duration::from_millis(100)).await,
                 Some(_) => panic!("webdriver click {css}: {}", v["value"]),
             }
         }
-        panic!("{css} kept being redrawn");
+        panic!("{css} kept being redrawn or stayed hidden for 5 s");
     }
 
     async fn type_into(&self, css: &str, text: &str) {
