@@ -20,8 +20,9 @@ use serde::{Deserialize, Serialize};
 use super::execute::shorten;
 use super::{goal, goal_paths};
 
-// (Doc comments of the schema types would become the schema's descriptions,
-// which the model reads; the prompts say what each field is for.)
+// (The schema types' fields carry no doc comments: they would become the
+// schema's descriptions, which the model reads; the prompts say what each
+// field is for.)
 
 /// What the model writes for the goal: what must be true once it is done.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -88,17 +89,14 @@ impl Judged {
         Self { requirement, evidence: verdict.evidence, done: verdict.done }
     }
 
-    /// The requirement with what the judge saw, for the user.
+    /// The requirement marked done or not, for the user.
     pub fn line(&self) -> String {
-        format!("{} {}", if self.done { "✓" } else { "✗" }, self.with_evidence())
+        format!("{} {}", if self.done { "✓" } else { "✗" }, self.missing())
     }
 
-    /// The requirement as still to do, with what the judge saw instead.
+    /// The requirement with what the judge saw of it (for one not done,
+    /// what the next plan must still do).
     pub fn missing(&self) -> String {
-        self.with_evidence()
-    }
-
-    fn with_evidence(&self) -> String {
         let evidence = shorten(self.evidence.trim(), 160);
         if evidence.is_empty() {
             self.requirement.clone()

@@ -200,9 +200,8 @@ pub fn precheck(action: &str) -> ChatRequest {
 const ENTRIES_SHOWN: usize = 60;
 
 /// What OBSERVE saw, as the judge is shown it: the root's entries, the
-/// files read and what the plan's commands printed. A judge's copied text is
-/// checked against exactly this.
-pub fn observation(s: &PlannerState) -> String {
+/// files read and what the plan's commands printed.
+fn observation(s: &PlannerState) -> String {
     let o = &s.outcome;
     let mut out = String::from("FILES AND FOLDERS NOW UNDER THE ROOT:\n");
     for e in o.entries.iter().take(ENTRIES_SHOWN) {
