@@ -19,7 +19,7 @@ use agentloop_tools::{ApprovalPolicy, Approvals, Sandbox, Workspace};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::harness::{self, fraction, Results};
+use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
 /// The one task every project gets.
@@ -72,6 +72,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
     let bar = harness::bar(projects.len());
     let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
+    let mut served = Served::default();
     for project in &projects {
         let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         bar.set_message(name.clone());
@@ -84,6 +85,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         false_completions += u32::from(record.said_passed && !record.solved);
         iterations += u64::from(record.iterations);
         seconds.push(took);
+        served.add(&record.served);
         out.write(&json!({
             "project": name, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
             "solved": record.solved, "saidPassed": record.said_passed, "iterations": record.iterations,
@@ -103,6 +105,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             "false_completions": false_completions,
             "mean_iterations": if n == 0 { 0.0 } else { harness::round(iterations as f64 / n as f64, 2) },
             "median_seconds": harness::round(harness::median(seconds.iter().copied()), 1),
+            "model_calls": served.report(),
             "results": out.path,
         })
     );

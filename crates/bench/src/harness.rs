@@ -1,6 +1,7 @@
 //! What the benchmarks share: a results file of JSON lines, a progress bar,
-//! a scratch folder, fractions, medians and rounding.
+//! a scratch folder, fractions, medians, rounding and the calls per model.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -77,6 +78,26 @@ pub fn fraction(k: u32, n: usize) -> f64 {
     round(f64::from(k) / n.max(1) as f64, 4)
 }
 
+/// Model calls per model name, summed over a run: with a chain, how much of
+/// the work each model did.
+#[derive(Default)]
+pub struct Served(BTreeMap<String, u64>);
+
+impl Served {
+    pub fn add(&mut self, served: &BTreeMap<String, u64>) {
+        for (model, calls) in served {
+            *self.0.entry(model.clone()).or_default() += calls;
+        }
+    }
+
+    /// `{"calls": {model: n}, "share": {model: fraction}}`.
+    pub fn report(&self) -> Value {
+        let total: u64 = self.0.values().sum();
+        let share: BTreeMap<&String, f64> = self.0.iter().map(|(m, n)| (m, round(*n as f64 / total.max(1) as f64, 4))).collect();
+        serde_json::json!({ "calls": self.0, "share": share })
+    }
+}
+
 pub fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut v: Vec<f64> = values.collect();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -98,6 +119,10 @@ mod tests {
         assert_eq!(median(std::iter::empty()), 0.0);
         assert_eq!(fraction(2, 3), 0.6667);
         assert_eq!(wilson(8, 10), [0.4902, 0.9433]);
+        let mut served = Served::default();
+        served.add(&BTreeMap::from([("small".to_string(), 3)]));
+        served.add(&BTreeMap::from([("small".to_string(), 3), ("strong".to_string(), 2)]));
+        assert_eq!(served.report(), serde_json::json!({"calls": {"small": 6, "strong": 2}, "share": {"small": 0.75, "strong": 0.25}}));
         assert_eq!(fraction(1, 0), 1.0);
         assert_eq!(round(1.23456, 2), 1.23);
     }

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::harness::{self, fraction, Results};
+use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
 /// `agentloop bench planner`.
@@ -169,6 +169,7 @@ async fn run_goal(
         "verifications": s.verifications.iter().map(|v| v.summary()).collect::<Vec<_>>(),
         "seconds": outcome.progress.active_ms() as f64 / 1000.0,
         "tokens": outcome.progress.tokens(),
+        "served": outcome.progress.served,
     }))
 }
 
@@ -214,6 +215,7 @@ struct Totals {
     seconds: f64,
     plan_ms: Vec<u64>,
     tokens: u64,
+    served: Served,
 }
 
 impl Totals {
@@ -234,6 +236,9 @@ impl Totals {
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
+        if let Ok(served) = serde_json::from_value(r["served"].clone()) {
+            self.served.add(&served);
+        }
     }
 
     fn report(&self, set: &str, goals: usize, out: &Path) -> serde_json::Value {
@@ -254,6 +259,7 @@ impl Totals {
             "mean_seconds_per_goal": if goals == 0 { 0.0 } else { (self.seconds / goals as f64 * 10.0).round() / 10.0 },
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,
+            "model_calls": self.served.report(),
             "results": out,
         })
     }

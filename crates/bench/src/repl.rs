@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::harness::{self, fraction, Results};
+use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
 /// `agentloop bench repl`.
@@ -61,6 +61,7 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
     let bar = harness::bar(questions.question.len());
     let (mut right_reflect, mut right_single, mut turns, mut tokens) = (0u32, 0u32, 0u64, 0u64);
+    let mut served = Served::default();
     for (i, q) in questions.question.iter().enumerate() {
         bar.set_message(harness::label(&q.prompt));
         let reflect_config = ReplConfig { max_turns: args.max_turns, ..ReplConfig::default() };
@@ -71,6 +72,8 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
         right_single += u32::from(without.correct);
         turns += u64::from(with.turns);
         tokens += with.tokens + without.tokens;
+        served.add(&with.served);
+        served.add(&without.served);
         let record = json!({
             "prompt": q.prompt, "expected": q.answer,
             "reflect": {"answer": with.answer, "correct": with.correct, "turns": with.turns, "finishReason": with.finish_reason},
@@ -94,6 +97,7 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
             "accuracy_single_95": harness::wilson(right_single, total),
             "mean_turns": (turns as f64 / n * 100.0).round() / 100.0,
             "tokens": tokens,
+            "model_calls": served.report(),
             "results": out.path,
         })
     );
@@ -105,6 +109,7 @@ struct Answered {
     correct: bool,
     turns: u32,
     tokens: u64,
+    served: std::collections::BTreeMap<String, u64>,
     finish_reason: Option<String>,
 }
 
@@ -121,6 +126,7 @@ async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, env
         answer,
         turns: s.turn_count,
         tokens: outcome.progress.tokens(),
+        served: outcome.progress.served,
         finish_reason: outcome.finish_reason,
     })
 }
