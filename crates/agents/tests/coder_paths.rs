@@ -168,6 +168,30 @@ async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may
 }
 
 #[tokio::test]
+async fn the_plan_and_the_first_change_read_which_tests_fail_before_anything_is_tried() {
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let seen = prompts.clone();
+    let model = ScriptedModel::with(move |req| {
+        let phase = phase_of_request(req);
+        seen.lock().unwrap().push((phase, req.messages.last().map(|m| m.content.clone()).unwrap_or_default()));
+        Ok(ChatResponse::text(text_of(match phase {
+            "plan" => plan(),
+            "code" => change(FIXED),
+            _ => accept(),
+        })))
+    });
+    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let prompts = prompts.lock().unwrap();
+    for phase in ["plan", "code"] {
+        let prompt = &prompts.iter().find(|(p, _)| *p == phase).unwrap().1;
+        assert!(prompt.contains("The tests now, before any change"), "{phase}: {prompt}");
+        // unittest's own report of the failure: the assertion and its values.
+        assert!(prompt.contains("AssertionError: -1 != 5"), "{phase}: {prompt}");
+    }
+}
+
+#[tokio::test]
 async fn a_failing_test_is_reflected_on_and_fixed() {
     let script = Script::default()
         .with("plan", plan())

@@ -38,21 +38,33 @@ pub fn memory(s: &CoderState) -> String {
     out
 }
 
+/// The test command's output before any change, while nothing has been
+/// tried: which tests fail and how is the first thing to read before
+/// planning or writing a change (later prompts carry each attempt's output
+/// in `memory`).
+fn failing_now(s: &CoderState) -> String {
+    match (&s.baseline, s.attempts.is_empty()) {
+        (Some(out), true) if !out.trim().is_empty() => format!("\nThe tests now, before any change:\n{}\n", indent(out)),
+        _ => String::new(),
+    }
+}
+
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
 pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
     request(format!(
-        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}\nWrite a short plan: the steps to complete the task.",
+        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task.",
         s.task,
         s.test_command,
+        failing_now(s),
         memory(s)
     ))
 }
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s)))
+    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), failing_now(s), memory(s)))
 }
 
 pub fn reflect(s: &CoderState) -> ChatRequest {
