@@ -4,7 +4,9 @@
 //! `crates/bench/data/coder-heldout/`, never tuned on. After each session
 //! the bench runs the test command itself: that, not what the agent said,
 //! decides `solved`, and a session that said it passed when the tests fail
-//! is a false completion. The last line printed is one JSON object.
+//! is a false completion. `--runs N` gives each project N sessions on
+//! fresh copies (the README's main job is `--only py-intervals --runs 10`).
+//! The last line printed is one JSON object.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +39,10 @@ pub struct CoderArgs {
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
+    /// Sessions per project, each on a fresh copy: how often the agent
+    /// solves the same project, not just whether it did once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
     /// Per-project results, one JSON object per line (default: <data dir>/benchmarks/coder-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -70,13 +76,14 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder")?;
     let scratch = harness::scratch_dir("coder-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
-    let bar = harness::bar(projects.len());
+    let bar = harness::bar(projects.len() * args.runs as usize);
     let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
     let mut served = Served::default();
-    for project in &projects {
+    let runs: Vec<(&PathBuf, u32)> = projects.iter().flat_map(|p| (1..=args.runs).map(move |run| (p, run))).collect();
+    for (project, run) in runs.iter().copied() {
         let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         bar.set_message(name.clone());
-        let ws = scratch.join(&name);
+        let ws = if args.runs == 1 { scratch.join(&name) } else { scratch.join(format!("{name}-{run}")) };
         copy_dir(project, &ws)?;
         let started = Instant::now();
         let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.max_iterations).await?;
@@ -87,19 +94,20 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         seconds.push(took);
         served.add(&record.served);
         out.write(&json!({
-            "project": name, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
+            "project": name, "run": run, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
             "solved": record.solved, "saidPassed": record.said_passed, "iterations": record.iterations,
             "seconds": harness::round(took, 1), "served": record.served, "tests": record.tests_tail,
         }))?;
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let n = projects.len();
+    let n = runs.len();
     println!(
         "{}",
         json!({
             "set": args.set,
-            "projects": n,
+            "projects": projects.len(),
+            "sessions": n,
             "solved": fraction(solved, n),
             "solved_95": harness::wilson(solved, n),
             "false_completions": false_completions,

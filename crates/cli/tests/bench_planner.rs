@@ -80,6 +80,7 @@ async fn goals_are_planned_run_and_checked() {
     assert_eq!(report["executed_ok"], 1.0);
     assert_eq!((report["verified"].as_f64(), report["false_completions"].as_f64()), (Some(1.0), Some(0.0)));
     assert_eq!(report["invalid_executed"], 0);
+    assert_eq!(report["model_calls"]["share"], json!({"fake": 1.0}), "every call went to the one configured model");
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["valid"], json!([false, true]));
     assert!(lines[1]["rejections"][0][0].as_str().unwrap().contains("outside"), "{}", lines[1]);

@@ -1,0 +1,75 @@
+//! `bench coder` end to end against a fake OpenAI-compatible endpoint: each
+//! run gets a fresh copy of the project, the bench runs the tests itself to
+//! decide `solved`, and the last line is the JSON report with the calls each
+//! model served.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn reply(content: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}
+
+const FIXED: &str = "def merge(intervals):\n    result = []\n    for start, end in sorted(intervals):\n        if result and start <= result[-1][1]:\n            result[-1][1] = max(result[-1][1], end)\n        else:\n            result.append([start, end])\n    return result\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            if last.contains("Write a short plan") {
+                // The plan is written after reading which tests fail.
+                assert!(last.contains("The tests now, before any change"), "{last}");
+                return reply(json!({"steps": ["sort the intervals, merge touching ones, keep the larger end"]}).to_string());
+            }
+            if last.contains("Carry out the plan") {
+                return reply(format!("intervals.py\n```python\n{FIXED}```\n"));
+            }
+            reply(json!({"accept": true, "objection": ""}).to_string())
+        })
+        .mount(&server)
+        .await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let args: Vec<String> = [
+        "--data-dir",
+        &dir.path().display().to_string(),
+        "--config",
+        &config.display().to_string(),
+        "bench",
+        "coder",
+        "--only",
+        "py-intervals",
+        "--runs",
+        "2",
+        "--out",
+        &results.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!((report["projects"].as_u64(), report["sessions"].as_u64()), (Some(1), Some(2)), "{report}");
+    assert_eq!((report["solved"].as_f64(), report["false_completions"].as_u64()), (Some(1.0), Some(0)), "{report}");
+    // Plan, code and review in each session, all on the one configured model.
+    assert_eq!(report["model_calls"], json!({"calls": {"fake": 6}, "share": {"fake": 1.0}}), "{report}");
+    let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_ne!(lines[0]["workspace"], lines[1]["workspace"], "each run has its own copy");
+    for line in &lines {
+        let ws = std::path::PathBuf::from(line["workspace"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(ws.join("intervals.py")).unwrap(), FIXED);
+    }
+}
