@@ -32,15 +32,10 @@ impl Script {
     }
 }
 
-/// The phase a request belongs to: its last user turn, or the one before a
-/// refusal (an answer asked for again belongs to the same phase).
+/// The phase a request belongs to, by its last user turn (an answer asked
+/// for again is the same prompt with the reason added).
 fn phase_of_request(req: &agentloop_core::ChatRequest) -> &'static str {
-    let prompt = req.messages.iter().rev().map(|m| m.content.as_str()).find(|c| !c.starts_with("That answer cannot be applied") && !c.is_empty());
-    if req.messages.last().is_some_and(|m| m.content.starts_with("That answer cannot be applied")) {
-        let original = req.messages.iter().rev().nth(2).map(|m| m.content.as_str()).unwrap_or_default();
-        return phase_of(original);
-    }
-    phase_of(prompt.unwrap_or_default())
+    phase_of(req.messages.last().map(|m| m.content.as_str()).unwrap_or_default())
 }
 
 fn phase_of(prompt: &str) -> &'static str {
@@ -117,13 +112,18 @@ fn text_of(answer: Value) -> String {
 /// The coder on a fresh workspace (the broken `calc.py` and `tests`) with
 /// `model`; the sandbox keeps `home`'s secrets out when given.
 async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
+    run_models(Models::new(Arc::new(model)), config, tests, home).await
+}
+
+/// `run_model` with a model per role.
+async fn run_models(models: Models, config: LoopConfig, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
     std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
     let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), home, None).unwrap();
-    let runner = coder::runner(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let runner = coder::runner(&workspace, &sandbox, models, store.clone(), Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
@@ -299,6 +299,47 @@ print('no file named')
     let s = state(&r);
     assert_eq!(s.attempts.len(), 1, "{:?}", s.attempts);
     assert!(s.attempts[0].passed);
+}
+
+#[tokio::test]
+async fn a_refused_answer_is_asked_for_again_with_the_reason_and_without_the_refused_answer() {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    let mut codes = VecDeque::from([Value::String("```python\nprint('no file named')\n```".into()), change(FIXED)]);
+    let model = ScriptedModel::with(move |req| {
+        let phase = phase_of_request(req);
+        if phase == "code" {
+            seen.lock().unwrap().push(req.clone());
+        }
+        Ok(ChatResponse::text(text_of(match phase {
+            "plan" => plan(),
+            "code" => codes.pop_front().unwrap(),
+            _ => accept(),
+        })))
+    });
+    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let requests = requests.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    let (first, again) = (&requests[0], &requests[1]);
+    assert_eq!(again.messages.len(), first.messages.len(), "no refused answer in the conversation");
+    assert!(again.messages.iter().all(|m| !m.content.contains("no file named")), "the refused answer is not shown back");
+    let last = &again.messages.last().unwrap().content;
+    assert!(last.starts_with(&first.messages.last().unwrap().content), "the same prompt");
+    assert!(last.contains("could not be applied: the answer had code but no file path"), "{last}");
+    assert_eq!((first.temperature, again.temperature.is_some()), (None, true), "the first change is greedy, the second a fresh sample");
+}
+
+#[tokio::test]
+async fn the_coder_role_plans_writes_and_reflects_while_review_stays_on_the_default_model() {
+    let (writer, asked_writer) =
+        scripted(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.8)).with("fix", change(FIXED)));
+    let (default, asked_default) = scripted(Script::default().with("review", accept()));
+    let models = Models::new(Arc::new(default)).with_role(coder::CODER_ROLE, Arc::new(writer));
+    let (out, _, _) = run_models(models, LoopConfig::default(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert_eq!(*asked_writer.lock().unwrap(), vec!["plan", "code", "reflect", "fix"]);
+    assert_eq!(*asked_default.lock().unwrap(), vec!["review"]);
 }
 
 #[tokio::test]

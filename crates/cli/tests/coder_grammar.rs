@@ -1,6 +1,7 @@
 //! The coder's change format, held to by the real embedded provider:
 //! whatever the model writes, every block names a file the change
-//! may touch or a new one under the root, and `read_change` places it.
+//! may touch or a declared new one under the root, and `read_change`
+//! places it.
 //! Needs the default model (`scripts/fetch-models.sh`).
 
 #![cfg(feature = "llama")]
@@ -45,7 +46,8 @@ async fn every_block_a_constrained_model_writes_names_a_placeable_file() {
         }
         let opener = answer.content.lines().position(|l| l.starts_with("```")).unwrap_or_default();
         let above = answer.content.lines().nth(opener.saturating_sub(1)).unwrap_or_default();
-        assert!(opener > 0 && !above.contains(' '), "{ask:?}: the first block follows a path line, not {above:?}");
+        let path_line = above.strip_prefix("new file ").unwrap_or(above);
+        assert!(opener > 0 && !path_line.contains(' '), "{ask:?}: the first block follows a path line, not {above:?}");
     }
     assert!(finished > 0, "every answer was cut off: nothing was checked");
 }

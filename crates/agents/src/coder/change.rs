@@ -31,13 +31,18 @@ use crate::fence::fences;
 /// that can be held to it always answers with blocks `read` can place: at
 /// most two lines of prose first (held to prose — they need a space — so
 /// a path line is never taken for one), then each file as a path — one of
-/// `paths` (the files it may change) or a new relative path that cannot
-/// climb out of the root — on its own line and a fenced block running to
-/// the first closing fence. No block without a path, nothing after the
-/// last block.
+/// `paths` (the files it may change) or, declared as `new file PATH`, a new
+/// relative path that cannot climb out of the root — on its own line and a
+/// fenced block running to the first closing fence. No block without a
+/// path, nothing after the last block.
+///
+/// A new file has to be declared because a bare new path is the easiest
+/// way for a small model to go wrong: a heading or a numbered step
+/// ("File_a.py", "2.2.0") taken as a path writes a stray file while the
+/// file that needed the change is left as it was.
 pub fn grammar(paths: &[&str]) -> String {
     let named: Vec<String> = paths.iter().filter(|p| !p.chars().any(char::is_control)).map(|p| format!("{p:?}")).collect();
-    let path = if named.is_empty() { "NEW_PATH".to_string() } else { format!("{} | NEW_PATH", named.join(" | ")) };
+    let path = if named.is_empty() { NEW_FILE.to_string() } else { format!("{} | {NEW_FILE}", named.join(" | ")) };
     format!(
         r#"start: INTRO? INTRO? file (SEP file)* SEP?
 file: path "\n```" LANG "\n" BODY
@@ -50,6 +55,9 @@ SEP: /\n+/
 "#
     )
 }
+
+/// How an answer names a file that does not exist yet (in the grammar).
+const NEW_FILE: &str = r#""new file " NEW_PATH"#;
 
 /// The files a change writes: (path, new content), in answer order, one
 /// entry per path (a later block for the same path wins).
@@ -332,6 +340,15 @@ mod tests {
         for path in ["intervals.py", "src/lib.rs", "contest.py", "latest_tests.md"] {
             assert!(!is_test_file(path), "{path}");
         }
+    }
+
+    #[test]
+    fn a_declared_new_file_is_read_by_its_path() {
+        let existing = files(&[("a.py", "x = 1\n")]);
+        let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing).unwrap();
+        assert_eq!(got, files(&[("pkg/b.py", "y = 2\n")]));
+        let lark = grammar(&["a.py"]);
+        assert!(lark.contains(r#"path: "a.py" | "new file " NEW_PATH"#), "{lark}");
     }
 
     #[test]

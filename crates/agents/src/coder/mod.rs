@@ -7,8 +7,9 @@
 //!                                 └abort → stop
 //! ```
 //!
-//! PLAN, REFLECT and REVIEW answer in JSON (`chat_json`); CODE and FIX give
-//! files as fenced blocks (`change.rs`). Every file write
+//! PLAN, REFLECT and REVIEW answer in JSON; CODE and FIX give files as
+//! fenced blocks (`change.rs`). PLAN and the first CODE read the tests'
+//! output from before any change. Every file write
 //! and command goes through the workspace jail and the approval policy, and
 //! what each attempt tried and how it failed is carried into the next plan
 //! and fix prompts. A change identical to one already tested goes straight
@@ -40,8 +41,11 @@ pub use events::CoderEvent;
 pub use state::{Attempt, CoderState, LoopConfig, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";
-/// The role that writes changes (CODE and FIX); unless configured, a chain
-/// from the default model to the stronger one (`agentloop_llm::roles`).
+/// The role that plans, writes changes (CODE and FIX) and reflects on
+/// failed tests; unless configured, a chain from the default model to the
+/// stronger one (`agentloop_llm::roles`). Plan and diagnosis share the
+/// writer's model, so once the chain has escalated the stronger model does
+/// the thinking too, not only the typing.
 pub const CODER_ROLE: &str = "coder";
 
 /// The coder's graph.

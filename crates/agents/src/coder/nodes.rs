@@ -4,7 +4,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Message, Result, SessionStatus, Step, Stop};
+use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Result, SessionStatus, Step, Stop};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -50,7 +50,7 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
             s.baseline = Some(shown);
         }
         let files = render(&workspace_files(s)?);
-        let out: PlanOut = step.chat_json(prompts::plan(s, &files)).await?;
+        let out: PlanOut = step.chat_json_as(CODER_ROLE, prompts::plan(s, &files)).await?;
         s.plan = out.steps.into_iter().map(|step| step.0).collect();
         Ok(())
     })
@@ -138,7 +138,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
                 confidence: 1.0,
             },
             None => {
-                let r: Reflection = step.chat_json(prompts::reflect(s)).await?;
+                let r: Reflection = step.chat_json_as(CODER_ROLE, prompts::reflect(s)).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };
@@ -222,12 +222,16 @@ fn phase(step: &mut Step, name: &str) {
 const RETRY_TEMPERATURE: f32 = 0.8;
 
 /// Asks for a change, held to the change format (`change::grammar`: every
-/// block names a file it may change or a new one under the root), reads its
-/// files out of the answer and writes them. An answer that cannot be
-/// applied — no file path, no code, nothing changed,
+/// block names a file it may change or a declared new one under the root),
+/// reads its files out of the answer and writes them. An answer that cannot
+/// be applied — no file path, no code, nothing changed,
 /// or the same change as an attempt that already failed — is refused within
 /// this step and asked for once more, with the reason; only a second
 /// unusable answer becomes a failed attempt for REFLECT.
+///
+/// The second asking is the first prompt with the reason added and a fresh
+/// sample, not a conversation holding the refused answer: a small model
+/// shown its own answer copies it back, refused or not.
 async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequest, files: &[(String, String)], kind: &str) -> Result<()> {
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
@@ -242,8 +246,9 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
             Err(reason) => {
                 step.reject_answer(CODER_ROLE)?;
                 step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked + 1 < ANSWERS_PER_CHANGE });
-                request.messages.push(Message::assistant(answer.content));
-                request.messages.push(Message::user(format!("That answer cannot be applied: {reason}. Answer again with the whole change.")));
+                if let Some(last) = request.messages.last_mut() {
+                    last.content.push_str(&format!("\n\n{REFUSED_BEFORE}{reason}. Answer with the whole change."));
+                }
                 request.temperature = Some(RETRY_TEMPERATURE);
                 why = reason;
             }
@@ -263,6 +268,9 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     s.attempts.push(attempt);
     Ok(())
 }
+
+/// What the second asking for a change adds to the prompt, before the reason.
+const REFUSED_BEFORE: &str = "An earlier answer to this could not be applied: ";
 
 /// Answers asked for one change at most (the first and one more).
 const ANSWERS_PER_CHANGE: usize = 2;

@@ -9,7 +9,7 @@ const SYSTEM: &str = "You are a careful software engineer working in a repositor
 
 /// How CODE and FIX give their change: plain fenced blocks, not JSON (see
 /// `change.rs` for why).
-const CHANGE_SHAPE: &str = "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above. Change the code, not the tests.";
+const CHANGE_SHAPE: &str = "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above (a file that does not exist yet: `new file PATH` on that line). Change the code, not the tests.";
 
 fn request(user: String) -> ChatRequest {
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
