@@ -29,8 +29,8 @@ use crate::fence::fences;
 
 /// The change format as a grammar (llguidance's Lark dialect), so a model
 /// that can be held to it always answers with blocks `read` can place: at
-/// most two lines of prose first (held to prose — they need a space — so
-/// a path line is never taken for one), then each file as a path — one of
+/// most two lines of prose first (held to prose — they need a space and
+/// do not declare a new file — so a path line is never taken for one), then each file as a path — one of
 /// `paths` (the files it may change) or, declared as `new file PATH`, a new
 /// relative path that cannot climb out of the root — on its own line and a
 /// fenced block running to the first closing fence. No block without a
@@ -47,7 +47,7 @@ pub fn grammar(paths: &[&str]) -> String {
         r#"start: INTRO? INTRO? file (SEP file)* SEP?
 file: path "\n```" LANG "\n" BODY
 path: {path}
-INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/
+INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/new file (?s:.*)/
 NEW_PATH: /[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}){{0,7}}\.[A-Za-z0-9]{{1,8}}/
 LANG: /[a-z0-9+]{{0,12}}/
 BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/
