@@ -175,4 +175,11 @@ pub trait ChatModel: Send + Sync {
     /// The caller found the last answer unusable (it did not parse or
     /// validate). A fallback chain counts it like a failure; others ignore it.
     fn reject(&self) {}
+    /// This model for one more session, when it keeps state between calls
+    /// that belongs to a session (a fallback chain's position): one
+    /// session's misses must not escalate another's. `None`, the default:
+    /// the same model serves every session.
+    fn for_session(&self) -> Option<std::sync::Arc<dyn ChatModel>> {
+        None
+    }
 }

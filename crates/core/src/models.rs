@@ -28,6 +28,13 @@ impl Models {
         self
     }
 
+    /// The models for one session: each model that keeps per-session state
+    /// (`ChatModel::for_session`) fresh, the rest shared.
+    pub fn for_session(&self) -> Self {
+        let roles = self.roles.iter().map(|(role, model)| (role.clone(), model.for_session().unwrap_or_else(|| model.clone()))).collect();
+        Self { roles }
+    }
+
     /// The model for `role`, falling back to the default one.
     pub fn get(&self, role: &str) -> Result<&Arc<dyn ChatModel>> {
         self.roles

@@ -147,7 +147,8 @@ impl<S: State> Runner<S> {
         let env = Arc::new(Env {
             session_id: id.to_string(),
             store: self.store.clone(),
-            models: self.models.clone(),
+            // Each session escalates on its own misses only.
+            models: self.models.for_session(),
             tools: self.tools.clone(),
             termination: termination.clone(),
             control: control_rx,

@@ -76,6 +76,11 @@ impl ChatModel for DebugLog {
     fn reject(&self) {
         self.inner.reject()
     }
+
+    fn for_session(&self) -> Option<Arc<dyn ChatModel>> {
+        let inner = self.inner.for_session()?;
+        Some(Arc::new(Self { inner, file: self.file.clone(), secrets: self.secrets.clone() }))
+    }
 }
 
 /// Replaces the given secret values and anything shaped like an API key

@@ -3,7 +3,8 @@
 //! one takes over, for this call and the ones after it. Misses are counted
 //! per model, not in a row: an answer is only known to be good when nobody
 //! rejects it, so a success cannot wipe the slate. Every answer names the
-//! model that produced it.
+//! model that produced it. Each session gets its own position
+//! (`for_session`), so one session's misses never escalate another's.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -90,5 +91,10 @@ impl ChatModel for FallbackChain {
     fn reject(&self) {
         // At the end of the chain a rejection has nowhere to go: keep the last model.
         let _ = self.miss();
+    }
+
+    /// The same members, from the first, for a new session.
+    fn for_session(&self) -> Option<Arc<dyn ChatModel>> {
+        Some(Arc::new(Self { name: self.name.clone(), models: self.models.clone(), switch_after: self.switch_after, at: Mutex::default() }))
     }
 }

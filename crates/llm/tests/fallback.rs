@@ -104,3 +104,20 @@ async fn rejected_answers_move_the_chain_and_the_journal_names_who_answered() {
     assert_eq!((usage.prompt_tokens, usage.completion_tokens), (40, 7));
     assert_eq!(out.progress.completion_tokens, 7);
 }
+
+#[tokio::test]
+async fn each_session_starts_at_the_first_model_whatever_another_session_missed() {
+    let rambler = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("Sure! I think it is fine."))).named("small"));
+    let strict = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("<json>{\"ok\": true}</json>"))).named("strong"));
+    let chain = Arc::new(FallbackChain::new("planner-chain", vec![rambler.clone(), strict.clone()], 2).unwrap());
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let graph = Graph::new("judge").node("judge", judge).entry("judge").edge("judge", END).compile().unwrap();
+    let runner = Runner::new(graph, store.clone()).models(Models::new(chain.clone()));
+    for _ in 0..2 {
+        let out = runner.start(Verdict::default(), StartOptions::new(Termination::defaults(5))).unwrap().wait().await.unwrap();
+        assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+        let answered: Vec<String> = store.calls(&out.session_id).unwrap().into_iter().filter(|c| c.kind == CallKind::Model).map(|c| c.name).collect();
+        assert_eq!(answered, vec!["small", "small", "strong"], "the second session escalates on its own misses, not the first's");
+    }
+    assert_eq!(chain.current(), "small", "the shared chain itself never moved");
+}
