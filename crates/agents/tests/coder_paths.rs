@@ -374,18 +374,24 @@ async fn answers_that_change_nothing_are_asked_again_then_go_to_fix_without_aski
     let script = Script::default()
         .with("plan", plan())
         .with("code", Value::String("I would change the minus to a plus.".into()))
-        .with("code", Value::String(format!("calc.py\n```python\n{BROKEN}```\ntest_calc.py\n```python\nprint('rewritten')\n```")))
+        .with(
+            "code",
+            Value::String(format!(
+                "calc.py\n```python\n{BROKEN}```\ntest_calc.py\n```python\nprint('rewritten')\n```\nnew file tests/test_more.py\n```python\nprint('mine')\n```"
+            )),
+        )
         .with("fix", change(FIXED))
         .with("review", accept());
     let r = run(script, LoopConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "fix", "review"], "no model call diagnoses an answer that was not applied");
     let s = state(&r);
-    assert!(s.attempts[0].unapplied.as_deref().unwrap_or_default().contains("only rewrote the tests (test_calc.py)"), "{:?}", s.attempts[0]);
+    assert!(s.attempts[0].unapplied.as_deref().unwrap_or_default().contains("only wrote tests (test_calc.py, tests/test_more.py)"), "{:?}", s.attempts[0]);
     assert_eq!(s.attempts[0].reflection.as_ref().map(|r| r.recommendation), Some(coder::Recommendation::Fix));
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     assert!(events.iter().any(|e| e.name == "coder:refused" && e.payload["reason"].as_str().unwrap().contains("no fenced code block")));
     assert_eq!(std::fs::read_to_string(r.ws.path().join("test_calc.py")).unwrap(), TESTS, "the tests were left alone");
+    assert!(!r.ws.path().join("tests/test_more.py").exists(), "no test file of the model's own");
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
 }
 

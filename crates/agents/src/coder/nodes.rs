@@ -288,7 +288,9 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
 }
 
 /// The part of a change worth writing: files it leaves as they are are
-/// dropped, and so are rewrites of existing test files unless allowed.
+/// dropped, and so are test files — rewritten or new — unless allowed: the
+/// tests are the specification, and a test file of the model's own makes
+/// no failing test pass.
 fn applicable(change: change::Files, files: &[(String, String)], edit_tests: bool) -> std::result::Result<change::Files, String> {
     let current = |path: &str| files.iter().find(|(p, _)| p == path).map(|(_, c)| c.trim_end());
     let mut tests = Vec::new();
@@ -296,7 +298,7 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
     for (path, content) in change {
         match current(&path) {
             Some(old) if old == content.trim_end() => {}
-            Some(_) if !edit_tests && change::is_test_file(&path) => tests.push(path),
+            _ if !edit_tests && change::is_test_file(&path) => tests.push(path),
             _ => kept.push((path, content)),
         }
     }
@@ -304,7 +306,7 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
         return Err(if tests.is_empty() {
             "it left every file as it was: change the code so that the failing tests pass".into()
         } else {
-            format!("it only rewrote the tests ({}), which are the specification: change the code they test instead", tests.join(", "))
+            format!("it only wrote tests ({}), which are the specification: change the code they test instead", tests.join(", "))
         });
     }
     Ok(kept)
