@@ -5,16 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
+use wiremock::{Mock, MockServer, Request};
 
 const FIXED: &str = "def merge(intervals):\n    result = []\n    for start, end in sorted(intervals):\n        if result and start <= result[-1][1]:\n            result[-1][1] = max(result[-1][1], end)\n        else:\n            result.append([start, end])\n    return result\n";
 
@@ -24,8 +20,7 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(move |req: &Request| {
-            let body: Value = serde_json::from_slice(&req.body).unwrap();
-            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            let last = last_message(req);
             if last.contains("Write a short plan") {
                 // The plan is written after reading which tests fail.
                 assert!(last.contains("The tests now, before any change"), "{last}");

@@ -4,18 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Stdio;
 
+use common::{last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
+use wiremock::{Mock, MockServer, Request};
 
 fn agentloop(args: Vec<String>) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(args).stdin(Stdio::null()).output().unwrap()
@@ -29,8 +25,7 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(|req: &Request| {
-            let body: Value = serde_json::from_slice(&req.body).unwrap();
-            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            let last = last_message(req);
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "me", "what": "a notes folder", "when": "now", "where": "notes", "why": "to take notes"}).to_string());
             }

@@ -3,18 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::reply;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request};
 
 /// An OpenAI-compatible chat answer holding `content`.
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
-
 /// A config file whose default model is the fake endpoint at `uri`.
 fn fake_endpoint(dir: &std::path::Path, uri: &str) -> std::path::PathBuf {
     let config = dir.join("agentloop.toml");

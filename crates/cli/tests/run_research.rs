@@ -4,16 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::reply;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
+use wiremock::{Mock, MockServer, Request};
 
 /// What the fake model answers, by the keys of the JSON it is asked for.
 fn answer(body: &Value) -> String {

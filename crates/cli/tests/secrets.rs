@@ -4,20 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Stdio;
 
+use common::{last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request};
 
 const KEY: &str = "sk-agentloop-test-0123456789abcdef";
-
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
 
 /// Every file under `dir` whose bytes hold `needle`.
 fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
@@ -41,8 +37,7 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(|req: &Request| {
-            let body: Value = serde_json::from_slice(&req.body).unwrap();
-            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            let last = last_message(req);
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "me", "what": "the environment", "when": "now", "where": "env.txt", "why": "to look"}).to_string());
             }

@@ -4,27 +4,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Command;
 
+use common::{last_message, reply};
 use rexpect::process::wait::WaitStatus;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-fn reply(content: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-    }))
-}
+use wiremock::{Mock, MockServer, Request};
 
 /// A fake endpoint that restates, pre-checks, plans `actions` and finds the goal met.
 async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(move |req: &Request| {
-            let body: Value = serde_json::from_slice(&req.body).unwrap();
-            let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            let last = last_message(req);
             if last.contains("Restate the goal") {
                 return reply(json!({"who": "me", "what": "files", "when": "now", "where": "root", "why": "test"}).to_string());
             }

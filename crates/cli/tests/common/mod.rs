@@ -1,0 +1,21 @@
+//! What the CLI tests' fake OpenAI-compatible endpoints share: an answer in
+//! the real wire format, and the text of the request's last message.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use serde_json::{json, Value};
+use wiremock::{Request, ResponseTemplate};
+
+/// A chat completion answering `content`.
+pub fn reply(content: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}
+
+/// The content of the request's last message: the prompt a fake answers.
+pub fn last_message(req: &Request) -> String {
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_string()
+}
