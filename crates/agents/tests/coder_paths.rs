@@ -94,6 +94,35 @@ fn scripted(script: Script) -> (ScriptedModel, Arc<Mutex<Vec<&'static str>>>) {
     (model, asked)
 }
 
+/// Every request a model was sent, with its phase, in order.
+type Sent = Arc<Mutex<Vec<(&'static str, agentloop_core::ChatRequest)>>>;
+
+/// A model answering `answer(phase)` that keeps every request it is sent.
+fn recording(mut answer: impl FnMut(&'static str) -> Value + Send + 'static) -> (ScriptedModel, Sent) {
+    let sent = Sent::default();
+    let seen = sent.clone();
+    let model = ScriptedModel::with(move |req| {
+        let phase = phase_of_request(req);
+        seen.lock().unwrap().push((phase, req.clone()));
+        Ok(ChatResponse::text(text_of(answer(phase))))
+    });
+    (model, sent)
+}
+
+/// The requests of one phase.
+fn sent_in(sent: &Sent, phase: &str) -> Vec<agentloop_core::ChatRequest> {
+    sent.lock().unwrap().iter().filter(|(p, _)| *p == phase).map(|(_, r)| r.clone()).collect()
+}
+
+/// A plan, the right change at once, and an accepting review.
+fn passing(phase: &str) -> Value {
+    match phase {
+        "plan" => plan(),
+        "code" => change(FIXED),
+        _ => accept(),
+    }
+}
+
 async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
     let (model, asked) = scripted(script);
     let (out, store, ws) = run_model(model, config, tests, None).await;
@@ -147,44 +176,22 @@ async fn passing_the_first_time_goes_plan_code_test_review() {
 
 #[tokio::test]
 async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may_change() {
-    let grammars = Arc::new(Mutex::new(Vec::new()));
-    let seen = grammars.clone();
-    let model = ScriptedModel::with(move |req| {
-        let phase = phase_of_request(req);
-        seen.lock().unwrap().push((phase, req.grammar.clone()));
-        Ok(ChatResponse::text(text_of(match phase {
-            "plan" => plan(),
-            "code" => change(FIXED),
-            _ => accept(),
-        })))
-    });
+    let (model, sent) = recording(passing);
     let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let grammars = grammars.lock().unwrap();
-    let code = grammars.iter().find(|(p, _)| *p == "code").and_then(|(_, g)| g.clone()).expect("CODE is held to a grammar");
+    let code = sent_in(&sent, "code")[0].grammar.clone().expect("CODE is held to a grammar");
     assert!(code.contains("\"calc.py\""), "the code file may be changed: {code}");
     assert!(!code.contains("\"test_calc.py\""), "the tests are the specification, not offered: {code}");
-    assert!(grammars.iter().filter(|(p, _)| *p != "code").all(|(_, g)| g.is_none()), "only changes are held to the change format");
+    assert!(sent.lock().unwrap().iter().filter(|(p, _)| *p != "code").all(|(_, r)| r.grammar.is_none()), "only changes are held to the change format");
 }
 
 #[tokio::test]
 async fn the_plan_and_the_first_change_read_which_tests_fail_before_anything_is_tried() {
-    let prompts = Arc::new(Mutex::new(Vec::new()));
-    let seen = prompts.clone();
-    let model = ScriptedModel::with(move |req| {
-        let phase = phase_of_request(req);
-        seen.lock().unwrap().push((phase, req.messages.last().map(|m| m.content.clone()).unwrap_or_default()));
-        Ok(ChatResponse::text(text_of(match phase {
-            "plan" => plan(),
-            "code" => change(FIXED),
-            _ => accept(),
-        })))
-    });
+    let (model, sent) = recording(passing);
     let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let prompts = prompts.lock().unwrap();
     for phase in ["plan", "code"] {
-        let prompt = &prompts.iter().find(|(p, _)| *p == phase).unwrap().1;
+        let prompt = sent_in(&sent, phase)[0].messages.last().unwrap().content.clone();
         assert!(prompt.contains("The tests now, before any change"), "{phase}: {prompt}");
         // unittest's own report of the failure: the assertion and its values.
         assert!(prompt.contains("AssertionError: -1 != 5"), "{phase}: {prompt}");
@@ -303,23 +310,11 @@ print('no file named')
 
 #[tokio::test]
 async fn a_refused_answer_is_asked_for_again_with_the_reason_and_without_the_refused_answer() {
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let seen = requests.clone();
     let mut codes = VecDeque::from([Value::String("```python\nprint('no file named')\n```".into()), change(FIXED)]);
-    let model = ScriptedModel::with(move |req| {
-        let phase = phase_of_request(req);
-        if phase == "code" {
-            seen.lock().unwrap().push(req.clone());
-        }
-        Ok(ChatResponse::text(text_of(match phase {
-            "plan" => plan(),
-            "code" => codes.pop_front().unwrap(),
-            _ => accept(),
-        })))
-    });
+    let (model, sent) = recording(move |phase| if phase == "code" { codes.pop_front().unwrap() } else { passing(phase) });
     let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let requests = requests.lock().unwrap();
+    let requests = sent_in(&sent, "code");
     assert_eq!(requests.len(), 2);
     let (first, again) = (&requests[0], &requests[1]);
     assert_eq!(again.messages.len(), first.messages.len(), "no refused answer in the conversation");
@@ -397,19 +392,11 @@ async fn answers_that_change_nothing_are_asked_again_then_go_to_fix_without_aski
 
 #[tokio::test]
 async fn retries_are_sampled_while_the_first_change_is_greedy() {
-    let temperatures = Arc::new(Mutex::new(Vec::new()));
-    let seen = temperatures.clone();
     let mut answers = VecDeque::from([plan(), change(WRONG_TOO), reflection("fix", 0.8), change(FIXED), accept()]);
-    let model = ScriptedModel::with(move |req| {
-        let prompt = &req.messages.last().unwrap().content;
-        if matches!(phase_of(prompt), "code" | "fix") {
-            seen.lock().unwrap().push(req.temperature);
-        }
-        Ok(ChatResponse::text(text_of(answers.pop_front().unwrap())))
-    });
+    let (model, sent) = recording(move |_| answers.pop_front().unwrap());
     let (out, _store, _ws) = run_model(model, LoopConfig::default(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let temperatures = temperatures.lock().unwrap().clone();
+    let temperatures: Vec<_> = sent.lock().unwrap().iter().filter(|(p, _)| matches!(*p, "code" | "fix")).map(|(_, r)| r.temperature).collect();
     assert_eq!(temperatures.len(), 2);
     assert_eq!(temperatures[0], None, "the first change is greedy");
     assert!(temperatures[1].is_some_and(|t| t > 0.5), "a retry is sampled: {temperatures:?}");
