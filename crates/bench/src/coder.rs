@@ -76,10 +76,10 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder")?;
     let scratch = harness::scratch_dir("coder-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
-    let bar = harness::bar(projects.len() * args.runs as usize);
+    let runs: Vec<(&PathBuf, u32)> = projects.iter().flat_map(|p| (1..=args.runs).map(move |run| (p, run))).collect();
+    let bar = harness::bar(runs.len());
     let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
     let mut served = Served::default();
-    let runs: Vec<(&PathBuf, u32)> = projects.iter().flat_map(|p| (1..=args.runs).map(move |run| (p, run))).collect();
     for (project, run) in runs.iter().copied() {
         let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         bar.set_message(name.clone());

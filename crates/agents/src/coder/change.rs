@@ -30,11 +30,11 @@ use crate::fence::fences;
 /// The change format as a grammar (llguidance's Lark dialect), so a model
 /// that can be held to it always answers with blocks `read` can place: at
 /// most two lines of prose first (held to prose — they need a space and
-/// do not declare a new file — so a path line is never taken for one), then each file as a path — one of
-/// `paths` (the files it may change) or, declared as `new file PATH`, a new
-/// relative path that cannot climb out of the root — on its own line and a
-/// fenced block running to the first closing fence. No block without a
-/// path, nothing after the last block.
+/// do not declare a new file — so a path line is never taken for one),
+/// then each file as a path — one of `paths` (the files it may change) or,
+/// declared as `new file PATH`, a new relative path that cannot climb out
+/// of the root — on its own line and a fenced block running to the first
+/// closing fence. No block without a path, nothing after the last block.
 ///
 /// A new file has to be declared because a bare new path is the easiest
 /// way for a small model to go wrong: a heading or a numbered step
