@@ -19,3 +19,4 @@ pub mod registry;
 pub mod repl;
 pub mod research;
 pub mod test_command;
+mod text;

@@ -192,10 +192,30 @@ async fn the_plan_and_the_first_change_read_which_tests_fail_before_anything_is_
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     for phase in ["plan", "code"] {
         let prompt = sent_in(&sent, phase)[0].messages.last().unwrap().content.clone();
-        assert!(prompt.contains("The tests now, before any change"), "{phase}: {prompt}");
+        assert!(prompt.contains("The tests now, on the files above (before any change)"), "{phase}: {prompt}");
         // unittest's own report of the failure: the assertion and its values.
         assert!(prompt.contains("AssertionError: -1 != 5"), "{phase}: {prompt}");
     }
+}
+
+#[tokio::test]
+async fn earlier_attempts_are_remembered_a_line_each_and_only_the_output_that_matters_now_is_whole() {
+    let mut codes = vec![change(FIXED), change(WRONG_TOO)];
+    let (model, sent) = recording(move |phase| match phase {
+        "plan" => plan(),
+        "code" | "fix" => codes.pop().unwrap(),
+        "reflect" => reflection("fix", 0.9),
+        _ => accept(),
+    });
+    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let reflect = sent_in(&sent, "reflect")[0].messages.last().unwrap().content.clone();
+    assert!(reflect.contains("return a * b"), "REFLECT reads the code it diagnoses: {reflect}");
+    assert!(reflect.contains("The last attempt's test output:") && reflect.contains("AssertionError: 6 != 5"), "{reflect}");
+    let fix = sent_in(&sent, "fix")[0].messages.last().unwrap().content.clone();
+    assert!(fix.contains("- iteration 1 (plan) changed calc.py: 0 of 1 tests passed; failing: test_add"), "one line for the attempt: {fix}");
+    assert_eq!(fix.matches("AssertionError").count(), 1, "the failure now, shown once: {fix}");
+    assert!(fix.contains("The tests now, on the files above (after iteration 1's change)"), "{fix}");
 }
 
 #[tokio::test]

@@ -45,9 +45,37 @@ pub fn passed(output: &str) -> Option<u32> {
     (!passed.is_empty()).then(|| passed.iter().sum())
 }
 
+/// The names of the failing tests, in the order the runner reports them:
+/// unittest's `FAIL: name (…)` / `ERROR: name (…)`, pytest's
+/// `FAILED path::name`, cargo's and go's `--- FAIL: name` / `test name ...
+/// FAILED`. Lets an earlier attempt be remembered in one line instead of its
+/// whole output.
+pub fn names(output: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in output.lines().map(str::trim) {
+        let name = if let Some(rest) = line.strip_prefix("FAIL: ").or_else(|| line.strip_prefix("ERROR: ")) {
+            rest.split_whitespace().next()
+        } else if let Some(rest) = line.strip_prefix("FAILED ") {
+            rest.split_whitespace().next().map(|id| id.rsplit("::").next().unwrap_or(id))
+        } else if let Some(rest) = line.strip_prefix("--- FAIL: ") {
+            rest.split_whitespace().next()
+        } else if let Some(rest) = line.strip_prefix("test ").filter(|l| l.ends_with("... FAILED")) {
+            rest.split_whitespace().next()
+        } else {
+            None
+        };
+        if let Some(name) = name.filter(|n| !n.is_empty() && !n.starts_with('(')) {
+            if !out.iter().any(|seen| seen == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{count, passed};
+    use super::{count, names, passed};
 
     #[test]
     fn each_runner_s_summary() {
@@ -67,5 +95,16 @@ mod tests {
         assert_eq!(passed("test result: FAILED. 3 passed; 1 failed\ntest result: ok. 2 passed; 0 failed"), Some(5));
         assert_eq!(passed("===== 2 failed, 5 passed in 0.1s ====="), Some(5));
         assert_eq!(passed("error[E0425]: cannot find value"), None);
+    }
+
+    #[test]
+    fn failing_tests_by_name() {
+        let unittest =
+            "FAIL: test_touching (test_intervals.MergeTest.test_touching)\nERROR: test_sorted (t.T)\nFAIL: test_touching (again)\nFAILED (failures=2)";
+        assert_eq!(names(unittest), vec!["test_touching", "test_sorted"]);
+        assert_eq!(names("FAILED tests/test_a.py::test_total - assert 1 == 2\n1 failed"), vec!["test_total"]);
+        assert_eq!(names("test tests::parses ... FAILED\ntest tests::ok ... ok\ntest result: FAILED."), vec!["tests::parses"]);
+        assert_eq!(names("--- FAIL: TestA (0.00s)"), vec!["TestA"]);
+        assert!(names("Ran 2 tests\nOK").is_empty());
     }
 }

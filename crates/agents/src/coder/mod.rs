@@ -8,8 +8,9 @@
 //! ```
 //!
 //! PLAN, REFLECT and REVIEW answer in JSON; CODE and FIX give files as
-//! fenced blocks (`change.rs`). PLAN and the first CODE read the tests'
-//! output from before any change. Every file write
+//! fenced blocks (`change.rs`). PLAN, CODE and FIX read the tests' output
+//! on the files as they are now, REFLECT the last attempt's and the files;
+//! earlier attempts are remembered a line each. Every file write
 //! and command goes through the workspace jail and the approval policy, and
 //! what each attempt tried and how it failed is carried into the next plan
 //! and fix prompts. A change identical to one already tested goes straight

@@ -138,7 +138,8 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
                 confidence: 1.0,
             },
             None => {
-                let r: Reflection = step.chat_json_as(CODER_ROLE, prompts::reflect(s)).await?;
+                let files = render(&workspace_files(s)?);
+                let r: Reflection = step.chat_json_as(CODER_ROLE, prompts::reflect(s, &files)).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };

@@ -3,7 +3,9 @@
 
 use agentloop_core::{ChatRequest, Message};
 
-use super::state::CoderState;
+use super::state::{Attempt, CoderState};
+use super::{best, failures};
+use crate::text::shorten;
 
 const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer in the shape asked for.";
 
@@ -15,36 +17,91 @@ fn request(user: String) -> ChatRequest {
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
 }
 
-/// What was tried so far and how it went, newest last.
+/// What was tried so far, one line per attempt, newest last: which files it
+/// changed, how many tests passed and which failed, and what its
+/// reflection said. Only the test output that matters now is shown whole
+/// (`tests_now`, `last_output`): every attempt's full output repeated in
+/// every prompt buries the current failure under stale ones, and the
+/// prompt outgrows the model's context within a few iterations.
 pub fn memory(s: &CoderState) -> String {
     if s.attempts.is_empty() {
         return String::new();
     }
     let mut out = String::from("\nEarlier attempts (do not repeat them):\n");
     for a in &s.attempts {
-        out.push_str(&format!("- iteration {} ({}) changed {}: ", a.iteration, a.kind, a.files.join(", ")));
-        if a.repeated {
-            out.push_str("identical to an earlier change, not tested again");
-        } else if a.passed {
-            out.push_str("tests passed");
-        } else {
-            out.push_str(&format!("tests failed:\n{}\n", indent(&a.test_output)));
+        out.push_str(&format!("- iteration {} ({}) changed {}: {}", a.iteration, a.kind, none_if_empty(&a.files.join(", ")), outcome(a)));
+        if a.undone {
+            out.push_str(" — it made things worse and was undone");
         }
         if let Some(r) = &a.reflection {
-            out.push_str(&format!("  reflection: {} Next time: {}\n", r.diagnosis, r.feedback));
+            out.push_str(&format!("\n  reflection: {}", shorten(&r.diagnosis, REFLECTION_CHARS)));
         }
         out.push('\n');
     }
     out
 }
 
-/// The test command's output before any change, while nothing has been
-/// tried: which tests fail and how is the first thing to read before
-/// planning or writing a change (later prompts carry each attempt's output
-/// in `memory`).
-fn failing_now(s: &CoderState) -> String {
-    match (&s.baseline, s.attempts.is_empty()) {
-        (Some(out), true) if !out.trim().is_empty() => format!("\nThe tests now, before any change:\n{}\n", indent(out)),
+/// A reflection's diagnosis as remembered in later prompts, at most.
+const REFLECTION_CHARS: usize = 240;
+
+/// One attempt's outcome in words.
+fn outcome(a: &Attempt) -> String {
+    if let Some(why) = &a.unapplied {
+        return format!("not applied ({why})");
+    }
+    if a.repeated {
+        return "identical to an earlier change, not tested again".into();
+    }
+    if a.passed {
+        return "tests passed".into();
+    }
+    let failing = failures::names(&a.test_output);
+    let score = best::score(&a.test_output).map(|(passed, ran)| format!("{passed} of {ran} tests passed"));
+    match (score, failing.is_empty()) {
+        (Some(score), false) => format!("{score}; failing: {}", failing.join(", ")),
+        (Some(score), true) => score,
+        (None, _) => format!("the tests did not run ({})", shorten(first_error(&a.test_output), 160)),
+    }
+}
+
+fn none_if_empty(text: &str) -> &str {
+    if text.is_empty() {
+        "nothing"
+    } else {
+        text
+    }
+}
+
+/// The line of a test run that says what went wrong, for a run with no summary.
+fn first_error(output: &str) -> &str {
+    let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines().find(|l| l.contains("Error") || l.starts_with("error")).or_else(|| lines().last()).unwrap_or_default()
+}
+
+/// The test output for the files as they are now — the baseline, or the
+/// last tested change still in place — whole: which tests fail and how is
+/// what a plan or a change must answer.
+fn tests_now(s: &CoderState) -> String {
+    let kept = s.attempts.iter().rev().find(|a| !a.after.is_empty() && !a.undone && !a.test_output.is_empty() && !a.repeated);
+    let (output, when) = match kept {
+        Some(a) => (a.test_output.as_str(), format!("after iteration {}'s change", a.iteration)),
+        None => (s.baseline.as_deref().unwrap_or_default(), "before any change".to_string()),
+    };
+    if output.trim().is_empty() {
+        return String::new();
+    }
+    format!("\nThe tests now, on the files above ({when}):\n{}\n", indent(output))
+}
+
+/// The last attempt's test output whole, for REFLECT to diagnose, with its
+/// change when it was undone (the files shown are then the best state, not
+/// the one that failed).
+fn last_output(s: &CoderState) -> String {
+    match s.attempts.last() {
+        Some(a) if !a.test_output.trim().is_empty() => {
+            let change = if a.undone { format!("\nIts change, undone since:\n{}\n", indent(&a.patch)) } else { String::new() };
+            format!("\nThe last attempt's test output:\n{}\n{change}", indent(&a.test_output))
+        }
         _ => String::new(),
     }
 }
@@ -58,26 +115,26 @@ pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
         "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task.",
         s.task,
         s.test_command,
-        failing_now(s),
-        memory(s)
+        memory(s),
+        tests_now(s)
     ))
 }
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), failing_now(s), memory(s)))
+    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s), tests_now(s)))
 }
 
-pub fn reflect(s: &CoderState) -> ChatRequest {
+pub fn reflect(s: &CoderState, files: &str) -> ChatRequest {
     request(format!(
-        "Task: {}\nPlan:\n{}\n{}\nThe last attempt failed. Diagnose why from the test output. The root cause is usually the code: a bug to repair, so recommend `fix` and say in the feedback exactly which line to change and how. Recommend `replan` only when the approach itself cannot work, and `abort` only when the task cannot be done. Give your confidence from 0 to 1 that the recommendation will work.",
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nThe last attempt failed. Diagnose why from the test output. The root cause is usually the code: a bug to repair, so recommend `fix` and say in the feedback exactly which line to change and how. Recommend `replan` only when the approach itself cannot work, and `abort` only when the task cannot be done. Give your confidence from 0 to 1 that the recommendation will work.",
         s.task,
         numbered(&s.plan),
-        memory(s)
+        memory(s) + &last_output(s)
     ))
 }
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
-    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s)))
+    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s) + &tests_now(s)))
 }
 
 pub fn review(s: &CoderState, diff: &str) -> ChatRequest {

@@ -17,8 +17,8 @@
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::execute::shorten;
 use super::{goal, goal_paths};
+use crate::text::shorten;
 
 // (The schema types' fields carry no doc comments: they would become the
 // schema's descriptions, which the model reads; the prompts say what each

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::action::{Action, Vars};
 use super::validate::Shell;
+use crate::text::shorten;
 
 /// What a step produced, shortened for the user and the next prompt.
 const OUTPUT_SHOWN: usize = 400;
@@ -100,13 +101,4 @@ fn absolute(root: &str, path: &str) -> String {
     } else {
         trimmed.to_string()
     }
-}
-
-/// `text` cut to `chars` characters, with `…` where it was cut.
-pub(super) fn shorten(text: &str, chars: usize) -> String {
-    if text.chars().count() <= chars {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(chars).collect();
-    format!("{head}…")
 }

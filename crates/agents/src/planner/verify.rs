@@ -18,12 +18,12 @@ use serde_json::json;
 
 use super::checklist::{Checklist, ItemVerdict, Judged};
 use super::events::PlannerEvent;
-use super::execute::shorten;
 use super::goal::{self, Expectation};
 use super::observe::ObserveRoot;
 use super::prompts;
 use super::state::PlannerState;
 use super::{PLANNER_ROLE, VERIFY_ROLE};
+use crate::text::shorten;
 
 /// Files read whole for the verdict, at most, and how much of each.
 const FILES_READ: usize = 12;

@@ -42,8 +42,11 @@ pub struct LlamaConfig {
     pub max_tokens: u32,
 }
 
+/// Room for an agent's prompt (the workspace's files, the tests' output,
+/// what was tried) and a whole-file answer. The models read 32K tokens; the
+/// KV cache this needs is a few hundred MB at most for the shipped ones.
 fn default_context() -> u32 {
-    4096
+    8192
 }
 
 fn default_max_tokens() -> u32 {
