@@ -62,7 +62,7 @@ fn restatement() -> String {
 
 /// A checklist of (the goal's words, requirement) items.
 fn checklist(items: &[(&str, &str)]) -> String {
-    let items: Vec<Value> = items.iter().map(|(from, r)| json!({"from_goal": from, "requirement": r})).collect();
+    let items: Vec<Value> = items.iter().map(|(from, r)| json!({"from_goal": from, "requirement": r, "check": ""})).collect();
     json!({ "requirements": items }).to_string()
 }
 
@@ -520,7 +520,7 @@ async fn a_requirement_judged_not_done_sends_the_planner_back_with_what_was_seen
     let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
-    assert_eq!(s.checklist, vec!["status.txt holds the word ready"]);
+    assert_eq!(s.checklist.iter().map(|i| i.requirement.as_str()).collect::<Vec<_>>(), vec!["status.txt holds the word ready"]);
     assert!(!s.verifications[0].met && s.verifications[1].met, "{:?}", s.verifications);
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("status.txt holds the word ready (status.txt holds starting)"), "{second}");
@@ -528,6 +528,34 @@ async fn a_requirement_judged_not_done_sends_the_planner_back_with_what_was_seen
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let lines: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload["checks"]).collect();
     assert!(lines[1].to_string().contains("✓ status.txt holds the word ready (status.txt holds ready)"), "{lines:?}");
+}
+
+#[tokio::test]
+async fn an_items_command_that_fails_outranks_a_judge_that_says_done_and_no_command_changes_the_root() {
+    let items = json!({"requirements": [
+        {"from_goal": "the word ready into status.txt", "requirement": "status.txt holds the word ready", "check": "grep -qx ready status.txt"},
+        {"from_goal": "Write the word ready", "requirement": "status.txt is kept", "check": "rm -f status.txt; true"},
+    ]});
+    let script = Script::default()
+        .goal("Write the word ready into status.txt.")
+        .with("plan", plan(&["WRITE_FILE status.txt starting"]))
+        .with("checklist", items.to_string())
+        .with("verify", met())
+        .with("plan", plan(&["WRITE_FILE status.txt ready"]))
+        .with("verify", met())
+        .with("verify", met());
+    let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    let s = r.state();
+    let first = &s.verifications[0];
+    assert!(!first.met, "the judge said done, the command said no: {first:?}");
+    assert!(first.judged[0].evidence.contains("`grep -qx ready status.txt` failed"), "{first:?}");
+    assert_eq!(first.judged[1].check.as_ref().and_then(|c| c.held), Some(true));
+    assert!(s.verifications[1].met, "{:?}", s.verifications[1]);
+    assert_eq!(r.file("status.txt").unwrap(), "ready", "a check cannot change the root");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "plan", "verify", "verify"], "no verdict asked for a refuted item");
+    let calls = r.store.calls(&r.out.session_id).unwrap();
+    assert_eq!(calls.iter().filter(|c| c.name == "run_check").count(), 4, "each item's command, each verification, journaled");
 }
 
 #[tokio::test]

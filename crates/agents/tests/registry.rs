@@ -40,7 +40,7 @@ fn answer(req: &ChatRequest) -> ChatResponse {
             "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
         format!("<json>{plan}</json>")
     } else if asks_for("requirements") {
-        json!({"requirements": [{"from_goal": "a.txt saying hello", "requirement": "notes/a.txt says hello"}]}).to_string()
+        json!({"requirements": [{"from_goal": "a.txt saying hello", "requirement": "notes/a.txt says hello", "check": ""}]}).to_string()
     } else if asks_for("done") {
         json!({"evidence": "notes/a.txt holds hello", "done": true}).to_string()
     } else if asks_for("isComplex") {

@@ -62,6 +62,21 @@ async fn writing_outside_the_workspace_is_refused_with_the_sandboxs_sentence() {
 }
 
 #[tokio::test]
+async fn a_read_only_sandbox_reads_the_workspace_and_changes_nothing_in_it() {
+    let m = Machine::new();
+    std::fs::write(m.ws.join("a.txt"), "kept\n").unwrap();
+    let sb = m.sandbox(&SandboxConfig::default()).read_only().unwrap();
+    let out = run(&sb, "grep -q kept a.txt && ls").await;
+    assert_eq!(out["exitCode"], 0, "{out}");
+    let out = run(&sb, "echo changed > a.txt; rm -f a.txt; touch b.txt; echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
+    assert_eq!(std::fs::read_to_string(m.ws.join("a.txt")).unwrap(), "kept\n", "{out}");
+    assert!(!m.ws.join("b.txt").exists(), "{out}");
+    assert!(out["stdout"].as_str().unwrap().contains("tmp"), "its own temp folder stays writable: {out}");
+    assert!(shown(&out).contains("this command may only look at the workspace"), "{}", shown(&out));
+    assert!(run(&sb, "cat ~/.ssh/id_ed25519").await["exitCode"] != 0, "secrets stay denied");
+}
+
+#[tokio::test]
 async fn other_processes_under_proc_are_not_writable() {
     let m = Machine::new();
     let sb = m.sandbox(&SandboxConfig::default());

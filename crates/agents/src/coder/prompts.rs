@@ -75,7 +75,7 @@ fn none_if_empty(text: &str) -> &str {
 /// The line of a test run that says what went wrong, for a run with no summary.
 fn first_error(output: &str) -> &str {
     let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
-    lines().find(|l| l.contains("Error") || l.starts_with("error")).or_else(|| lines().last()).unwrap_or_default()
+    lines().find(|l| l.contains("Error") || l.starts_with("error")).or_else(|| lines().next_back()).unwrap_or_default()
 }
 
 /// The test output for the files as they are now — the baseline, or the

@@ -13,6 +13,14 @@
 //! from the same part about the same paths are one: a small model asked for
 //! a list pads it with conditions the goal never set (a folder "must be
 //! writable", "must be empty"), which no outcome could be shown to meet.
+//!
+//! Each item may also carry a shell command that exits 0 exactly when it
+//! holds, written with the item and so from the goal alone. It runs in a
+//! sandbox that cannot change the root, and a failed command outranks the
+//! judge: a model reading text is easily persuaded that a file is "close
+//! enough", a command comparing it is not. A command that cannot run (bad
+//! syntax, a program this machine lacks) is set aside, and the judge alone
+//! decides that item.
 
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,27 +46,56 @@ pub struct Requirement {
     pub from_goal: String,
     #[schemars(length(max = 160))]
     pub requirement: String,
+    #[schemars(length(max = 200))]
+    pub check: String,
+}
+
+/// One item of the checklist: what must be true, and the command that
+/// tells (empty when none does).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ItemRecord")]
+pub struct Item {
+    pub requirement: String,
+    pub check: String,
+}
+
+/// An item as journaled: sessions from before items had commands kept the
+/// requirement alone.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ItemRecord {
+    Requirement(String),
+    Item { requirement: String, check: String },
+}
+
+impl From<ItemRecord> for Item {
+    fn from(r: ItemRecord) -> Self {
+        match r {
+            ItemRecord::Requirement(requirement) => Self { requirement, check: String::new() },
+            ItemRecord::Item { requirement, check } => Self { requirement, check },
+        }
+    }
 }
 
 impl Checklist {
-    /// The requirements as plain sentences, one per part of the goal they
-    /// quote and paths they name; the whole goal as the one requirement
+    /// The requirements, one per part of the goal they quote and paths
+    /// they name; the whole goal as the one requirement (with no command)
     /// when the model wrote none that quotes it.
-    pub fn into_items(self, goal: &str) -> Vec<String> {
-        let mut items: Vec<String> = Vec::new();
+    pub fn into_items(self, goal: &str) -> Vec<Item> {
+        let mut items: Vec<Item> = Vec::new();
         let mut seen: Vec<(String, Vec<String>)> = Vec::new();
         for r in self.requirements {
             let part = r.from_goal.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_lowercase();
             let text = r.requirement.trim().to_string();
             let key = (part, goal_paths::named_paths(&text));
             let quotes_goal = key.0.chars().any(char::is_alphanumeric) && goal::holds(goal, &key.0);
-            if quotes_goal && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.contains(&text) {
+            if quotes_goal && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
                 seen.push(key);
-                items.push(text);
+                items.push(Item { requirement: text, check: r.check.trim().to_string() });
             }
         }
         if items.is_empty() {
-            items.push(goal.trim().to_string());
+            items.push(Item { requirement: goal.trim().to_string(), check: String::new() });
         }
         items
     }
@@ -79,14 +116,43 @@ pub struct ItemVerdict {
 #[serde(rename_all = "camelCase")]
 pub struct Judged {
     pub requirement: String,
-    /// What the judge saw of it.
+    /// What the judge saw of it (or what the failed command printed).
     pub evidence: String,
     pub done: bool,
+    /// The item's command and how it went, when it had one.
+    #[serde(default)]
+    pub check: Option<CheckRun>,
+}
+
+/// An item's command as run on the outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckRun {
+    pub command: String,
+    /// `Some(true)`: it exited 0; `Some(false)`: it did not; `None`: it
+    /// could not run (why in `shown`) and was set aside.
+    pub held: Option<bool>,
+    pub shown: String,
+}
+
+impl CheckRun {
+    fn failed(&self) -> bool {
+        self.held == Some(false)
+    }
 }
 
 impl Judged {
-    pub fn new(requirement: String, verdict: ItemVerdict) -> Self {
-        Self { requirement, evidence: verdict.evidence, done: verdict.done }
+    /// The judge's verdict on an item whose command, if any, did not fail.
+    pub fn new(requirement: String, verdict: ItemVerdict, check: Option<CheckRun>) -> Self {
+        Self { requirement, evidence: verdict.evidence, done: verdict.done && !check.as_ref().is_some_and(CheckRun::failed), check }
+    }
+
+    /// An item whose command failed: not done, whatever a judge would say.
+    pub fn refuted(requirement: String, check: CheckRun) -> Self {
+        let printed = check.shown.trim();
+        let evidence =
+            if printed.is_empty() { format!("`{}` failed", check.command) } else { format!("`{}` failed: {}", check.command, shorten(printed, 120)) };
+        Self { requirement, evidence, done: false, check: Some(check) }
     }
 
     /// The requirement marked done or not, for the user.
@@ -112,14 +178,14 @@ mod tests {
 
     #[test]
     fn a_requirement_not_done_is_missing_with_what_was_seen() {
-        let judged = |evidence: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done });
+        let judged = |evidence: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done }, None);
         assert_eq!(judged("count.txt holds 2", true).line(), "✓ count.txt holds the number of poems (count.txt holds 2)");
         assert_eq!(judged("it holds a command", false).missing(), "count.txt holds the number of poems (it holds a command)");
         assert_eq!(judged(" ", false).missing(), "count.txt holds the number of poems");
     }
 
     fn item(from_goal: &str, requirement: &str) -> Requirement {
-        Requirement { from_goal: from_goal.into(), requirement: requirement.into() }
+        Requirement { from_goal: from_goal.into(), requirement: requirement.into(), check: String::new() }
     }
 
     #[test]
@@ -135,11 +201,37 @@ mod tests {
                 item("\"a folder b\"", "folder b exists"),
             ],
         };
+        let requirements = |items: Vec<Item>| items.into_iter().map(|i| i.requirement).collect::<Vec<_>>();
         assert_eq!(
-            list.into_items(goal),
+            requirements(list.into_items(goal)),
             vec!["a.txt exists", "the folder holds a.txt/b.txt", "folder b exists"],
             "padding from the same part about the same paths, and items quoting no part, are dropped"
         );
-        assert_eq!(Checklist::default().into_items(goal), vec![goal], "no item: the whole goal");
+        assert_eq!(requirements(Checklist::default().into_items(goal)), vec![goal], "no item: the whole goal");
+    }
+
+    #[test]
+    fn a_failed_command_outranks_the_judge_and_one_that_could_not_run_is_set_aside() {
+        let said_done = || ItemVerdict { evidence: "count.txt holds a number".into(), done: true };
+        let run = |held| CheckRun { command: "test \"$(cat n.txt)\" = 3".into(), held, shown: String::new() };
+        assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(true)))).done);
+        assert!(!Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(false)))).done);
+        assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(None))).done, "a command that could not run decides nothing");
+        let refuted = Judged::refuted("n.txt holds 3".into(), CheckRun { shown: "cat: n.txt: No such file".into(), ..run(Some(false)) });
+        assert!(!refuted.done && refuted.evidence.contains("failed: cat: n.txt: No such file"), "{refuted:?}");
+    }
+
+    #[test]
+    fn items_journaled_before_commands_still_read() {
+        let items: Vec<Item> = serde_json::from_str(r#"["a.txt exists", {"requirement": "b exists", "check": "test -d b"}]"#).unwrap();
+        assert_eq!(items[0], Item { requirement: "a.txt exists".into(), check: String::new() });
+        assert_eq!(items[1].check, "test -d b");
+    }
+
+    #[test]
+    fn the_schema_asks_for_every_items_command() {
+        let schema = serde_json::to_value(schemars::schema_for!(Checklist)).unwrap();
+        let required = schema["$defs"]["Requirement"]["required"].to_string();
+        assert!(required.contains("\"check\""), "{schema}");
     }
 }

@@ -42,7 +42,7 @@ use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
-pub use checklist::{ItemVerdict, Judged};
+pub use checklist::{CheckRun, Item, ItemVerdict, Judged};
 pub use events::{PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
@@ -88,7 +88,10 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
 /// A runner for the planner in `root` with `models` and `store`, its
 /// commands (and their checks) confined by `sandbox`.
 pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    let tools = workspace_tools(root, sandbox, command_timeout).with(observe::ObserveRoot(root.clone())).with(observe::CheckCommand(sandbox.clone()));
+    let tools = workspace_tools(root, sandbox, command_timeout)
+        .with(observe::ObserveRoot(root.clone()))
+        .with(observe::CheckCommand(sandbox.clone()))
+        .with(observe::RunCheck::new(sandbox)?);
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

@@ -229,12 +229,15 @@ pub fn checklist(goal: &str) -> ChatRequest {
             "You turn a goal into a checklist for checking the finished work. Write one requirement for each thing the goal asks for \
              (most goals ask for one to three things), in the goal's order, each as one short sentence that names the file or folder \
              and says exactly what it must hold, what a command must print, or what must be gone. Only what the goal states: \
-             add no condition it does not mention. Answer with a JSON object: requirements (the list; each with from_goal, \
-             the words of the goal it comes from, copied exactly, and requirement).",
+             add no condition it does not mention. For each requirement also write check: one POSIX shell command, run in the \
+             root folder once the work is done, that exits 0 exactly when the requirement holds and fails otherwise (such as \
+             `test -d build` or `grep -q 'version' setup.cfg`); it may look and compare but not change anything; \
+             leave it empty when no command can tell. Answer with a JSON object: requirements (the list; each with from_goal, \
+             the words of the goal it comes from, copied exactly, requirement and check).",
         ),
         Message::user(format!("GOAL: {goal}\n\nWrite the checklist of this goal.")),
     ]);
-    r.max_tokens = Some(300);
+    r.max_tokens = Some(500);
     r
 }
 

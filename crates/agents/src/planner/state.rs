@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
+use super::checklist::Item;
+
 use super::action::Action;
 use super::goal::Goal;
 use super::observe::Observed;
@@ -195,7 +197,7 @@ pub struct PlannerState {
     /// The goal's checklist, written by the judge from the goal alone at the
     /// first verification and kept for the rest.
     #[serde(default)]
-    pub checklist: Vec<String>,
+    pub checklist: Vec<Item>,
     /// VERIFY's judgement of each plan that ran to its end.
     #[serde(default)]
     pub verifications: Vec<Verification>,

@@ -6,9 +6,10 @@
 //! goal asked for one per note. So the planner looks — through the jailed,
 //! journaled tools — at the root's entries, the files the goal names and
 //! the files the plan made, and what its commands printed; checks what the
-//! goal makes explicit (`goal::Expectation`); and has the model judge the
-//! rest item by item against the goal's checklist (`checklist.rs`). Only a
-//! goal that passes both ends the session as complete.
+//! goal makes explicit (`goal::Expectation`); runs each checklist item's own
+//! command read-only and has the model judge the rest item by item against
+//! the goal's checklist (`checklist.rs`). Only a goal that passes all of it
+//! ends the session as complete.
 
 use agentloop_core::{Result, Step};
 use agentloop_tools::Entry;
@@ -16,10 +17,10 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::checklist::{Checklist, ItemVerdict, Judged};
+use super::checklist::{CheckRun, Checklist, ItemVerdict, Judged};
 use super::events::PlannerEvent;
 use super::goal::{self, Expectation};
-use super::observe::ObserveRoot;
+use super::observe::{ObserveRoot, RunCheck};
 use super::prompts;
 use super::state::PlannerState;
 use super::{PLANNER_ROLE, VERIFY_ROLE};
@@ -213,9 +214,7 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
             if s.checklist.is_empty() {
                 s.checklist = step.chat_json_as::<Checklist>(VERIFY_ROLE, prompts::checklist(&s.goal)).await?.into_items(&s.goal);
             }
-            let asks = s.checklist.iter().map(|r| prompts::judge(s, &checks, r)).collect();
-            let verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?;
-            judged = s.checklist.iter().zip(verdicts).map(|(r, v)| Judged::new(r.clone(), v)).collect();
+            judged = judge_items(s, step, &checks).await?;
         }
         let met = !judged.is_empty() && judged.iter().all(|j| j.done);
         let iteration = step.progress().iterations;
@@ -236,6 +235,33 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
         s.verifications.push(v);
         Ok(())
     })
+}
+
+/// Each checklist item: its command run first (when it has one), then the
+/// judge asked about every item whose command did not fail.
+async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Result<Vec<Judged>> {
+    let mut runs = Vec::new();
+    for item in &s.checklist {
+        let command = item.check.trim();
+        runs.push(if command.is_empty() {
+            None
+        } else {
+            let out = step.tool(RunCheck::NAME, json!({"command": command})).await?;
+            Some(CheckRun { command: command.to_string(), held: out["held"].as_bool(), shown: out["shown"].as_str().unwrap_or_default().trim().to_string() })
+        });
+    }
+    let open: Vec<usize> = (0..s.checklist.len()).filter(|&i| runs[i].as_ref().is_none_or(|r| r.held != Some(false))).collect();
+    let asks = open.iter().map(|&i| prompts::judge(s, checks, &s.checklist[i].requirement)).collect();
+    let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?.into_iter();
+    let mut judged = Vec::new();
+    for (i, (item, run)) in s.checklist.iter().zip(runs).enumerate() {
+        let requirement = item.requirement.clone();
+        judged.push(match (open.contains(&i), run) {
+            (false, Some(run)) => Judged::refuted(requirement, run),
+            (_, run) => Judged::new(requirement, verdicts.next().unwrap_or_default(), run),
+        });
+    }
+    Ok(judged)
 }
 
 /// Where to go after VERIFY.
@@ -291,7 +317,7 @@ mod tests {
 
     #[test]
     fn a_requirement_not_done_is_what_is_missing() {
-        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done };
+        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done, check: None };
         let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("", false)], met: false };
         assert_eq!(v.missing(), vec!["run the script"]);
         assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) judged done; missing: run the script"), "{}", v.summary());

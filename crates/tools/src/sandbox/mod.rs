@@ -63,11 +63,24 @@ pub struct Policy {
     /// Existing paths no command may read.
     pub deny_read: Vec<PathBuf>,
     pub network: bool,
+    /// False for a command that may only look: the workspace is then read,
+    /// never written (the temp folder stays writable).
+    pub workspace_writable: bool,
 }
 
 impl Policy {
+    /// The command's own folders: the workspace and its temp folder.
     fn roots(&self) -> [&Path; 2] {
         [&self.workspace, &self.temp]
+    }
+
+    /// How a command may use `root`, one of `roots`.
+    fn access(&self, root: &Path) -> landlock::Access {
+        if root == self.workspace && !self.workspace_writable {
+            landlock::Access::Read
+        } else {
+            landlock::Access::Write
+        }
     }
 
     /// The denied path `path` lies under, if any. A denial that encloses
@@ -79,7 +92,7 @@ impl Policy {
     }
 
     pub fn writable(&self, path: &Path) -> bool {
-        self.roots().iter().any(|r| path.starts_with(r)) && self.secret(path).is_none()
+        self.roots().iter().any(|r| path.starts_with(r) && self.access(r) == landlock::Access::Write) && self.secret(path).is_none()
     }
 
     fn grants(&self) -> Vec<(PathBuf, landlock::Access)> {
@@ -87,7 +100,7 @@ impl Policy {
             grants::around(Path::new("/"), &self.deny_read).into_iter().map(|p| (p, landlock::Access::Read)).collect();
         for root in self.roots() {
             let inside: Vec<PathBuf> = self.deny_read.iter().filter(|d| d.starts_with(root)).cloned().collect();
-            out.extend(grants::around(root, &inside).into_iter().map(|p| (p, landlock::Access::Write)));
+            out.extend(grants::around(root, &inside).into_iter().map(|p| (p, self.access(root))));
         }
         out.extend(DEVICES.iter().map(|d| (PathBuf::from(d), landlock::Access::Device)));
         out
@@ -138,8 +151,25 @@ impl Sandbox {
         deny_read.sort();
         deny_read.dedup();
         let temp_path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
-        let policy = Policy { workspace, temp: temp_path, deny_read, network: config.network == Network::On };
-        if config.mode == Mode::Off {
+        let policy = Policy { workspace, temp: temp_path, deny_read, network: config.network == Network::On, workspace_writable: true };
+        Self::build(policy, temp, config.mode)
+    }
+
+    /// The same sandbox for commands that may only look: they read the
+    /// workspace but cannot change it (a check run on the agent's work must
+    /// not become more of that work). They get a temp folder of their own.
+    pub fn read_only(&self) -> Result<Self> {
+        let temp = tempfile::Builder::new()
+            .prefix("agentloop-sandbox-")
+            .tempdir()
+            .map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
+        let temp_path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
+        let policy = Policy { temp: temp_path, workspace_writable: false, ..self.inner.policy.clone() };
+        Self::build(policy, temp, if self.confines() { Mode::On } else { Mode::Off })
+    }
+
+    fn build(policy: Policy, temp: tempfile::TempDir, mode: Mode) -> Result<Self> {
+        if mode == Mode::Off {
             return Ok(Self { inner: Arc::new(Inner { policy, enforced: None, _temp: temp }) });
         }
         let abi = landlock::abi().map_err(|e| {
@@ -209,10 +239,8 @@ impl Sandbox {
         let Some(abi) = self.inner.enforced.as_ref().map(|e| e.abi) else {
             return vec!["the sandbox is off ([sandbox] mode = \"off\"): commands run with all your rights".into()];
         };
-        let mut lines = vec![
-            format!("writes: {} and the temp folder {} (TMPDIR)", p.workspace.display(), p.temp.display()),
-            "reads: the whole system except the paths below".into(),
-        ];
+        let writes = if p.workspace_writable { format!("{} and the temp folder", p.workspace.display()) } else { "only the temp folder".to_string() };
+        let mut lines = vec![format!("writes: {writes} {} (TMPDIR)", p.temp.display()), "reads: the whole system except the paths below".into()];
         lines.extend(p.deny_read.iter().map(|d| format!("  denied: {}", d.display())));
         lines.push(if p.network { "network: on".into() } else { "network: off (local Unix sockets only)".into() });
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));

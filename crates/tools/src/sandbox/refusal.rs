@@ -22,6 +22,9 @@ pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
             if let Some(secret) = policy.deny_read.iter().find(|d| path.starts_with(d)) {
                 push(&mut sentences, format!("the sandbox refused access to {}: {} is kept from commands as secret", path.display(), secret.display()));
                 said = true;
+            } else if denied && !policy.workspace_writable && path.starts_with(&policy.workspace) {
+                push(&mut sentences, format!("the sandbox refused a write to {}: this command may only look at the workspace, not change it", path.display()));
+                said = true;
             } else if denied && !policy.writable(path) {
                 push(
                     &mut sentences,
@@ -99,7 +102,13 @@ mod tests {
     use super::*;
 
     fn policy() -> Policy {
-        Policy { workspace: PathBuf::from("/w"), temp: PathBuf::from("/tmp/sb"), deny_read: vec![PathBuf::from("/home/me/.ssh")], network: false }
+        Policy {
+            workspace: PathBuf::from("/w"),
+            temp: PathBuf::from("/tmp/sb"),
+            deny_read: vec![PathBuf::from("/home/me/.ssh")],
+            network: false,
+            workspace_writable: true,
+        }
     }
 
     #[test]
