@@ -213,9 +213,12 @@ async fn earlier_attempts_are_remembered_a_line_each_and_only_the_output_that_ma
     assert!(reflect.contains("return a * b"), "REFLECT reads the code it diagnoses: {reflect}");
     assert!(reflect.contains("The last attempt's test output:") && reflect.contains("AssertionError: 6 != 5"), "{reflect}");
     let fix = sent_in(&sent, "fix")[0].messages.last().unwrap().content.clone();
-    assert!(fix.contains("- iteration 1 (plan) changed calc.py: 0 of 1 tests passed; failing: test_add"), "one line for the attempt: {fix}");
+    assert!(
+        fix.contains("- iteration 1 (plan) changed calc.py: 0 of 1 tests passed; failing: test_add — undone: it passed no more tests than the files before it"),
+        "one line for the attempt: {fix}"
+    );
     assert_eq!(fix.matches("AssertionError").count(), 1, "the failure now, shown once: {fix}");
-    assert!(fix.contains("The tests now, on the files above (after iteration 1's change)"), "{fix}");
+    assert!(fix.contains("The tests now, on the files above (before any change)"), "the files are the original again: {fix}");
 }
 
 #[tokio::test]
@@ -257,7 +260,8 @@ async fn low_confidence_aborts_with_the_reason() {
     let r = run(script, LoopConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Error);
     assert_eq!(r.out.finish_reason.as_deref(), Some("low_confidence"));
-    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), WRONG_TOO, "the last change stays for the user to see");
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), BROKEN, "a change no better than the original is undone");
+    assert!(state(&r).attempts[0].patch.contains("+    return a * b"), "the journal keeps it for `sessions diff`");
 }
 
 #[tokio::test]
@@ -458,7 +462,7 @@ async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_tou
 }
 
 #[tokio::test]
-async fn a_change_that_passes_fewer_tests_is_undone_and_a_failed_session_leaves_the_best_files() {
+async fn a_change_that_passes_no_more_tests_is_undone_and_a_failed_session_leaves_the_files_as_they_were() {
     let two_tests = TESTS.replace(
         "        self.assertEqual(add(2, 3), 5)\n",
         "        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
@@ -473,14 +477,14 @@ async fn a_change_that_passes_fewer_tests_is_undone_and_a_failed_session_leaves_
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
     let s = state(&r);
     assert!(s.baseline.as_deref().unwrap().contains("Ran 2 tests"), "the tests ran before any change: {:?}", s.baseline);
-    assert!(s.attempts[0].undone && !s.attempts[1].undone, "{:?}", s.attempts);
+    assert!(s.attempts[0].undone && s.attempts[1].undone, "worse, then no better than the original: {:?}", s.attempts);
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let undone = events.iter().find(|e| e.name == "coder:undone").expect("the undo is an event");
     assert_eq!(
         (undone.payload["attempt"].as_u64(), undone.payload["passingNow"].as_u64(), undone.payload["passingBest"].as_u64()),
         (Some(1), Some(0), Some(1))
     );
-    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), WRONG_TOO, "one test passes, as before the session: never worse");
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), BROKEN, "a change passing no more than the original is not left in place");
     assert!(s.attempts[1].patch.contains("-    return a - b\n+    return a * b\n"), "{}", s.attempts[1].patch);
 }
 

@@ -2,7 +2,8 @@
 //! first change the tests run once (the baseline); after every tested
 //! change the workspace is compared, by tests passing, with the best seen
 //! so far — the baseline or an earlier attempt — and a change that made it
-//! worse is undone at once. So whenever the session stops, for whatever
+//! worse, or that passes no more tests than the original files, is undone
+//! at once. So whenever the session stops, for whatever
 //! reason, the files are at their best: the original, or the attempt that
 //! passed the most tests. Every attempt keeps its change as a unified diff
 //! (`Attempt::patch`) in the journal, for `agentloop sessions diff`.
@@ -34,8 +35,10 @@ pub enum Best {
 }
 
 /// The best state among the baseline and the first `n` attempts that were
-/// tested and kept (not undone), later ones winning ties: a tie may be
-/// progress the counts do not show.
+/// tested and kept (not undone). An attempt must pass more than the
+/// original files to beat them — a change the tests cannot tell from no
+/// change is not worth leaving in the user's files — while among attempts
+/// later ones win ties: a tie may be progress the counts do not show.
 fn best_before(s: &CoderState, n: usize) -> (Best, Option<(u32, u32)>) {
     let mut best = (Best::Original, s.baseline.as_deref().and_then(score));
     for (i, a) in s.attempts.iter().enumerate().take(n) {
@@ -43,11 +46,19 @@ fn best_before(s: &CoderState, n: usize) -> (Best, Option<(u32, u32)>) {
             continue;
         }
         let sc = score(&a.test_output);
-        if sc >= best.1 {
+        if beats(sc, best) {
             best = (Best::Attempt(i), sc);
         }
     }
     best
+}
+
+/// Whether a state scoring `sc` replaces `best`.
+fn beats(sc: Option<(u32, u32)>, best: (Best, Option<(u32, u32)>)) -> bool {
+    match best.0 {
+        Best::Original => sc > best.1,
+        Best::Attempt(_) => sc >= best.1,
+    }
 }
 
 /// The content every touched file has in `best` (`None`: it did not exist).
@@ -64,18 +75,19 @@ fn files_at(s: &CoderState, best: Best) -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-/// After the last attempt was tested: when it passes fewer tests than the
-/// best state so far, put the files back to that state and mark it undone.
+/// After the last attempt was tested: unless it beats the best state so far
+/// (`beats`), put the files back to that state and mark it undone.
 pub async fn undo_if_worse(s: &mut CoderState, step: &mut Step) -> Result<()> {
     let Some(last) = s.attempts.len().checked_sub(1) else { return Ok(()) };
     if s.attempts[last].after.is_empty() || s.attempts[last].passed {
         return Ok(());
     }
     let now = score(&s.attempts[last].test_output);
-    let (to, best_score) = best_before(s, last);
-    if now >= best_score {
+    let best = best_before(s, last);
+    if beats(now, best) {
         return Ok(());
     }
+    let (to, best_score) = best;
     s.attempts[last].undone = true;
     for (path, content) in files_at(s, to) {
         if s.files.get(&path) == content.as_ref() {
@@ -151,8 +163,12 @@ mod tests {
         assert_eq!(best_before(&s, s.attempts.len()), (Best::Original, Some((1, 4))));
         s.attempts.push(tested("SyntaxError: bad\nRan 1 test\nFAILED (errors=1)"));
         assert_eq!(best_before(&s, s.attempts.len()), (Best::Original, Some((1, 4))), "a module that does not load passes nothing");
+        s.attempts.push(tested("Ran 4 tests\nFAILED (failures=3)"));
+        assert_eq!(best_before(&s, s.attempts.len()).0, Best::Original, "a tie with the original files leaves them");
         s.attempts.push(tested("Ran 4 tests\nFAILED (failures=1)"));
-        assert_eq!(best_before(&s, s.attempts.len()), (Best::Attempt(1), Some((3, 4))));
+        assert_eq!(best_before(&s, s.attempts.len()), (Best::Attempt(2), Some((3, 4))));
+        s.attempts.push(tested("Ran 4 tests\nFAILED (failures=1)"));
+        assert_eq!(best_before(&s, s.attempts.len()).0, Best::Attempt(3), "among attempts the later wins a tie");
         let none_pass = CoderState {
             baseline: Some("Ran 3 tests\nFAILED (failures=3)".into()),
             attempts: vec![tested("NameError\nRan 1 test\nFAILED (errors=1)")],

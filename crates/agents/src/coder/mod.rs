@@ -18,8 +18,9 @@
 //! cannot be applied (no path, no change, a change already tried) is asked
 //! for again within the same step. The session completes only when the test
 //! command passes, and a change that passes fewer tests than the best state
-//! so far is undone at once (`best.rs`), so a session that stops leaves the
-//! files at their best, never worse than it found them.
+//! so far, or no more than the original files, is undone at once
+//! (`best.rs`), so a session that stops leaves the files as it found them
+//! or at their best, never worse.
 
 mod agent;
 mod best;

@@ -76,7 +76,7 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
         };
         if s.attempts.last().is_some_and(|a| a.undone) {
-            why = format!("your last change made more tests fail and was undone: the files below are the best version so far. {why}");
+            why = format!("your last change passed no more tests than the files before it and was undone: the files below are the best version so far. {why}");
         }
         let files = workspace_files(s)?;
         let request = prompts::fix(s, &render(&files), &why);

@@ -31,7 +31,7 @@ pub fn memory(s: &CoderState) -> String {
     for a in &s.attempts {
         out.push_str(&format!("- iteration {} ({}) changed {}: {}", a.iteration, a.kind, none_if_empty(&a.files.join(", ")), outcome(a)));
         if a.undone {
-            out.push_str(" — it made things worse and was undone");
+            out.push_str(" — undone: it passed no more tests than the files before it");
         }
         if let Some(r) = &a.reflection {
             out.push_str(&format!("\n  reflection: {}", shorten(&r.diagnosis, REFLECTION_CHARS)));
