@@ -184,7 +184,9 @@ impl AgentSpec for Coder {
         summary.notes.push(format!("{} fix(es), {} replan(s)", state.fixes, state.replans));
         let undone = state.attempts.iter().filter(|a| a.undone).count();
         if undone > 0 {
-            summary.notes.push(format!("{undone} change(s) that passed no more tests than the files before them were undone; the files are at their best state"));
+            summary
+                .notes
+                .push(format!("{undone} change(s) that passed no more tests than the files before them were undone; the files are at their best state"));
         }
         summary.patches = state.attempts.iter().enumerate().map(|(i, a)| Patch { label: super::best::label(i, a), diff: a.patch.clone() }).collect();
     }

@@ -81,6 +81,11 @@ impl Checklist {
     /// The requirements, one per part of the goal they quote and paths
     /// they name; the whole goal as the one requirement (with no command)
     /// when the model wrote none that quotes it.
+    ///
+    /// An item may quote a requirement already kept instead of the goal:
+    /// models often write a list as a chain, each item's source being the
+    /// item before it, and dropping those drops every requirement after
+    /// the first (often the one about what a file must hold).
     pub fn into_items(self, goal: &str) -> Vec<Item> {
         let mut items: Vec<Item> = Vec::new();
         let mut seen: Vec<(String, Vec<String>)> = Vec::new();
@@ -88,8 +93,9 @@ impl Checklist {
             let part = r.from_goal.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_lowercase();
             let text = r.requirement.trim().to_string();
             let key = (part, goal_paths::named_paths(&text));
-            let quotes_goal = key.0.chars().any(char::is_alphanumeric) && goal::holds(goal, &key.0);
-            if quotes_goal && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
+            let quotes = |source: &str| key.0.chars().any(char::is_alphanumeric) && goal::holds(source, &key.0);
+            let sourced = quotes(goal) || items.iter().any(|i| quotes(&i.requirement));
+            if sourced && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
                 seen.push(key);
                 items.push(Item { requirement: text, check: r.check.trim().to_string() });
             }
@@ -208,6 +214,19 @@ mod tests {
             "padding from the same part about the same paths, and items quoting no part, are dropped"
         );
         assert_eq!(requirements(Checklist::default().into_items(goal)), vec![goal], "no item: the whole goal");
+        let chained = Checklist {
+            requirements: vec![
+                item("Make a.txt and a folder b.", "a.txt exists"),
+                item("a.txt exists", "a.txt holds hello"),
+                item("a.txt holds hello", "folder b exists"),
+                item("the file is tidy", "a.txt is sorted"),
+            ],
+        };
+        assert_eq!(
+            requirements(chained.into_items(goal)),
+            vec!["a.txt exists", "a.txt holds hello", "folder b exists"],
+            "an item quoting a kept requirement is kept; one quoting neither goal nor item is not"
+        );
     }
 
     #[test]

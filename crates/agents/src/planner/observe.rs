@@ -194,7 +194,10 @@ impl Tool for RunCheck {
             return Ok(json!({"held": null, "shown": problem}));
         }
         let out = agentloop_tools::run_command(&self.sandbox, &command, Self::TIMEOUT).await?;
-        let held = if out["timedOut"] == true { Value::Null } else { json!(out["exitCode"] == 0) };
+        // A command that ran out of time, or tried to change the root, is
+        // not a check of it: it says nothing about the outcome.
+        let refused = out["sandbox"].as_array().is_some_and(|a| !a.is_empty());
+        let held = if out["timedOut"] == true || refused { Value::Null } else { json!(out["exitCode"] == 0) };
         Ok(json!({"held": held, "shown": out["shown"]}))
     }
 }

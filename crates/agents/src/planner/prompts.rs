@@ -230,8 +230,9 @@ pub fn checklist(goal: &str) -> ChatRequest {
              (most goals ask for one to three things), in the goal's order, each as one short sentence that names the file or folder \
              and says exactly what it must hold, what a command must print, or what must be gone. Only what the goal states: \
              add no condition it does not mention. For each requirement also write check: one POSIX shell command, run in the \
-             root folder once the work is done, that exits 0 exactly when the requirement holds and fails otherwise (such as \
-             `test -d build` or `grep -q 'version' setup.cfg`); it may look and compare but not change anything; \
+             root folder once the work is done, that exits 0 exactly when the requirement holds and fails otherwise: it tests \
+             what the requirement says — the text a file must hold, what a program must print — not only that a file exists \
+             (such as `test -d dist` or `grep -qx 'version = 2' setup.cfg`); it may look and compare but not change anything; \
              leave it empty when no command can tell. Answer with a JSON object: requirements (the list; each with from_goal, \
              the words of the goal it comes from, copied exactly, requirement and check).",
         ),
