@@ -23,7 +23,7 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
             let last = last_message(req);
             if last.contains("Write a short plan") {
                 // The plan is written after reading which tests fail.
-                assert!(last.contains("The tests now, before any change"), "{last}");
+                assert!(last.contains("The tests now, on the files above (before any change)"), "{last}");
                 return reply(json!({"steps": ["sort the intervals, merge touching ones, keep the larger end"]}).to_string());
             }
             if last.contains("Carry out the plan") {
