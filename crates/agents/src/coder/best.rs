@@ -61,6 +61,16 @@ fn beats(sc: Option<(u32, u32)>, best: (Best, Option<(u32, u32)>)) -> bool {
     }
 }
 
+/// The attempt whose files are in place now (`None`: the original files).
+/// After each test the files are put at the best state, so the best state
+/// of all attempts is the one on disk.
+pub fn in_place(s: &CoderState) -> Option<&Attempt> {
+    match best_before(s, s.attempts.len()).0 {
+        Best::Attempt(i) => s.attempts.get(i),
+        Best::Original => None,
+    }
+}
+
 /// The content every touched file has in `best` (`None`: it did not exist).
 fn files_at(s: &CoderState, best: Best) -> BTreeMap<String, Option<String>> {
     s.originals

@@ -82,8 +82,7 @@ fn first_error(output: &str) -> &str {
 /// last tested change still in place — whole: which tests fail and how is
 /// what a plan or a change must answer.
 fn tests_now(s: &CoderState) -> String {
-    let kept = s.attempts.iter().rev().find(|a| !a.after.is_empty() && !a.undone && !a.test_output.is_empty() && !a.repeated);
-    let (output, when) = match kept {
+    let (output, when) = match best::in_place(s) {
         Some(a) => (a.test_output.as_str(), format!("after iteration {}'s change", a.iteration)),
         None => (s.baseline.as_deref().unwrap_or_default(), "before any change".to_string()),
     };

@@ -142,7 +142,7 @@ pub struct CheckRun {
 }
 
 impl CheckRun {
-    fn failed(&self) -> bool {
+    pub fn failed(&self) -> bool {
         self.held == Some(false)
     }
 }

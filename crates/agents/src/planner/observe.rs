@@ -147,12 +147,17 @@ impl Tool for CheckCommand {
     async fn call(&self, input: Value) -> Result<Value> {
         let command = input["command"].as_str().unwrap_or_default().to_string();
         let shell: Shell = serde_json::from_value(input["shell"].clone()).unwrap_or_default();
-        let sandbox = self.0.clone();
-        let problem = tokio::task::spawn_blocking(move || shell_check(&command, shell, Some(&sandbox)).err())
-            .await
-            .map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
-        Ok(json!({"problem": problem}))
+        Ok(json!({"problem": problem_with(&command, shell, &self.0).await?}))
     }
+}
+
+/// Why `command` cannot run in `shell` under `sandbox` (`shell_check`, off
+/// the async threads: it starts processes); `None` when it can.
+async fn problem_with(command: &str, shell: Shell, sandbox: &Sandbox) -> Result<Option<String>> {
+    let (command, sandbox) = (command.to_string(), sandbox.clone());
+    tokio::task::spawn_blocking(move || shell_check(&command, shell, Some(&sandbox)).err())
+        .await
+        .map_err(|e| Error::other(format!("the command check stopped ({e})")))
 }
 
 /// `run_check`: one checklist item's command, run on the outcome in a
@@ -185,12 +190,7 @@ impl Tool for RunCheck {
     }
     async fn call(&self, input: Value) -> Result<Value> {
         let command = input["command"].as_str().unwrap_or_default().to_string();
-        let sandbox = self.sandbox.clone();
-        let probe = command.clone();
-        let problem = tokio::task::spawn_blocking(move || shell_check(&probe, Shell::Sh, Some(&sandbox)).err())
-            .await
-            .map_err(|e| Error::other(format!("the check's command check stopped ({e})")))?;
-        if let Some(problem) = problem {
+        if let Some(problem) = problem_with(&command, Shell::Sh, &self.sandbox).await? {
             return Ok(json!({"held": null, "shown": problem}));
         }
         let out = agentloop_tools::run_command(&self.sandbox, &command, Self::TIMEOUT).await?;

@@ -250,18 +250,17 @@ async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Res
             Some(CheckRun { command: command.to_string(), held: out["held"].as_bool(), shown: out["shown"].as_str().unwrap_or_default().trim().to_string() })
         });
     }
-    let open: Vec<usize> = (0..s.checklist.len()).filter(|&i| runs[i].as_ref().is_none_or(|r| r.held != Some(false))).collect();
-    let asks = open.iter().map(|&i| prompts::judge(s, checks, &s.checklist[i].requirement)).collect();
+    let refuted = |run: &Option<CheckRun>| run.as_ref().is_some_and(CheckRun::failed);
+    let asks = s.checklist.iter().zip(&runs).filter(|(_, run)| !refuted(run)).map(|(item, _)| prompts::judge(s, checks, &item.requirement)).collect();
     let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?.into_iter();
-    let mut judged = Vec::new();
-    for (i, (item, run)) in s.checklist.iter().zip(runs).enumerate() {
+    let judged = s.checklist.iter().zip(runs).map(|(item, run)| {
         let requirement = item.requirement.clone();
-        judged.push(match (open.contains(&i), run) {
-            (false, Some(run)) => Judged::refuted(requirement, run),
-            (_, run) => Judged::new(requirement, verdicts.next().unwrap_or_default(), run),
-        });
-    }
-    Ok(judged)
+        match run {
+            Some(run) if run.failed() => Judged::refuted(requirement, run),
+            run => Judged::new(requirement, verdicts.next().unwrap_or_default(), run),
+        }
+    });
+    Ok(judged.collect())
 }
 
 /// Where to go after VERIFY.

@@ -134,10 +134,7 @@ impl Sandbox {
     pub fn new(workspace: &Path, config: &SandboxConfig, home: Option<&Path>, data_dir: Option<&Path>) -> Result<Self> {
         let workspace =
             workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
-        let temp = tempfile::Builder::new()
-            .prefix("agentloop-sandbox-")
-            .tempdir()
-            .map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
+        let (temp, temp_path) = private_temp()?;
         let mut denied: Vec<PathBuf> = Vec::new();
         if let Some(home) = home {
             denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
@@ -150,7 +147,6 @@ impl Sandbox {
         let mut deny_read: Vec<PathBuf> = denied.iter().filter_map(|p| p.canonicalize().ok()).collect();
         deny_read.sort();
         deny_read.dedup();
-        let temp_path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
         let policy = Policy { workspace, temp: temp_path, deny_read, network: config.network == Network::On, workspace_writable: true };
         Self::build(policy, temp, config.mode)
     }
@@ -159,11 +155,7 @@ impl Sandbox {
     /// workspace but cannot change it (a check run on the agent's work must
     /// not become more of that work). They get a temp folder of their own.
     pub fn read_only(&self) -> Result<Self> {
-        let temp = tempfile::Builder::new()
-            .prefix("agentloop-sandbox-")
-            .tempdir()
-            .map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
-        let temp_path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
+        let (temp, temp_path) = private_temp()?;
         let policy = Policy { temp: temp_path, workspace_writable: false, ..self.inner.policy.clone() };
         Self::build(policy, temp, if self.confines() { Mode::On } else { Mode::Off })
     }
@@ -246,6 +238,14 @@ impl Sandbox {
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));
         lines
     }
+}
+
+/// A fresh temp folder for a sandbox's commands, and its canonical path.
+fn private_temp() -> Result<(tempfile::TempDir, PathBuf)> {
+    let temp =
+        tempfile::Builder::new().prefix("agentloop-sandbox-").tempdir().map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
+    let path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
+    Ok((temp, path))
 }
 
 /// Variables whose names suggest credentials stay out of a command's
