@@ -309,6 +309,24 @@ async fn an_identical_edit_is_refused_and_asked_for_again_in_the_same_step() {
 }
 
 #[tokio::test]
+async fn new_files_nothing_uses_are_left_out_and_a_change_of_only_those_is_asked_again() {
+    let stray = |name: &str| format!("new file {name}\n```\nthe result of the merge\n```\n");
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", Value::String(stray("result.txt")))
+        .with("code", Value::String(format!("{}\n{}", text_of(change(FIXED)), stray("notes/summary.md"))))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the stray-only answer cost no iteration");
+    assert!(!r.ws.path().join("result.txt").exists() && !r.ws.path().join("notes").exists(), "no stray file was written");
+    assert_eq!(state(&r).attempts[0].files, vec!["calc.py"]);
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let refused = events.iter().find(|e| e.name == "coder:refused").expect("the refusal is an event");
+    assert!(refused.payload["reason"].as_str().unwrap().contains("only added files nothing uses (result.txt)"), "{}", refused.payload);
+}
+
+#[tokio::test]
 async fn a_block_without_a_path_is_asked_for_again_within_the_same_iteration() {
     let script = Script::default()
         .with("plan", plan())
@@ -378,7 +396,8 @@ async fn a_review_objection_goes_back_to_fix_once() {
 async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
     let script = Script::default()
         .with("plan", plan())
-        .with("code", Value::String("../escaped.py\n```python\nx = 1\n```".into()))
+        // Used by the code beside it, so it is not left out as a stray file.
+        .with("code", Value::String(format!("{}../escaped.py\n```python\nx = 1\n```", text_of(change(&format!("import escaped\n{BROKEN}"))))))
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());

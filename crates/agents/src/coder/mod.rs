@@ -27,6 +27,7 @@ mod best;
 mod change;
 mod events;
 mod failures;
+mod new_files;
 mod nodes;
 mod prompts;
 mod state;

@@ -13,6 +13,7 @@ use super::best;
 use super::change;
 use super::events::CoderEvent;
 use super::failures;
+use super::new_files;
 use super::prompts;
 use super::state::{Attempt, CoderState, Recommendation, Reflection, RootCause};
 use super::CODER_ROLE;
@@ -285,14 +286,17 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
     if let Some(i) = s.attempts.iter().position(|a| a.change_hash == fingerprint(&change)) {
         return Err(format!("it is the same change as attempt {}, which failed: change something else", i + 1));
     }
-    applicable(change, files, s.config.edit_tests)
+    let context =
+        format!("{}\n{}\n{}", s.task, s.baseline.as_deref().unwrap_or_default(), s.attempts.last().map(|a| a.test_output.as_str()).unwrap_or_default());
+    applicable(change, files, s.config.edit_tests, &context)
 }
 
 /// The part of a change worth writing: files it leaves as they are are
 /// dropped, and so are test files — rewritten or new — unless allowed: the
 /// tests are the specification, and a test file of the model's own makes
-/// no failing test pass.
-fn applicable(change: change::Files, files: &[(String, String)], edit_tests: bool) -> std::result::Result<change::Files, String> {
+/// no failing test pass. So are new files nothing uses (`new_files`);
+/// `context` is the task and the test output.
+fn applicable(change: change::Files, files: &[(String, String)], edit_tests: bool, context: &str) -> std::result::Result<change::Files, String> {
     let current = |path: &str| files.iter().find(|(p, _)| p == path).map(|(_, c)| c.trim_end());
     let mut tests = Vec::new();
     let mut kept = Vec::new();
@@ -303,8 +307,14 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
             _ => kept.push((path, content)),
         }
     }
+    let after: Vec<(&str, &str)> =
+        files.iter().filter(|(p, _)| !kept.iter().any(|(k, _)| k == p)).chain(kept.iter()).map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let unused: Vec<String> = kept.iter().filter(|(p, _)| current(p).is_none() && !new_files::used(p, context, &after)).map(|(p, _)| p.clone()).collect();
+    kept.retain(|(p, _)| !unused.contains(p));
     if kept.is_empty() {
-        return Err(if tests.is_empty() {
+        return Err(if !unused.is_empty() {
+            format!("it only added files nothing uses ({}): change the code the failing tests run", unused.join(", "))
+        } else if tests.is_empty() {
             "it left every file as it was: change the code so that the failing tests pass".into()
         } else {
             format!("it only wrote tests ({}), which are the specification: change the code they test instead", tests.join(", "))
