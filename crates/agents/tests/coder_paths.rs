@@ -256,12 +256,28 @@ async fn a_wrong_approach_is_replanned_and_the_memory_reaches_the_new_plan() {
 
 #[tokio::test]
 async fn low_confidence_aborts_with_the_reason() {
-    let script = Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.1));
+    let script =
+        Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.1)).with("reflect", reflection("fix", 0.2));
     let r = run(script, LoopConfig::default()).await;
     assert_eq!(r.out.status, SessionStatus::Error);
     assert_eq!(r.out.finish_reason.as_deref(), Some("low_confidence"));
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect"], "a low reading is asked once more before it stands");
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), BROKEN, "a change no better than the original is undone");
     assert!(state(&r).attempts[0].patch.contains("+    return a * b"), "the journal keeps it for `sessions diff`");
+}
+
+#[tokio::test]
+async fn one_low_confidence_reading_is_asked_again_and_a_confident_second_carries_on() {
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("reflect", reflection("fix", 0.0))
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect", "fix", "review"]);
 }
 
 #[tokio::test]

@@ -140,7 +140,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
             },
             None => {
                 let files = render(&workspace_files(s)?);
-                let r: Reflection = step.chat_json_as(CODER_ROLE, prompts::reflect(s, &files)).await?;
+                let r = second_opinion_when_unsure(s, step, prompts::reflect(s, &files)).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };
@@ -193,6 +193,27 @@ pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Re
         }
         Ok(())
     })
+}
+
+/// A small model's confidence is poorly calibrated, and a single low reading
+/// would end the whole session. So a reflection under the threshold is a miss
+/// for the model that wrote it (a chain may move on to its stronger model)
+/// and is asked once more, freshly sampled; only a second low reading stands.
+async fn second_opinion_when_unsure(s: &CoderState, step: &mut Step, request: ChatRequest) -> Result<Reflection> {
+    let first: Reflection = step.chat_json_as(CODER_ROLE, request.clone()).await?;
+    if first.confidence >= s.config.confidence_threshold {
+        return Ok(first);
+    }
+    step.emit(CoderEvent::Reflection {
+        diagnosis: first.diagnosis.clone(),
+        root_cause: first.root_cause,
+        recommendation: first.recommendation,
+        confidence: first.confidence,
+    });
+    step.reject_answer(CODER_ROLE)?;
+    let mut again = request;
+    again.temperature = Some(RETRY_TEMPERATURE);
+    step.chat_json_as(CODER_ROLE, again).await
 }
 
 /// A replan throws the approach away; when the last attempt failed fewer
