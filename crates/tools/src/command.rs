@@ -123,7 +123,9 @@ async fn read_capped(mut from: impl AsyncRead + Unpin) -> Captured {
         kept.extend_from_slice(&buf[..room]);
         dropped += n - room;
     }
-    Captured { text: String::from_utf8_lossy(&kept).into_owned(), dropped }
+    // Bytes that are not text show as U+FFFD, NUL included: output is read
+    // by people and models, and no model prompt can hold a NUL.
+    Captured { text: String::from_utf8_lossy(&kept).replace('\0', "\u{FFFD}"), dropped }
 }
 
 /// The first and last lines of a long output with a marker between.

@@ -53,7 +53,12 @@ impl Tool for ReadFile {
             });
         }
         let bytes = std::fs::read(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
-        let content = String::from_utf8(bytes).map_err(|_| Error::Tool { tool: self.name().into(), message: format!("`{path}` is not UTF-8 text") })?;
+        // A NUL byte is valid UTF-8 but never text (archives, images pad
+        // with it), and no model prompt can hold one.
+        let content = String::from_utf8(bytes)
+            .ok()
+            .filter(|text| !text.contains('\0'))
+            .ok_or_else(|| Error::Tool { tool: self.name().into(), message: format!("`{path}` is binary, not UTF-8 text") })?;
         Ok(json!({"path": path, "content": content}))
     }
 }

@@ -121,6 +121,16 @@ async fn commands_run_in_the_workspace_and_report_exit_codes() {
 }
 
 #[tokio::test]
+async fn binary_bytes_never_reach_a_model_as_text() {
+    let s = setup();
+    std::fs::write(s.ws.root().join("archive.tar"), b"name.txt\0\0\0\0ustar\0").unwrap();
+    let err = ReadFile(s.ws.clone()).call(json!({"path": "archive.tar"})).await.unwrap_err();
+    assert!(err.to_string().contains("`archive.tar` is binary"), "{err}");
+    let out = run_command(&s.sandbox, "cat archive.tar", Duration::from_secs(10)).await.unwrap();
+    assert_eq!(out["stdout"], "name.txt\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}ustar\u{FFFD}");
+}
+
+#[tokio::test]
 async fn a_timeout_kills_the_whole_process_group() {
     let s = setup();
     let marker = s.ws.root().join("survivor");
