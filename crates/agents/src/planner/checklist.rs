@@ -85,16 +85,22 @@ impl Checklist {
     /// An item may quote a requirement already kept instead of the goal:
     /// models often write a list as a chain, each item's source being the
     /// item before it, and dropping those drops every requirement after
-    /// the first (often the one about what a file must hold).
+    /// the first (often the one about what a file must hold). An item with
+    /// no such source is still kept when it quotes text the goal gives and
+    /// names only paths the goal names: what a file must hold, in the
+    /// goal's own words, is never padding. Two items from one part about
+    /// the same paths are one only when they also quote the same texts
+    /// (a list of two tasks is two items).
     pub fn into_items(self, goal: &str) -> Vec<Item> {
         let mut items: Vec<Item> = Vec::new();
-        let mut seen: Vec<(String, Vec<String>)> = Vec::new();
+        let mut seen: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
         for r in self.requirements {
             let part = r.from_goal.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim().to_lowercase();
             let text = r.requirement.trim().to_string();
-            let key = (part, goal_paths::named_paths(&text));
+            let key = (part, goal_paths::named_paths(&text), quoted_texts(&text));
             let quotes = |source: &str| key.0.chars().any(char::is_alphanumeric) && goal::holds(source, &key.0);
-            let sourced = quotes(goal) || items.iter().any(|i| quotes(&i.requirement));
+            let in_goals_words = !key.2.is_empty() && key.1.iter().chain(&key.2).all(|named| goal::holds(goal, named));
+            let sourced = quotes(goal) || items.iter().any(|i| quotes(&i.requirement)) || in_goals_words;
             if sourced && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
                 seen.push(key);
                 items.push(Item { requirement: text, check: r.check.trim().to_string() });
@@ -105,6 +111,29 @@ impl Checklist {
         }
         items
     }
+}
+
+/// The texts a requirement quotes ('…', "…" or `…`): a quote opens after a
+/// space or at the start and closes before a space, punctuation or the end,
+/// so an apostrophe inside a word opens nothing.
+fn quoted_texts(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find(['\'', '"', '`']) {
+        let mark = rest[open..].chars().next().unwrap_or('\'');
+        let opens = rest[..open].chars().next_back().is_none_or(|c| c.is_whitespace() || c == '(');
+        let after = &rest[open + 1..];
+        let close =
+            after.match_indices(mark).map(|(at, _)| at).find(|&at| after[at + 1..].chars().next().is_none_or(|c| c.is_whitespace() || ".,;:!?)".contains(c)));
+        match close {
+            Some(close) if opens && !after[..close].trim().is_empty() => {
+                found.push(after[..close].trim().to_string());
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    found
 }
 
 /// The model's verdict on one requirement: what the observed text shows of
@@ -227,6 +256,28 @@ mod tests {
             vec!["a.txt exists", "a.txt holds hello", "folder b exists"],
             "an item quoting a kept requirement is kept; one quoting neither goal nor item is not"
         );
+        let goal = "Make a folder notes with a file todo.txt listing 'buy milk' and 'call Anna'.";
+        let tasks = Checklist {
+            requirements: vec![
+                item("a file todo.txt", "notes/todo.txt exists"),
+                item("listing 'buy milk' and 'call Anna'", "todo.txt contains 'buy milk'"),
+                item("listing 'buy milk' and 'call Anna'", "todo.txt contains 'call Anna'"),
+                item("todo.txt contains the tasks", "todo.txt contains \"call Anna\""),
+                item("todo.txt contains the tasks", "todo.txt contains 'buy bread'"),
+                item("todo.txt contains the tasks", "todo.txt is not empty"),
+            ],
+        };
+        assert_eq!(
+            requirements(tasks.into_items(goal)),
+            vec!["notes/todo.txt exists", "todo.txt contains 'buy milk'", "todo.txt contains 'call Anna'", "todo.txt contains \"call Anna\""],
+            "each quoted task is an item; an unsourced item stays only when it quotes the goal's own text"
+        );
+    }
+
+    #[test]
+    fn quoted_texts_open_after_a_space_and_skip_apostrophes() {
+        assert_eq!(quoted_texts("the goal's file holds 'a b', \"c\" and `d`."), vec!["a b", "c", "d"]);
+        assert_eq!(quoted_texts("it's Anna's list"), Vec::<String>::new());
     }
 
     #[test]
