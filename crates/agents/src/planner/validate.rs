@@ -63,6 +63,9 @@ pub enum Rule {
     /// A command redirects into a folder that does not exist and no earlier
     /// step makes: the shell makes no folders, so the step would fail.
     MissingFolder,
+    /// A step replaces a file an earlier step wrote, with nothing using it
+    /// in between: the earlier write is lost.
+    Overwrite,
 }
 
 impl fmt::Display for Rule {

@@ -48,7 +48,11 @@
 //!     and every one of them is still covered by the steps that remain, so
 //!     what is left is judged against what was asked, and a refused step
 //!     about the goal's own files (`RUN_COMMAND wcc story.txt`) is never
-//!     silently lost.
+//!     silently lost;
+//! 12. a step that replaces a file an earlier step wrote, unread in between
+//!     (`overwrite`), adds to it instead: its command's `>` becomes `>>`,
+//!     or, when both steps are WRITE_FILE, the second's text joins the
+//!     first's on a new line.
 //!
 //! A plan that tries to leave the root is never mended: it is refused whole.
 
@@ -86,6 +90,7 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     name_the_goals_file(&mut plan, cx, &mut changes);
     place_files(&mut plan, cx, &mut changes);
     create_missing_folders(&mut plan, cx, &mut changes);
+    append_instead_of_replacing(&mut plan, &mut changes);
     write_given_text(&mut plan, cx, &mut changes);
     add_missing_steps(&mut plan, cx, &mut changes);
     let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
@@ -294,6 +299,40 @@ fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<S
         plan.plan.insert(*i, PlanStep { step, action: create.to_string(), expects: format!("the folder {folder} exists") });
     }
     if !missing.is_empty() {
+        renumber(plan);
+    }
+}
+
+/// Turns each step that replaces a file an earlier step wrote (`overwrite`)
+/// into one that adds to it.
+fn append_instead_of_replacing(plan: &mut Plan, changes: &mut Vec<String>) {
+    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let mut dropped = Vec::new();
+    for rules::Overwrite { at, earlier, path } in rules::overwrites(&parsed) {
+        let (Some(later_step), Some(earlier_step)) = (plan.plan.get(at).map(|i| i.step), plan.plan.get(earlier).map(|i| i.step)) else { continue };
+        match (&parsed[earlier], &parsed[at]) {
+            (Action::WriteFile { content: first, .. }, Action::WriteFile { content: second, .. }) if !dropped.contains(&earlier) => {
+                let joined = Action::WriteFile { path: path.clone(), content: format!("{}\n{second}", first.trim_end_matches('\n')) };
+                changes
+                    .push(format!("step {later_step} wrote {path} again, which would lose what step {earlier_step} wrote, so step {earlier_step} writes both"));
+                plan.plan[earlier].action = joined.to_string();
+                dropped.push(at);
+            }
+            (_, Action::RunCommand { command }) => {
+                let Some(r) = rules::redirects(&parsed[at]).into_iter().find(|r| !r.appends && r.target == path) else { continue };
+                let appended = Action::RunCommand { command: format!("{}>{}", &command[..r.at], &command[r.at..]) };
+                changes.push(format!("step {later_step} replaced {path}, which step {earlier_step} wrote, so it appends: `{appended}`"));
+                plan.plan[at].action = appended.to_string();
+            }
+            _ => {}
+        }
+    }
+    if !dropped.is_empty() {
+        let mut i = 0;
+        plan.plan.retain(|_| {
+            i += 1;
+            !dropped.contains(&(i - 1))
+        });
         renumber(plan);
     }
 }
@@ -536,6 +575,16 @@ mod tests {
     }
 
     #[test]
+    fn a_step_replacing_what_an_earlier_one_wrote_adds_to_it() {
+        let goal = "Put the words alpha and beta into words.txt, one per line.";
+        let (refused, mended_plan) = mend_in(&[], goal, &["RUN_COMMAND echo alpha > words.txt", "RUN_COMMAND echo beta > words.txt"]);
+        assert!(refused.iter().any(|r| r.rule == Rule::Overwrite && r.step == Some(2) && r.reason.contains("which step 1 wrote")), "{refused:?}");
+        assert_eq!(mended_plan.unwrap(), ["1 RUN_COMMAND echo alpha > words.txt", "2 RUN_COMMAND echo beta >> words.txt"]);
+        let both = mended(goal, &["WRITE_FILE words.txt alpha", "WRITE_FILE words.txt beta"]);
+        assert_eq!(both.unwrap(), ["1 WRITE_FILE words.txt alpha\\nbeta"]);
+    }
+
+    #[test]
     fn a_repeat_over_one_path_runs_once() {
         let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
         let m = mended(goal, &["CREATE_DIR notes", "REPEAT 3 WRITE_FILE notes/todo.txt buy milk\\ncall Anna"]);
@@ -624,7 +673,11 @@ mod tests {
             "a plain echo into the file is its write"
         );
         assert_eq!(mended(goal, &["RUN_COMMAND echo hello | tr a-z A-Z > hello.txt"]), None, "a command that does more is not rewritten");
-        assert_eq!(mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]), None, "which write is meant is not known");
+        assert_eq!(
+            mended(goal, &["WRITE_FILE hello.txt hi", "WRITE_FILE hello.txt hey"]).unwrap(),
+            ["1 WRITE_FILE hello.txt Hello, world!"],
+            "two writes of the file are first joined into one"
+        );
     }
 
     #[test]

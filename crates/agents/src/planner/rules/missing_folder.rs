@@ -38,20 +38,36 @@ fn redirect_folders(action: &Action) -> Vec<String> {
 /// The files a step's commands redirect output into (`> notes/todo.txt`),
 /// relative to the root; none absolute, holding a variable, or `>&2`.
 pub fn redirect_targets(action: &Action) -> Vec<String> {
+    redirects(action).into_iter().map(|r| r.target).collect()
+}
+
+/// One output redirect of a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub target: String,
+    /// `>>` rather than `>`.
+    pub appends: bool,
+    /// Where its first `>` is in the command.
+    pub at: usize,
+}
+
+/// `redirect_targets`, each with how and where it is written.
+pub fn redirects(action: &Action) -> Vec<Redirect> {
     let command = match action {
         Action::RunCommand { command } => command,
-        Action::ForEach { body, .. } | Action::Repeat { body, .. } => return redirect_targets(body),
+        Action::ForEach { body, .. } | Action::Repeat { body, .. } => return redirects(body),
         _ => return Vec::new(),
     };
     let mut out = Vec::new();
     for (at, _) in command.match_indices('>') {
+        let appends = command[at + 1..].starts_with('>');
         let rest = command[at + 1..].trim_start_matches('>');
         if rest.starts_with('&') || rest.starts_with('(') || command[..at].ends_with('>') {
             continue;
         }
         let target = rest.split_whitespace().next().unwrap_or_default().trim_matches(|c| c == '"' || c == '\'');
         if !target.is_empty() && !target.starts_with('/') && !target.contains(['{', '$', '`', '*']) {
-            out.push(target.trim_start_matches("./").to_string());
+            out.push(Redirect { target: target.trim_start_matches("./").to_string(), appends, at });
         }
     }
     out

@@ -1,10 +1,12 @@
 //! The rules any plan must keep, whatever its goal: paths stay in the jail,
 //! actions are in the language and fill their loop variables, FOR_EACH
 //! loops over a stored key, a path is used as the kind it is, commands fit
-//! the shell and write into folders that exist. Each rule has its own
+//! the shell and write into folders that exist, and no step replaces what
+//! an earlier one wrote unread. Each rule has its own
 //! rejection reason, which the next plan is given.
 
 mod missing_folder;
+mod overwrite;
 mod shell_check;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,11 +65,20 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
             let step = plan.plan.get(i).map(|item| item.step);
             out.push(Rejection::new(Rule::MissingFolder, step, format!("the command writes into {folder}, which does not exist and no earlier step makes (a redirect makes no folders): add `CREATE_DIR {folder}` before it")));
         }
+        for Overwrite { at, earlier, path } in overwrites(&parsed) {
+            let (step, earlier) = (plan.plan.get(at).map(|item| item.step), plan.plan.get(earlier).map_or(0, |item| item.step));
+            out.push(Rejection::new(
+                Rule::Overwrite,
+                step,
+                format!("this replaces {path}, which step {earlier} wrote, so what step {earlier} wrote is lost: append with `>>`, or write the file once with all of its text"),
+            ));
+        }
     }
     out
 }
 
-pub use missing_folder::{missing_folders, redirect_targets};
+pub use missing_folder::{missing_folders, redirect_targets, redirects};
+pub use overwrite::{overwrites, Overwrite};
 
 /// The rules that look at one parsed action (and the actions inside it).
 fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> Vec<(Rule, String)> {
