@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
+use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, Rule, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
@@ -506,6 +506,23 @@ async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_com
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let verdicts: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload).collect();
     assert!(verdicts.iter().all(|v| v["met"] == false && v["summary"].as_str().unwrap().starts_with("not verified")), "{verdicts:?}");
+}
+
+#[tokio::test]
+async fn a_plan_that_already_ran_without_meeting_the_goal_is_refused_when_offered_again() {
+    let script = Script::default()
+        .goal("Write the word ready into status.txt.")
+        .with("plan", plan(&["WRITE_FILE status.txt starting"]))
+        .with("checklist", checklist(&[("the word ready into status.txt", "status.txt holds the word ready")]))
+        .with("verify", json!({"evidence": "status.txt holds starting", "done": false}).to_string())
+        .with("plan", plan(&["WRITE_FILE status.txt starting"]))
+        .with("plan", plan(&["WRITE_FILE status.txt ready"]))
+        .with("verify", json!({"evidence": "status.txt holds ready", "done": true}).to_string());
+    let r = run_with(script, ApproveMode::All, PlannerConfig { precheck: false, ..PlannerConfig::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    let s = r.state();
+    assert!(s.proposals[1].rejections.iter().any(|r| r.rule == Rule::AlreadyRan), "{:?}", s.proposals[1]);
+    assert_eq!(s.runs.iter().filter(|r| r.action == "WRITE_FILE status.txt starting").count(), 1, "the same steps ran once");
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ use super::observe::observe;
 use super::plan::{self, Plan};
 use super::prompts;
 use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
-use super::validate::{self, Context, Rule};
+use super::validate::{self, Context, Rejection, Rule};
 use super::{FAST_ROLE, PLANNER_ROLE};
 
 #[derive(Deserialize, JsonSchema)]
@@ -108,6 +108,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
         let done = s.done_actions();
         s.observed = observe(step, s.proposals.last().and_then(|p| p.plan.as_ref()), shell).await?;
+        let ran: Vec<Vec<String>> = s.plans_run_to_the_end().into_iter().map(|p| p.into_iter().map(String::from).collect()).collect();
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
@@ -121,6 +122,14 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);
             }
+        }
+        // The same steps again give the same outcome, which did not meet the goal.
+        if proposal.plan.as_ref().is_some_and(|p| ran.iter().any(|r| *r == p.actions())) {
+            proposal.rejections.push(Rejection::new(
+                Rule::AlreadyRan,
+                None,
+                "these are the very steps of a plan that already ran and did not meet the goal: change what the check found missing",
+            ));
         }
         if proposal.valid() {
             proposal.actions = proposal.plan.as_ref().and_then(|p| validate::all_parsed(&validate::parse(p))).unwrap_or_default();

@@ -262,6 +262,14 @@ impl PlannerState {
     }
 
     /// Consecutive refused proposals at the end.
+    /// The steps of each plan that ran to its end. A session goes on past
+    /// such a plan only when its outcome did not meet the goal.
+    pub fn plans_run_to_the_end(&self) -> Vec<Vec<&str>> {
+        let ran = |i: usize| self.runs.iter().filter(|r| r.proposal == i && r.ok).count();
+        let plans = self.proposals.iter().enumerate().filter_map(|(i, p)| p.plan.as_ref().filter(|plan| ran(i) >= plan.plan.len()));
+        plans.map(Plan::actions).collect()
+    }
+
     pub fn rejects_in_a_row(&self) -> usize {
         self.proposals.iter().rev().take_while(|p| !p.valid()).count()
     }

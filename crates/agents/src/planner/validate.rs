@@ -66,6 +66,9 @@ pub enum Rule {
     /// A step replaces a file an earlier step wrote, with nothing using it
     /// in between: the earlier write is lost.
     Overwrite,
+    /// The very steps of a plan that already ran to its end in this
+    /// session without meeting the goal: they would give the same outcome.
+    AlreadyRan,
 }
 
 impl fmt::Display for Rule {

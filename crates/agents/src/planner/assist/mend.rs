@@ -74,7 +74,7 @@ pub struct Mended {
 
 /// The mended plan, when mending makes `plan` pass every rule.
 pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<Mended> {
-    let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path];
+    let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path, Rule::AlreadyRan];
     if rejections.is_empty() || rejections.iter().any(|r| unmendable.contains(&r.rule)) {
         return None;
     }
