@@ -260,7 +260,7 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
     let named = held_paths::goal_names(cx.goal);
     let mut written: Vec<String> = parsed
         .iter()
-        .flat_map(written_files)
+        .flat_map(rules::written_files)
         .filter(|p| !p.contains('{') && !on_disk(p) && !named.iter().any(|n| p == n || p.ends_with(&format!("/{n}"))))
         .collect();
     written.dedup();
@@ -274,16 +274,6 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
             ));
             item.action = renamed;
         }
-    }
-}
-
-/// The files a step writes: WRITE_FILE's path and the targets of a
-/// command's redirects (loops left out: their names are the loop's).
-fn written_files(action: &Action) -> Vec<String> {
-    match action {
-        Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
-        Action::RunCommand { .. } => rules::redirect_targets(action),
-        _ => Vec::new(),
     }
 }
 

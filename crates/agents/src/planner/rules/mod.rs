@@ -78,7 +78,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
 }
 
 pub use missing_folder::{missing_folders, redirect_targets, redirects};
-pub use overwrite::{overwrites, Overwrite};
+pub use overwrite::{overwrites, written_files, Overwrite};
 
 /// The rules that look at one parsed action (and the actions inside it).
 fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> Vec<(Rule, String)> {

@@ -47,8 +47,10 @@ fn replaced_files(action: &Action) -> Vec<String> {
     }
 }
 
-/// The files a step writes, replacing or appending.
-fn written_files(action: &Action) -> Vec<String> {
+/// The files a step writes, replacing or appending: WRITE_FILE's path and
+/// the targets of a command's redirects (loops left out: their names are
+/// the loop's).
+pub fn written_files(action: &Action) -> Vec<String> {
     match action {
         Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
         Action::RunCommand { .. } => redirects(action).into_iter().map(|r| r.target).collect(),
