@@ -281,6 +281,25 @@ async fn one_low_confidence_reading_is_asked_again_and_a_confident_second_carrie
 }
 
 #[tokio::test]
+async fn a_diagnosis_that_copies_its_instructions_is_asked_again() {
+    let echo = json!({
+        "diagnosis": "The code in calc.py is a bug to repair: a bug to repair, so recommend fix; the root cause is usually the code, a bug to repair.",
+        "rootCause": "code", "recommendation": "fix", "feedback": "use +", "confidence": 0.9
+    });
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("reflect", echo)
+        .with("reflect", reflection("fix", 0.8))
+        .with("fix", change(FIXED))
+        .with("review", accept());
+    let r = run(script, LoopConfig::default()).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect", "fix", "review"]);
+    assert_eq!(state(&r).attempts[0].reflection.as_ref().unwrap().diagnosis, "add subtracts", "the second answer is the one remembered");
+}
+
+#[tokio::test]
 async fn too_many_replans_stop_the_session() {
     let mut script = Script::default();
     for content in [WRONG_TOO, "def add(a, b):\n    return 0\n"] {

@@ -140,7 +140,7 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
             },
             None => {
                 let files = render(&workspace_files(s)?);
-                let r = second_opinion_when_unsure(s, step, prompts::reflect(s, &files)).await?;
+                let r = second_opinion_if_doubtful(s, step, prompts::reflect(s, &files)).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };
@@ -196,12 +196,14 @@ pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Re
 }
 
 /// A small model's confidence is poorly calibrated, and a single low reading
-/// would end the whole session. So a reflection under the threshold is a miss
-/// for the model that wrote it (a chain may move on to its stronger model)
-/// and is asked once more, freshly sampled; only a second low reading stands.
-async fn second_opinion_when_unsure(s: &CoderState, step: &mut Step, request: ChatRequest) -> Result<Reflection> {
+/// would end the whole session; a small model also copies its instructions
+/// into the diagnosis, which then tells later prompts nothing. Either is a
+/// miss for the model that wrote it (a chain may move on to its stronger
+/// model), and the reflection is asked once more, freshly sampled; the
+/// second answer stands.
+async fn second_opinion_if_doubtful(s: &CoderState, step: &mut Step, request: ChatRequest) -> Result<Reflection> {
     let first: Reflection = step.chat_json_as(CODER_ROLE, request.clone()).await?;
-    if first.confidence >= s.config.confidence_threshold {
+    if first.confidence >= s.config.confidence_threshold && !prompts::echoes_instructions(&first.diagnosis) {
         return Ok(first);
     }
     step.emit(CoderEvent::Reflection {

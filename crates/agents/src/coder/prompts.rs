@@ -123,14 +123,37 @@ pub fn code(s: &CoderState, files: &str) -> ChatRequest {
     request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s), tests_now(s)))
 }
 
+/// How REFLECT answers. It is the system message, and the user message ends
+/// in a question: a small model given instructions last copies them into
+/// its diagnosis ("… so recommend `fix` and say …") instead of diagnosing.
+const REFLECT_SYSTEM: &str = "You are a careful software engineer. When an attempt to make the tests pass has failed, you find out why. \
+     diagnosis: which test fails and which line of the code makes it fail. root_cause: usually the code, a bug to repair. \
+     recommendation: `fix` for such a bug, `replan` only when the approach itself cannot work, `abort` only when the task cannot be done. \
+     feedback: exactly how to change that line. confidence: from 0 to 1, how sure you are that the recommendation will work.";
+
 pub fn reflect(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nThe last attempt failed. Diagnose why from the test output. The root cause is usually the code: a bug to repair, so recommend `fix` and say in the feedback exactly which line to change and how. Recommend `replan` only when the approach itself cannot work, and `abort` only when the task cannot be done. Give your confidence from 0 to 1 that the recommendation will work.",
+    let user = format!(
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nThe last attempt failed. Which test fails, and which line of the code above makes it fail?",
         s.task,
         numbered(&s.plan),
         memory(s) + &last_output(s)
-    ))
+    );
+    ChatRequest::new(vec![Message::system(REFLECT_SYSTEM), Message::user(user)])
 }
+
+/// Whether a reflection's diagnosis copies the instructions it was given
+/// (a run of six words or more) rather than saying what went wrong.
+pub fn echoes_instructions(diagnosis: &str) -> bool {
+    let words = |text: &str| {
+        text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).filter(|w| !w.is_empty()).collect::<Vec<_>>()
+    };
+    let (said, given) = (words(diagnosis), words(REFLECT_SYSTEM));
+    let runs: Vec<&[String]> = given.windows(ECHO_WORDS).collect();
+    said.windows(ECHO_WORDS).any(|w| runs.contains(&w))
+}
+
+/// Words in a row shared with the instructions that make a diagnosis an echo.
+const ECHO_WORDS: usize = 6;
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
     request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s) + &tests_now(s)))
@@ -145,4 +168,16 @@ pub fn review(s: &CoderState, diff: &str) -> ChatRequest {
 
 fn numbered(steps: &[String]) -> String {
     steps.iter().enumerate().map(|(i, s)| format!("{}. {s}", i + 1)).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diagnosis_copying_six_words_of_the_instructions_is_an_echo() {
+        assert!(echoes_instructions("The code in `merge` is flawed: `fix` for such a bug, `replan` only when the approach itself cannot work."));
+        assert!(!echoes_instructions("test_touching fails: line 7 compares with < where touching intervals need <=."));
+        assert!(!echoes_instructions("The bug is in the code: line 3 subtracts."));
+    }
 }
