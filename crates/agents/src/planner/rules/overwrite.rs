@@ -40,20 +40,21 @@ pub fn overwrites(plan: &[Action]) -> Vec<Overwrite> {
 
 /// The files a step writes from scratch.
 fn replaced_files(action: &Action) -> Vec<String> {
-    match action {
-        Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
-        Action::RunCommand { .. } => redirects(action).into_iter().filter(|r| !r.appends).map(|r| r.target).collect(),
-        _ => Vec::new(),
-    }
+    writes(action).into_iter().filter(|(_, appends)| !appends).map(|(path, _)| path).collect()
 }
 
 /// The files a step writes, replacing or appending: WRITE_FILE's path and
 /// the targets of a command's redirects (loops left out: their names are
 /// the loop's).
 pub fn written_files(action: &Action) -> Vec<String> {
+    writes(action).into_iter().map(|(path, _)| path).collect()
+}
+
+/// Each file a step writes, with whether it appends to it.
+fn writes(action: &Action) -> Vec<(String, bool)> {
     match action {
-        Action::WriteFile { path, .. } => vec![path.trim_start_matches("./").to_string()],
-        Action::RunCommand { .. } => redirects(action).into_iter().map(|r| r.target).collect(),
+        Action::WriteFile { path, .. } => vec![(path.trim_start_matches("./").to_string(), false)],
+        Action::RunCommand { .. } => redirects(action).into_iter().map(|r| (r.target, r.appends)).collect(),
         _ => Vec::new(),
     }
 }
