@@ -48,7 +48,7 @@ fn answer(req: &ChatRequest) -> ChatResponse {
     } else if asks_for("aspects") {
         json!({"aspects": [{"description": "who", "answered": true, "confidence": 0.9, "supportingSources": [1]}], "suggestedRetrievals": []}).to_string()
     } else if asks_for("found") {
-        json!({"answer": "Mara Quill", "citations": [1], "found": true}).to_string()
+        json!({"answers": ["Mara Quill"], "citations": [1], "found": true}).to_string()
     } else if asks_for("supportingCitations") {
         json!({"supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()
     } else if asks_for("overallAssessment") {

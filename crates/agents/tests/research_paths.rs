@@ -114,10 +114,10 @@ fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Se
         let text = match k {
             "decompose" => TWO_HOPS.to_string(),
             "coverage" => covered(),
-            "sub_answer" if user(req).contains("hobby is sailing") => {
-                json!({"answer": "Mara Quill", "citations": [number_of(req, "Mara Quill")], "found": true}).to_string()
+            "sub_answer" if user(req).lines().next().is_some_and(|q| q.contains("hobby is sailing")) => {
+                json!({"answers": ["Mara Quill"], "citations": [number_of(req, "Mara Quill")], "found": true}).to_string()
             }
-            "sub_answer" => json!({"answer": "Tobin Quill", "citations": [number_of(req, "Mara Quill")], "found": true}).to_string(),
+            "sub_answer" => json!({"answers": ["Tobin Quill"], "citations": [number_of(req, "Mara Quill")], "found": true}).to_string(),
             "synthesize" | "refine" => {
                 let m = number_of(req, "Mara Quill");
                 format!("Mara Quill's hobby is sailing [{m}]. Her father is Tobin Quill [{m}].")
@@ -220,6 +220,32 @@ async fn a_two_hop_question_is_answered_in_dependency_order_with_checked_citatio
 }
 
 #[tokio::test]
+async fn a_dependency_answered_with_several_items_is_followed_up_once_per_item() {
+    let model = scripted(|k, req, _| match k {
+        // Two people the passages name, and one they do not (dropped).
+        "sub_answer" if user(req).starts_with("Question: Whose hobby is sailing?") => {
+            Some(json!({"answers": ["Mara Quill", "Ennis Vale", "Zora Nobody"], "citations": [number_of(req, "Mara Quill")], "found": true}).to_string())
+        }
+        "sub_answer" if user(req).starts_with("Question: Who is the father of Ennis Vale?") => {
+            Some(json!({"answers": [], "citations": [], "found": false}).to_string())
+        }
+        _ => None,
+    });
+    let r = run(QUESTION, ResearchConfig { reflection: false, ..ResearchConfig::default() }, model).await;
+    let s = r.state();
+    assert_eq!(s.sub_queries[0].items, ["Mara Quill", "Ennis Vale"], "an item no passage states is dropped");
+    assert_eq!(r.searches, ["Whose hobby is sailing?", "Who is the father of Mara Quill?", "Who is the father of Ennis Vale?"]);
+    let ids: Vec<&str> = s.sub_queries.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["q1", "q2-1", "q2-2"], "one branch per item");
+    assert!(s.sub_queries[1..].iter().all(|w| w.query == "q2"));
+    assert_eq!(s.sub_queries[1].status, SubQueryStatus::Answered);
+    assert_eq!(s.sub_queries[2].status, SubQueryStatus::Unanswered);
+    assert_eq!(s.answered_items()["q2"], ["Tobin Quill"], "the sub-question's answer is its branches' together");
+    let synth = user(&r.requests("synthesize")[0]);
+    assert!(synth.contains("Who is the father of Mara Quill? → Tobin Quill"), "{synth}");
+}
+
+#[tokio::test]
 async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_again() {
     let model = scripted(|k, req, n| (k == "synthesize" && n == 0).then(|| format!("Her father is Tobin Quill [{}] [42].", number_of(req, "Mara Quill"))));
     let r = run(QUESTION, ResearchConfig::default(), model).await;
@@ -242,7 +268,7 @@ async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_ag
 #[tokio::test]
 async fn with_nothing_found_the_agent_abstains_instead_of_guessing() {
     let model = scripted(|k, _, _| match k {
-        "sub_answer" => Some(json!({"answer": "", "citations": [], "found": false}).to_string()),
+        "sub_answer" => Some(json!({"answers": [], "citations": [], "found": false}).to_string()),
         "coverage" => Some(json!({"aspects": [{"description": "who", "answered": false, "confidence": 0.0}], "suggestedRetrievals": []}).to_string()),
         _ => None,
     });
@@ -379,7 +405,7 @@ async fn a_decomposition_in_a_circle_is_asked_for_again_with_the_circle_named() 
 #[tokio::test]
 async fn a_sub_question_whose_dependency_went_unanswered_is_not_searched_for() {
     let model = scripted(|k, req, _| {
-        (k == "sub_answer" && user(req).contains("hobby is sailing")).then(|| json!({"answer": "", "citations": [], "found": false}).to_string())
+        (k == "sub_answer" && user(req).contains("hobby is sailing")).then(|| json!({"answers": [], "citations": [], "found": false}).to_string())
     });
     let r = run(QUESTION, ResearchConfig::default(), model).await;
     assert_eq!(r.searches, ["Whose hobby is sailing?"], "no search for the father of an unknown person");

@@ -20,7 +20,7 @@ fn answer(body: &Value) -> String {
     } else if asks("aspects") {
         json!({"aspects": [{"description": "job", "answered": true, "confidence": 0.9, "supportingSources": [1]}], "suggestedRetrievals": []}).to_string()
     } else if asks("found") {
-        json!({"answer": "lighthouse keeper", "citations": [1], "found": true}).to_string()
+        json!({"answers": ["lighthouse keeper"], "citations": [1], "found": true}).to_string()
     } else if asks("supportingCitations") {
         json!({"supported": true, "confidence": 0.8, "supportingCitations": [1]}).to_string()
     } else if asks("overallAssessment") {

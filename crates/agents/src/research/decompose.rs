@@ -195,26 +195,29 @@ pub fn placeholders(text: &str) -> Vec<String> {
     out
 }
 
-/// A sub-question's text with the answers it depends on filled in: each
-/// `{id}` replaced, and any dependency not named that way added as
-/// context, so a search for "the father of {q1}" looks for the person q1
-/// found.
-pub fn resolved(sub: &SubQuery, answers: &BTreeMap<String, String>) -> String {
-    let mut text = sub.text.clone();
+/// A sub-question's texts with the answers it depends on filled in: each
+/// `{id}` replaced by each of that answer's items — one text per
+/// combination, the first `most` of them — and any dependency not named
+/// that way added as context, so a search for "the father of {q1}" looks
+/// for each person q1 found.
+pub fn resolved(sub: &SubQuery, answers: &BTreeMap<String, Vec<String>>, most: usize) -> Vec<String> {
+    let unknown = vec!["unknown".to_string()];
+    let mut texts = vec![sub.text.clone()];
     let mut unnamed = Vec::new();
     for d in &sub.dependencies {
-        let answer = answers.get(d).map(String::as_str).unwrap_or("unknown");
+        let items = answers.get(d).filter(|items| !items.is_empty()).unwrap_or(&unknown);
         let placeholder = format!("{{{d}}}");
-        if text.contains(&placeholder) {
-            text = text.replace(&placeholder, answer);
+        if sub.text.contains(&placeholder) {
+            let placeholder = placeholder.as_str();
+            texts = texts.iter().flat_map(|t| items.iter().map(move |item| t.replace(placeholder, item))).take(most.max(1)).collect();
         } else {
-            unnamed.push(answer);
+            unnamed.push(items.join(", "));
         }
     }
     if unnamed.is_empty() {
-        text
+        texts
     } else {
-        format!("{text} ({})", unnamed.join("; "))
+        texts.into_iter().map(|t| format!("{t} ({})", unnamed.join("; "))).collect()
     }
 }
 
@@ -280,9 +283,22 @@ mod tests {
     fn a_dependent_sub_question_is_filled_in_with_its_dependencys_answer() {
         let mut s = sub("q2", &["q1"]);
         s.text = "Who is the father of {q1}?".into();
-        let answers = BTreeMap::from([("q1".to_string(), "Ada Byron".to_string())]);
-        assert_eq!(resolved(&s, &answers), "Who is the father of Ada Byron?");
+        let answers = BTreeMap::from([("q1".to_string(), vec!["Ada Byron".to_string()])]);
+        assert_eq!(resolved(&s, &answers, 5), ["Who is the father of Ada Byron?"]);
         s.text = "Who is that person's father?".into();
-        assert_eq!(resolved(&s, &answers), "Who is that person's father? (Ada Byron)");
+        assert_eq!(resolved(&s, &answers, 5), ["Who is that person's father? (Ada Byron)"]);
+    }
+
+    #[test]
+    fn a_dependency_with_several_items_asks_once_per_item_up_to_the_limit() {
+        let mut s = sub("q3", &["q1", "q2"]);
+        s.text = "Is {q1} older than {q2}?".into();
+        let answers =
+            BTreeMap::from([("q1".to_string(), vec!["Ann".to_string(), "Bo".to_string()]), ("q2".to_string(), vec!["Cy".to_string(), "Di".to_string()])]);
+        assert_eq!(resolved(&s, &answers, 8), ["Is Ann older than Cy?", "Is Ann older than Di?", "Is Bo older than Cy?", "Is Bo older than Di?"]);
+        assert_eq!(resolved(&s, &answers, 3).len(), 3, "the combinations are capped");
+        s.text = "Who are their parents?".into();
+        assert_eq!(resolved(&s, &answers, 8), ["Who are their parents? (Ann, Bo; Cy, Di)"], "an unnamed dependency is context, not a branch");
+        assert_eq!(resolved(&s, &BTreeMap::new(), 8), ["Who are their parents? (unknown; unknown)"]);
     }
 }

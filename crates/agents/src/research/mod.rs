@@ -41,7 +41,7 @@ pub use coverage::{coverage as coverage_of, Aspect, CoverageAnswer, CoverageRepo
 pub use decompose::{execution_plan, resolved, Decomposition, DecompositionAnswer, QueryType, SubQuery};
 pub use events::ResearchEvent;
 pub use evidence::{cited, claims, scores, Claim, Evidence, Scores};
-pub use nodes::{ClaimVerdict, SubAnswer, FAITHFUL};
+pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
 pub use reflect::{Gap, GapKind, SelfCritique, StopReason};
 pub use search::Search;
 pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};

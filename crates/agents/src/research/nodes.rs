@@ -24,12 +24,17 @@ use super::{DECOMPOSE_ROLE, JUDGE_ROLE};
 pub const FAITHFUL: f32 = 0.8;
 /// Gap-filling searches per sub-question and cycle at most.
 const GAP_SEARCHES: usize = 2;
+/// Branches of one sub-question at most: the items of its dependencies'
+/// answers it is asked about one by one.
+pub const BRANCHES: usize = 6;
 
 /// A sub-question's answer as the model writes it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SubAnswer {
-    #[schemars(length(max = 300))]
-    pub answer: String,
+    /// Each name, number, date or short phrase that answers it, one per item.
+    #[serde(default)]
+    #[schemars(length(max = 8), inner(length(max = 120)))]
+    pub answers: Vec<String>,
     #[serde(default)]
     #[schemars(length(max = 8))]
     pub citations: Vec<u32>,
@@ -88,7 +93,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
             execution_plan: d.execution_plan.clone(),
             error,
         });
-        s.sub_queries = d.sub_queries.iter().map(|q| SubQueryWork { id: q.id.clone(), ..SubQueryWork::default() }).collect();
+        s.sub_queries = d.sub_queries.iter().map(|q| SubQueryWork { id: q.id.clone(), query: q.id.clone(), ..SubQueryWork::default() }).collect();
         s.decomposition = Some(d);
         Ok(())
     })
@@ -118,40 +123,40 @@ pub fn research<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'
         step.begin_iteration()?;
         let Some(d) = s.decomposition.clone() else { return Ok(()) };
         let Some(ids) = d.execution_plan.get(s.phase).cloned() else { return Ok(()) };
-        let known: BTreeMap<String, String> =
-            s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).map(|w| (w.id.clone(), w.answer.clone())).collect();
+        let known = s.answered_items();
         let mut open = Vec::new();
         for id in &ids {
             let Some(sub) = d.get(id) else { continue };
-            let resolved = decompose::resolved(sub, &known);
+            let texts = decompose::resolved(sub, &known, BRANCHES);
             // A sub-question whose dependency went unanswered cannot be
             // searched for: it would look for "unknown".
             if sub.dependencies.iter().any(|dep| !known.contains_key(dep)) {
+                s.branch(id, &texts[..texts.len().min(1)]);
                 if let Some(w) = work(s, id) {
-                    w.resolved = resolved;
                     w.status = SubQueryStatus::Unanswered;
                 }
                 step.emit(ResearchEvent::SubQueryAnswered { id: id.clone(), answer: String::new(), citations: Vec::new(), answered: false });
                 continue;
             }
-            open.push(id.clone());
-            step.emit(ResearchEvent::RetrievalCycleStarted { sub_query: id.clone(), cycle: 0, queries: vec![resolved.clone()] });
-            let before = s.evidence.passages.len();
-            let found = search(s, step, &resolved).await?;
-            let new_passages = s.evidence.passages.len() - before;
-            if let Some(w) = work(s, id) {
-                w.resolved = resolved;
-                w.found.extend(&found);
-            }
-            if !s.config.iterative_retrieval {
-                step.emit(ResearchEvent::RetrievalCycleCompleted {
-                    sub_query: id.clone(),
-                    cycle: 0,
-                    passages_found: found.len(),
-                    new_passages,
-                    coverage: None,
-                    complete: false,
-                });
+            for (branch, text) in s.branch(id, &texts).into_iter().zip(texts) {
+                open.push(branch.clone());
+                step.emit(ResearchEvent::RetrievalCycleStarted { sub_query: branch.clone(), cycle: 0, queries: vec![text.clone()] });
+                let before = s.evidence.passages.len();
+                let found = search(s, step, &text).await?;
+                let new_passages = s.evidence.passages.len() - before;
+                if let Some(w) = work(s, &branch) {
+                    w.found.extend(&found);
+                }
+                if !s.config.iterative_retrieval {
+                    step.emit(ResearchEvent::RetrievalCycleCompleted {
+                        sub_query: branch,
+                        cycle: 0,
+                        passages_found: found.len(),
+                        new_passages,
+                        coverage: None,
+                        complete: false,
+                    });
+                }
             }
         }
         if s.config.iterative_retrieval && !open.is_empty() {
@@ -237,9 +242,11 @@ async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<St
 /// Answers the phase's sub-questions from what each found; a citation of a
 /// passage the sub-question was not shown is dropped. An answer counts when
 /// the model says it found one, or when the passages it was shown state
-/// the answer word for word (a small model often writes the right name and
-/// then `found: false`). Its citations are the passages that state it: the
-/// model's own among them, or all of them when it cited none of those.
+/// some item word for word (a small model often writes the right name and
+/// then `found: false`). Items the passages state are kept and the rest
+/// dropped; when none is stated word for word (a paraphrase), the model's
+/// items stand. Its citations are the passages that state it: the model's
+/// own among them, or all of them when it cited none of those.
 async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
     let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
     let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
@@ -248,17 +255,26 @@ async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Resul
     for id in ids {
         let a = by_id.remove(id);
         let shown: Vec<u32> = s.work(id).map(|w| w.found.iter().take(prompts::PROMPT_PASSAGES).copied().collect()).unwrap_or_default();
-        let grounded = a.as_ref().map(|a| s.evidence.grounding(&a.answer, &shown)).unwrap_or_default();
+        let mut items: Vec<String> = Vec::new();
+        for item in a.iter().flat_map(|a| &a.answers).map(|i| i.trim().trim_end_matches('.').trim()).filter(|i| !i.is_empty()) {
+            if !items.iter().any(|k| k.eq_ignore_ascii_case(item)) {
+                items.push(item.to_string());
+            }
+        }
+        let grounding: Vec<Vec<u32>> = items.iter().map(|i| s.evidence.grounding(i, &shown)).collect();
+        let stated: Vec<usize> = (0..items.len()).filter(|i| !grounding[*i].is_empty()).collect();
+        let grounded: BTreeSet<u32> = stated.iter().flat_map(|i| grounding[*i].iter().copied()).collect();
         let Some(w) = work(s, id) else { continue };
-        let answered = a.as_ref().is_some_and(|a| !a.answer.trim().is_empty() && (a.found || !grounded.is_empty()));
+        let answered = !items.is_empty() && (a.as_ref().is_some_and(|a| a.found) || !stated.is_empty());
         w.status = if answered { SubQueryStatus::Answered } else { SubQueryStatus::Unanswered };
         if let Some(a) = a.filter(|_| answered) {
-            w.answer = a.answer.trim().to_string();
+            w.items = if stated.is_empty() { items } else { stated.iter().map(|i| items[*i].clone()).collect() };
+            w.answer = w.items.join(", ");
             let cited: Vec<u32> = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
             let stating: Vec<u32> = cited.iter().copied().filter(|c| grounded.contains(c)).collect();
             w.citations = match (stating.is_empty(), grounded.is_empty()) {
                 (false, _) => stating,
-                (true, false) => grounded,
+                (true, false) => grounded.into_iter().collect(),
                 (true, true) => cited,
             };
         }

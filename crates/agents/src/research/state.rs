@@ -3,6 +3,8 @@
 //! coverage per cycle, the evidence, the gaps found and the history of
 //! drafts. All of it is state, so it is journaled and resumable.
 
+use std::collections::BTreeMap;
+
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
@@ -90,20 +92,43 @@ pub enum SubQueryStatus {
     Unanswered,
 }
 
-/// A sub-question's progress.
+/// A sub-question's progress — or one branch of it: a sub-question whose
+/// dependency answered with several items (the friends of someone, the
+/// children of someone) is asked once per item, each branch its own work
+/// (`q2-1`, `q2-2`, …) with the sub-question's id as `query`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubQueryWork {
     pub id: String,
+    /// The decomposition's sub-question this works on (its own id unless
+    /// it is a branch).
+    #[serde(default)]
+    pub query: String,
     pub status: SubQueryStatus,
     /// Its text with its dependencies' answers filled in.
     pub resolved: String,
+    /// The answer as shown: its items joined.
     pub answer: String,
+    /// Each name, number or phrase of the answer, one per item; a later
+    /// sub-question that depends on this one is asked once per item.
+    #[serde(default)]
+    pub items: Vec<String>,
     /// Evidence numbers its answer cites.
     pub citations: Vec<u32>,
     /// Evidence numbers its searches found.
     pub found: Vec<u32>,
     pub coverage: Vec<CoverageReport>,
+}
+
+impl SubQueryWork {
+    /// The decomposition's sub-question this works on.
+    pub fn query(&self) -> &str {
+        if self.query.is_empty() {
+            &self.id
+        } else {
+            &self.query
+        }
+    }
 }
 
 /// One version of the answer.
@@ -176,6 +201,43 @@ impl ResearchState {
 
     pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
         self.sub_queries.iter().find(|w| w.id == id)
+    }
+
+    /// The items answered for each sub-question so far, its branches'
+    /// together, each item once, in the order found.
+    pub fn answered_items(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for w in self.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered) {
+            let items = out.entry(w.query().to_string()).or_default();
+            let own = if w.items.is_empty() { std::slice::from_ref(&w.answer) } else { &w.items[..] };
+            for item in own {
+                if !items.contains(item) {
+                    items.push(item.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Puts one work per text in place of `query`'s work(s): the work
+    /// itself for one text, branches `query-1`, `query-2`, … for several.
+    /// Returns their ids in order.
+    pub fn branch(&mut self, query: &str, texts: &[String]) -> Vec<String> {
+        let at = self.sub_queries.iter().position(|w| w.query() == query).unwrap_or(self.sub_queries.len());
+        self.sub_queries.retain(|w| w.query() != query);
+        let works: Vec<SubQueryWork> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| SubQueryWork {
+                id: if texts.len() == 1 { query.to_string() } else { format!("{query}-{}", i + 1) },
+                query: query.to_string(),
+                resolved: text.clone(),
+                ..SubQueryWork::default()
+            })
+            .collect();
+        let ids = works.iter().map(|w| w.id.clone()).collect();
+        self.sub_queries.splice(at..at, works);
+        ids
     }
 
     /// Share of sub-questions answered (1 with none: nothing was asked of them).
