@@ -39,9 +39,9 @@ pub const ESCALATING_ROLES: [&str; 2] = ["planner", "coder"];
 /// The roles that, unless configured, go to the strong model directly:
 /// judges whose answer is not itself checked (a verdict that a goal is met
 /// ends the session), so the better judge is worth its slower answer; and
-/// the research agent's decomposer, one call per question on which every
-/// later step rests.
-pub const JUDGING_ROLES: [&str; 2] = ["verifier", "decomposer"];
+/// the research agent's decomposer and reader (the one that turns passages
+/// into a sub-question's answer), whose answers every later step rests on.
+pub const JUDGING_ROLES: [&str; 3] = ["verifier", "decomposer", "reader"];
 /// Misses (refused, failed or unverified answers) before a default chain
 /// moves to the strong model.
 pub const DEFAULT_SWITCH_AFTER: u32 = 2;

@@ -195,30 +195,34 @@ pub fn placeholders(text: &str) -> Vec<String> {
     out
 }
 
-/// A sub-question's texts with the answers it depends on filled in: each
-/// `{id}` replaced by each of that answer's items — one text per
-/// combination, the first `most` of them — and any dependency not named
-/// that way added as context, so a search for "the father of {q1}" looks
-/// for each person q1 found.
+/// A sub-question's texts with the answers it depends on filled in, one
+/// text per combination of those answers' items (the first `most` of
+/// them): each `{id}` replaced by an item, and a dependency not named that
+/// way added as context, so a search for "the father of {q1}" looks for
+/// each person q1 found.
 pub fn resolved(sub: &SubQuery, answers: &BTreeMap<String, Vec<String>>, most: usize) -> Vec<String> {
     let unknown = vec!["unknown".to_string()];
-    let mut texts = vec![sub.text.clone()];
-    let mut unnamed = Vec::new();
+    // Each text with the context it has gathered so far.
+    let mut texts = vec![(sub.text.clone(), Vec::<String>::new())];
     for d in &sub.dependencies {
         let items = answers.get(d).filter(|items| !items.is_empty()).unwrap_or(&unknown);
         let placeholder = format!("{{{d}}}");
-        if sub.text.contains(&placeholder) {
-            let placeholder = placeholder.as_str();
-            texts = texts.iter().flat_map(|t| items.iter().map(move |item| t.replace(placeholder, item))).take(most.max(1)).collect();
-        } else {
-            unnamed.push(items.join(", "));
-        }
+        let named = sub.text.contains(&placeholder);
+        texts = texts
+            .iter()
+            .flat_map(|(text, context)| {
+                items.iter().map(|item| {
+                    if named {
+                        (text.replace(&placeholder, item), context.clone())
+                    } else {
+                        (text.clone(), context.iter().cloned().chain([item.clone()]).collect())
+                    }
+                })
+            })
+            .take(most.max(1))
+            .collect();
     }
-    if unnamed.is_empty() {
-        texts
-    } else {
-        texts.into_iter().map(|t| format!("{t} ({})", unnamed.join("; "))).collect()
-    }
+    texts.into_iter().map(|(text, context)| if context.is_empty() { text } else { format!("{text} ({})", context.join("; ")) }).collect()
 }
 
 #[cfg(test)]
@@ -298,7 +302,7 @@ mod tests {
         assert_eq!(resolved(&s, &answers, 8), ["Is Ann older than Cy?", "Is Ann older than Di?", "Is Bo older than Cy?", "Is Bo older than Di?"]);
         assert_eq!(resolved(&s, &answers, 3).len(), 3, "the combinations are capped");
         s.text = "Who are their parents?".into();
-        assert_eq!(resolved(&s, &answers, 8), ["Who are their parents? (Ann, Bo; Cy, Di)"], "an unnamed dependency is context, not a branch");
+        assert_eq!(resolved(&s, &answers, 2), ["Who are their parents? (Ann; Cy)", "Who are their parents? (Ann; Di)"], "an unnamed dependency is context");
         assert_eq!(resolved(&s, &BTreeMap::new(), 8), ["Who are their parents? (unknown; unknown)"]);
     }
 }

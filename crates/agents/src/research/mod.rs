@@ -53,6 +53,10 @@ pub const JUDGE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
 /// The role that breaks a question down: by default the strong model too,
 /// since a small model's decomposition sends every later search astray.
 pub const DECOMPOSE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[1];
+/// The role that answers a sub-question from its passages: by default the
+/// strong model too, since each answer's items are what the next hop
+/// searches for, and a small model tends to list every name it was shown.
+pub const READ_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[2];
 /// The corpus searched when none is named.
 pub const DEFAULT_CORPUS: &str = "wiki";
 

@@ -18,7 +18,7 @@ use super::prompts;
 use super::reflect::{self, Limits};
 use super::search::TOOL;
 use super::state::{Draft, ResearchState, SubQueryStatus, SubQueryWork};
-use super::{DECOMPOSE_ROLE, JUDGE_ROLE};
+use super::{DECOMPOSE_ROLE, JUDGE_ROLE, READ_ROLE};
 
 /// Faithfulness at which an answer counts as checked.
 pub const FAITHFUL: f32 = 0.8;
@@ -31,8 +31,8 @@ pub const BRANCHES: usize = 6;
 /// A sub-question's answer as the model writes it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SubAnswer {
-    /// Each name, number, date or short phrase that answers it, one per item.
-    #[serde(default)]
+    /// Each name, number, date or short phrase that answers it, one per
+    /// item. Required, so that decoding cannot skip it and write only `found`.
     #[schemars(length(max = 8), inner(length(max = 120)))]
     pub answers: Vec<String>,
     #[serde(default)]
@@ -250,7 +250,7 @@ async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<St
 async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
     let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
     let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
-    let answers: Vec<SubAnswer> = step.chat_json_all_as(agentloop_core::DEFAULT_ROLE, requests).await?;
+    let answers: Vec<SubAnswer> = step.chat_json_all_as(READ_ROLE, requests).await?;
     let mut by_id: BTreeMap<String, SubAnswer> = asked.into_iter().zip(answers).collect();
     for id in ids {
         let a = by_id.remove(id);

@@ -63,9 +63,9 @@ Then suggestedRetrievals: short search queries (names and key words) that would 
 
 pub fn sub_answer(sub_question: &str, evidence: &Evidence, numbers: &[u32]) -> ChatRequest {
     ask(
-        "Answer the question from the passages only. answers: each name, number, date or short phrase that answers it, one per item \
-— every one the passages give when the question asks about several, one when it asks for one; citations: the numbers of the passages \
-that state them; found: false (and no answers) if the passages do not say.",
+        "Answer the question from the passages only. answers: the names, numbers, dates or short phrases the passages state as its \
+answer, one per item — not every name the passages mention, only those that answer this question; citations: the numbers of the \
+passages that state them; found: false (and no answers) if the passages do not say.",
         format!("Question: {sub_question}\n\nPassages:\n{}", passages(evidence, numbers)),
     )
 }
