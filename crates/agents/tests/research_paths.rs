@@ -413,3 +413,25 @@ async fn a_sub_question_whose_dependency_went_unanswered_is_not_searched_for() {
     assert!(s.sub_queries.iter().all(|w| w.status == SubQueryStatus::Unanswered));
     assert_eq!(r.out.finish_reason.as_deref(), Some("abstained"));
 }
+
+#[tokio::test]
+async fn a_chain_whose_texts_do_not_name_the_earlier_answer_is_asked_for_once_more() {
+    let unnamed = r#"{"subQueries": [
+      {"id": "q1", "text": "Whose hobby is sailing?", "dependencies": []},
+      {"id": "q2", "text": "Who is that person's father?", "dependencies": ["q1"]}
+    ], "isComplex": true}"#;
+    let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| unnamed.to_string()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let asked = r.requests("decompose");
+    assert_eq!(asked.len(), 2);
+    assert!(user(&asked[1]).contains("q2 needs the answer of q1 but its text does not say where"), "{}", user(&asked[1]));
+    assert_eq!(r.state().decomposition.unwrap().sub_queries[1].text, "Who is the father of {q1}?", "the chain written out is used");
+
+    // Asked again and still not written out: the first one stands.
+    let model = scripted(move |k, _, _| (k == "decompose").then(|| unnamed.to_string()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    assert_eq!(r.requests("decompose").len(), 2);
+    let d = r.state().decomposition.unwrap();
+    assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"]]);
+    assert_eq!(r.state().sub_queries[1].resolved, "Who is that person's father? (Mara Quill)");
+}

@@ -128,6 +128,17 @@ impl Decomposition {
     pub fn get(&self, id: &str) -> Option<&SubQuery> {
         self.sub_queries.iter().find(|s| s.id == id)
     }
+
+    /// The first sub-question that needs an earlier answer but does not
+    /// say where it goes (no `{id}` in its text), as a sentence: its search
+    /// would be the bare text with the answer tacked on, so it is worth
+    /// asking once more for the chain written out.
+    pub fn unnamed_dependency(&self) -> Option<String> {
+        self.sub_queries.iter().find_map(|s| {
+            let d = s.dependencies.iter().find(|d| !s.text.contains(&format!("{{{d}}}")))?;
+            Some(format!("{} needs the answer of {d} but its text does not say where: write {{{d}}} in its text in place of that answer", s.id))
+        })
+    }
 }
 
 /// Kahn's algorithm by layers: phase 0 holds the sub-questions with no
@@ -281,6 +292,19 @@ mod tests {
         let d = Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: subs }, 5).unwrap();
         assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"], vec!["q3"]], "the lists pointed the wrong way; the texts did not");
         assert_eq!(placeholders("{a} and {b} and {a}, {not an id}"), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_dependency_its_text_does_not_name_is_pointed_out() {
+        let mut subs = vec![sub("q1", &[]), sub("q2", &["q1"])];
+        let d = Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: subs.clone() }, 5).unwrap();
+        assert_eq!(
+            d.unnamed_dependency().unwrap(),
+            "q2 needs the answer of q1 but its text does not say where: write {q1} in its text in place of that answer"
+        );
+        subs[1].text = "Who wrote {q1}?".into();
+        let d = Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: subs }, 5).unwrap();
+        assert_eq!(d.unnamed_dependency(), None);
     }
 
     #[test]
