@@ -68,6 +68,50 @@ impl Evidence {
     }
 }
 
+/// The items of a sub-answer the passages bear out, and the passages that
+/// state them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stated {
+    /// The items kept: those stated word for word, or all of them (each
+    /// once) when none is — a paraphrase the check cannot see.
+    pub items: Vec<String>,
+    /// The passages stating a kept item; empty when none is stated.
+    pub passages: BTreeSet<u32>,
+}
+
+impl Evidence {
+    /// Which of `items`, answering `question`, the passages `shown` state.
+    /// A question that names a document's title is about that document's
+    /// subject, so when the passages of that document state some items,
+    /// only those are kept (an item taken from a neighbour's passage is
+    /// about someone else); otherwise the items any shown passage states.
+    pub fn stated(&self, question: &str, items: &[String], shown: &[u32]) -> Stated {
+        let mut unique: Vec<String> = Vec::new();
+        for item in items.iter().map(|i| i.trim().trim_end_matches('.').trim()).filter(|i| !i.is_empty()) {
+            if !unique.iter().any(|k| k.eq_ignore_ascii_case(item)) {
+                unique.push(item.to_string());
+            }
+        }
+        let question = question.to_lowercase();
+        let named: Vec<u32> = shown
+            .iter()
+            .copied()
+            .filter(|n| self.get(*n).is_some_and(|p| p.title.chars().count() >= 4 && question.contains(&p.title.to_lowercase())))
+            .collect();
+        for among in [&named[..], shown] {
+            let grounding: Vec<Vec<u32>> = unique.iter().map(|i| self.grounding(i, among)).collect();
+            let kept: Vec<usize> = (0..unique.len()).filter(|i| !grounding[*i].is_empty()).collect();
+            if !kept.is_empty() {
+                return Stated {
+                    items: kept.iter().map(|i| unique[*i].clone()).collect(),
+                    passages: kept.iter().flat_map(|i| grounding[*i].iter().copied()).collect(),
+                };
+            }
+        }
+        Stated { items: unique, passages: BTreeSet::new() }
+    }
+}
+
 /// `[3]`, `[1, 4]`, `[2][5]`: the citation markers of a text.
 fn markers() -> Regex {
     #[allow(clippy::unwrap_used)] // a constant pattern
@@ -238,6 +282,27 @@ mod tests {
         assert!(e.grounding("Bo Li, Dee Wu", &[1, 2]).is_empty(), "Dee Wu is in no passage");
         assert!(e.grounding("Cy Ng", &[2]).is_empty(), "only the passages given count");
         assert!(e.grounding("", &[1, 2]).is_empty());
+    }
+
+    #[test]
+    fn the_items_kept_are_those_stated_by_the_named_subjects_own_passages_first() {
+        let passage =
+            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
+        let e = Evidence {
+            passages: vec![
+                passage("Ada Ro", "The friends of Ada Ro are Bo Li, Cy Ng."),
+                passage("Bo Li", "The friends of Bo Li are Ada Ro, Dee Wu."),
+                passage("Eve Ko", "Eve Ko is a baker."),
+            ],
+        };
+        let items = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let got = e.stated("Who are the friends of Ada Ro?", &items(&["Dee Wu", "Bo Li", "bo li", "Cy Ng."]), &[1, 2, 3]);
+        assert_eq!(got.items, ["Bo Li", "Cy Ng"], "Dee Wu is stated only on a neighbour's page");
+        assert_eq!(got.passages, BTreeSet::from([1]));
+        let got = e.stated("Who is a friend of someone?", &items(&["Dee Wu", "Zed"]), &[1, 2, 3]);
+        assert_eq!(got.items, ["Dee Wu"], "no subject named: what any shown passage states");
+        let got = e.stated("Who is a friend of someone?", &items(&["a good friend"]), &[1, 2, 3]);
+        assert_eq!(got, Stated { items: items(&["a good friend"]), passages: BTreeSet::new() }, "nothing stated: the items stand, uncited");
     }
 
     #[test]

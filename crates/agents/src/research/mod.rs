@@ -40,7 +40,7 @@ pub use agent::{Research, ResearchFile, ResearchFlags, ResearchInput};
 pub use coverage::{coverage as coverage_of, Aspect, CoverageAnswer, CoverageReport};
 pub use decompose::{execution_plan, resolved, Decomposition, DecompositionAnswer, QueryType, SubQuery};
 pub use events::ResearchEvent;
-pub use evidence::{cited, claims, scores, Claim, Evidence, Scores};
+pub use evidence::{cited, claims, scores, Claim, Evidence, Scores, Stated};
 pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
 pub use reflect::{Gap, GapKind, SelfCritique, StopReason};
 pub use search::Search;

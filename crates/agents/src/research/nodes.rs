@@ -249,10 +249,9 @@ async fn check_coverage(s: &mut ResearchState, step: &mut Step, mut open: Vec<St
 /// passage the sub-question was not shown is dropped. An answer counts when
 /// the model says it found one, or when the passages it was shown state
 /// some item word for word (a small model often writes the right name and
-/// then `found: false`). Items the passages state are kept and the rest
-/// dropped; when none is stated word for word (a paraphrase), the model's
-/// items stand. Its citations are the passages that state it: the model's
-/// own among them, or all of them when it cited none of those.
+/// then `found: false`); its items are those the passages state
+/// (`Evidence::stated`). Its citations are the passages that state it: the
+/// model's own among them, or all of them when it cited none of those.
 async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Result<()> {
     let asked: Vec<String> = ids.iter().filter(|id| s.work(id).is_some_and(|w| !w.found.is_empty())).cloned().collect();
     let requests = asked.iter().filter_map(|id| s.work(id)).map(|w| prompts::sub_answer(&w.resolved, &s.evidence, &w.found)).collect();
@@ -261,26 +260,19 @@ async fn answer(s: &mut ResearchState, step: &mut Step, ids: &[String]) -> Resul
     for id in ids {
         let a = by_id.remove(id);
         let shown: Vec<u32> = s.work(id).map(|w| w.found.iter().take(prompts::PROMPT_PASSAGES).copied().collect()).unwrap_or_default();
-        let mut items: Vec<String> = Vec::new();
-        for item in a.iter().flat_map(|a| &a.answers).map(|i| i.trim().trim_end_matches('.').trim()).filter(|i| !i.is_empty()) {
-            if !items.iter().any(|k| k.eq_ignore_ascii_case(item)) {
-                items.push(item.to_string());
-            }
-        }
-        let grounding: Vec<Vec<u32>> = items.iter().map(|i| s.evidence.grounding(i, &shown)).collect();
-        let stated: Vec<usize> = (0..items.len()).filter(|i| !grounding[*i].is_empty()).collect();
-        let grounded: BTreeSet<u32> = stated.iter().flat_map(|i| grounding[*i].iter().copied()).collect();
+        let question = s.work(id).map(|w| w.resolved.clone()).unwrap_or_default();
+        let stated = a.as_ref().map(|a| s.evidence.stated(&question, &a.answers, &shown)).unwrap_or_default();
         let Some(w) = work(s, id) else { continue };
-        let answered = !items.is_empty() && (a.as_ref().is_some_and(|a| a.found) || !stated.is_empty());
+        let answered = !stated.items.is_empty() && (a.as_ref().is_some_and(|a| a.found) || !stated.passages.is_empty());
         w.status = if answered { SubQueryStatus::Answered } else { SubQueryStatus::Unanswered };
         if let Some(a) = a.filter(|_| answered) {
-            w.items = if stated.is_empty() { items } else { stated.iter().map(|i| items[*i].clone()).collect() };
-            w.answer = w.items.join(", ");
+            w.answer = stated.items.join(", ");
+            w.items = stated.items;
             let cited: Vec<u32> = a.citations.into_iter().filter(|c| w.found.contains(c)).collect();
-            let stating: Vec<u32> = cited.iter().copied().filter(|c| grounded.contains(c)).collect();
-            w.citations = match (stating.is_empty(), grounded.is_empty()) {
+            let stating: Vec<u32> = cited.iter().copied().filter(|c| stated.passages.contains(c)).collect();
+            w.citations = match (stating.is_empty(), stated.passages.is_empty()) {
                 (false, _) => stating,
-                (true, false) => grounded.into_iter().collect(),
+                (true, false) => stated.passages.into_iter().collect(),
                 (true, true) => cited,
             };
         }
