@@ -241,6 +241,7 @@ async fn a_dependency_answered_with_several_items_is_followed_up_once_per_item()
     assert_eq!(s.sub_queries[1].status, SubQueryStatus::Answered);
     assert_eq!(s.sub_queries[2].status, SubQueryStatus::Unanswered);
     assert_eq!(s.answered_items()["q2"], ["Tobin Quill"], "the sub-question's answer is its branches' together");
+    assert_eq!(s.final_items(), ["Tobin Quill"], "the short answer is the last phase's");
     let synth = user(&r.requests("synthesize")[0]);
     assert!(synth.contains("Who is the father of Mara Quill? → Tobin Quill"), "{synth}");
 }

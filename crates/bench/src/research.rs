@@ -276,8 +276,10 @@ async fn answer(
     let s: ResearchState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
     let draft = s.answer().cloned().unwrap_or_default();
     let answer = draft.answer.clone();
-    // The short answer: the last sub-question's, when it was answered.
-    let short = s.sub_queries.iter().rev().find(|w| !w.answer.is_empty()).map(|w| w.answer.clone()).unwrap_or_else(|| answer.clone());
+    // The short answer: the last phase's items (all its branches), when it
+    // found any.
+    let items = s.final_items();
+    let short = if items.is_empty() { answer.clone() } else { items.join(", ") };
     let (f1, exact) = if suite == "wiki" {
         (q.answers.iter().map(|g| token_f1(&short, g)).fold(0.0, f64::max), q.answers.iter().any(|g| contains(&answer, g)))
     } else {

@@ -219,6 +219,14 @@ impl ResearchState {
         out
     }
 
+    /// The short answer: the items found for the sub-questions of the
+    /// last phase (branches together); empty when that phase found none.
+    pub fn final_items(&self) -> Vec<String> {
+        let items = self.answered_items();
+        let last = self.decomposition.as_ref().and_then(|d| d.execution_plan.last());
+        last.into_iter().flatten().filter_map(|id| items.get(id)).flatten().cloned().collect()
+    }
+
     /// Puts one work per text in place of `query`'s work(s): the work
     /// itself for one text, branches `query-1`, `query-2`, … for several.
     /// Returns their ids in order.
