@@ -35,20 +35,26 @@ pub fn decompose(question: &str, max: usize) -> ChatRequest {
     ask(
         &format!(
             "You plan research over a document collection. Break the question into the lookups it needs: \
-2 to {max} atomic sub-questions, each answerable by one lookup, in the order they must be answered — \
-a question that chains relations needs one sub-question per link. If one search can answer it as asked, list none and set isComplex to false. A sub-question that needs an earlier answer lists that id in dependencies and names it in its \
-text as {{id}}: a question of the form \"what is the A of the B of X?\" becomes q1 \"What is the B of X?\" and \
-q2 \"What is the A of {{q1}}?\" (dependencies [q1]). \
-Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
+2 to {max} atomic sub-questions, each answerable by one lookup, in the order they must be answered. \
+A question that chains relations needs one sub-question per link, innermost first, and a sub-question that needs an earlier answer \
+names it in its text as {{id}} and lists that id in dependencies: \"What is the capital of the country where the inventor of the \
+telephone was born?\" becomes q1 \"Who invented the telephone?\", q2 \"In which country was {{q1}} born?\" (dependencies [q1]) and \
+q3 \"What is the capital of {{q2}}?\" (dependencies [q2]). If one search can answer the question as asked, list none and set \
+isComplex to false. Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
         ),
         format!("Question: {question}"),
     )
 }
 
+/// The temperature a decomposition is asked for again at: at 0 the same
+/// prompt with a complaint added tends to bring back the same answer.
+const AGAIN_TEMPERATURE: f32 = 0.7;
+
 /// Asked again when a decomposition does not hold together.
 pub fn decompose_again(mut request: ChatRequest, answer: &super::decompose::DecompositionAnswer, problem: &str) -> ChatRequest {
     request.messages.push(Message::assistant(serde_json::to_string(answer).unwrap_or_default()));
     request.messages.push(Message::user(format!("That does not hold together: {problem}. Write the sub-questions again.")));
+    request.temperature = Some(AGAIN_TEMPERATURE);
     request
 }
 
