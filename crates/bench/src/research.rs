@@ -6,7 +6,7 @@
 //! one JSON object.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,11 +80,22 @@ pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
     Ok(all.into_iter().filter(|q| q.set == set).collect())
 }
 
+/// Corpus `name` when it is there and holds passages. An indexing that was
+/// stopped leaves an empty corpus, which would score every question as
+/// unanswerable, so that counts as not there.
+fn indexed(data_dir: &Path, name: &str) -> Result<Option<Corpus>> {
+    if !Corpus::names(data_dir).iter().any(|n| n == name) {
+        return Ok(None);
+    }
+    let held = Corpus::open(data_dir, name, false)?;
+    Ok((!held.index.is_empty()).then_some(held))
+}
+
 /// Opens the suite's corpus, indexing it first if it is not there yet.
 fn corpus(env: &BenchEnv, suite: &str, embedder: &Embedder) -> Result<Corpus> {
     let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
-    if Corpus::names(&env.data_dir).iter().any(|n| n == name) {
-        return Ok(Corpus::open(&env.data_dir, name, false)?);
+    if let Some(held) = indexed(&env.data_dir, name)? {
+        return Ok(held);
     }
     let source = if suite == "wiki" {
         env.data_dir.join("benchmarks/wiki-summaries-en.json")
@@ -391,6 +402,19 @@ mod tests {
         let vocab: BTreeSet<String> = ["Ada Byron", "Tobin Quill", "Mara Quill"].map(String::from).into();
         let got = mentioned("The father of Mara Quill is Tobin Quill [2].", &vocab, &["Tobin Quill".into()]);
         assert_eq!(got, ["mara quill", "tobin quill"].map(String::from).into());
+    }
+
+    #[test]
+    fn an_empty_corpus_left_by_a_stopped_indexing_counts_as_not_indexed() {
+        let data = tempfile::tempdir().unwrap();
+        assert!(indexed(data.path(), "wiki").unwrap().is_none());
+        let empty = Corpus::open(data.path(), "wiki", true).unwrap();
+        drop(empty);
+        assert!(indexed(data.path(), "wiki").unwrap().is_none(), "an empty corpus is indexed again");
+        let c = Corpus::open(data.path(), "wiki", true).unwrap();
+        c.index.add(&agentloop_retrieval::passages("tides.md", "Tides", "The moon pulls the sea.")).unwrap();
+        drop(c);
+        assert!(indexed(data.path(), "wiki").unwrap().is_some());
     }
 
     #[test]

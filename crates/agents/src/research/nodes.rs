@@ -72,8 +72,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
                     let again: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, prompts::decompose_again(request, &answer, &problem)).await?;
                     match (Decomposition::new(&s.question, again, s.config.max_sub_queries), first) {
                         (Ok(d), _) if d.unnamed_dependency().is_none() => (d, None),
-                        (_, Ok(d)) => (d, None),
-                        (Ok(d), Err(_)) => (d, None),
+                        (_, Ok(d)) | (Ok(d), Err(_)) => (d, None),
                         (Err(e), Err(_)) => (Decomposition::simple(&s.question), Some(e)),
                     }
                 }
