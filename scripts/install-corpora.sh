@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 bin="${1:-$here/target/release/agentloop}"
 DATA_DIR="${AGENTLOOP_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/agentloop}"
 
-# Present and holding passages: an indexing that was stopped leaves an empty corpus.
+# Present and holding passages: an indexing stopped by an older version could leave an empty corpus.
 have() { "$bin" --data-dir "$DATA_DIR" corpus list --json | grep -q "\"name\":\"$1\",\"passages\":[1-9]"; }
 
 if have wiki; then

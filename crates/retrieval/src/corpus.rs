@@ -32,6 +32,16 @@ pub struct Corpus {
     pub name: String,
     pub index: Bm25Index,
     dense: DenseIndex,
+    /// A new corpus is built in a hidden folder and moved into place once
+    /// its first file is in, so an indexing stopped midway leaves no corpus
+    /// rather than one that looks present and holds nothing.
+    staged: Option<Staged>,
+}
+
+/// A new corpus's hidden folder and the folder it becomes.
+struct Staged {
+    at: PathBuf,
+    becomes: PathBuf,
 }
 
 /// One passage found by a hybrid search, with its fused score and where
@@ -45,17 +55,27 @@ pub struct Found {
 }
 
 impl Corpus {
-    /// Opens corpus `name`, creating it when `create`.
+    /// Opens corpus `name`, creating it when `create`. A created corpus
+    /// exists for others (`names`, `open`) once `add_file` has put a file in.
     pub fn open(data_dir: &Path, name: &str, create: bool) -> Result<Self> {
         check_name(name)?;
         let dir = corpora_dir(data_dir).join(name);
-        if !create && !dir.is_dir() {
+        if dir.is_dir() {
+            return Ok(Self { name: name.to_string(), index: Bm25Index::open(&dir)?, dense: DenseIndex::open(&dir)?, staged: None });
+        }
+        if !create {
             return Err(Error::Document {
                 path: name.to_string(),
                 why: "there is no such corpus: `agentloop corpus list` shows them, `corpus add` makes one".into(),
             });
         }
-        Ok(Self { name: name.to_string(), index: Bm25Index::open(&dir)?, dense: DenseIndex::open(&dir)? })
+        // A corpus name has no `.`, so this folder is never taken for one.
+        let staging = corpora_dir(data_dir).join(format!(".{name}.new"));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(|e| Error::Index { path: staging.display().to_string(), doing: "cleared", why: e.to_string() })?;
+        }
+        let (index, dense) = (Bm25Index::open(&staging)?, DenseIndex::open(&staging)?);
+        Ok(Self { name: name.to_string(), index, dense, staged: Some(Staged { at: staging, becomes: dir }) })
     }
 
     /// Adds the documents of `file`, replacing what the same file gave
@@ -72,6 +92,11 @@ impl Corpus {
         }
         self.index.add(&all)?;
         self.dense.replace(all.iter().zip(vectors).map(|(p, v)| (p.id.clone(), p.doc_id.clone(), v)).collect())?;
+        if let Some(Staged { at, becomes }) = self.staged.take() {
+            std::fs::rename(&at, &becomes).map_err(|e| Error::Index { path: becomes.display().to_string(), doing: "put in place", why: e.to_string() })?;
+            self.index = Bm25Index::open(&becomes)?;
+            self.dense = DenseIndex::open(&becomes)?;
+        }
         Ok(all.len())
     }
 
@@ -96,7 +121,13 @@ impl Corpus {
     /// The corpora there are, by name.
     pub fn names(data_dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(corpora_dir(data_dir))
-            .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
             .unwrap_or_default();
         names.sort();
         names
@@ -123,11 +154,17 @@ fn embedded_text(p: &Passage) -> String {
 mod tests {
     use super::*;
 
+    /// What `add_file` leaves, without an embedding model: passages in a
+    /// corpus folder.
+    fn indexed_by_hand(data: &Path, name: &str) {
+        Bm25Index::open(&corpora_dir(data).join(name)).unwrap().add(&passages("tides.md", "Tides", "The moon pulls the sea twice a day.")).unwrap();
+    }
+
     #[test]
-    fn a_corpus_is_made_listed_and_removed_by_name() {
+    fn a_corpus_is_listed_opened_and_removed_by_name() {
         let data = tempfile::tempdir().unwrap();
-        let c = Corpus::open(data.path(), "notes", true).unwrap();
-        c.index.add(&passages("tides.md", "Tides", "The moon pulls the sea twice a day.")).unwrap();
+        indexed_by_hand(data.path(), "notes");
+        let c = Corpus::open(data.path(), "notes", false).unwrap();
         assert_eq!(c.index.search("moon", 1).unwrap()[0].passage.title, "Tides");
         assert_eq!(Corpus::names(data.path()), ["notes"]);
         drop(c);
@@ -136,5 +173,17 @@ mod tests {
         assert!(missing.contains("corpus list"), "{missing}");
         Corpus::remove(data.path(), "notes").unwrap();
         assert!(Corpus::names(data.path()).is_empty());
+    }
+
+    #[test]
+    fn an_indexing_stopped_before_its_first_file_is_in_leaves_no_corpus() {
+        let data = tempfile::tempdir().unwrap();
+        let stopped = Corpus::open(data.path(), "notes", true).unwrap();
+        stopped.index.add(&passages("half.md", "Half", "Written before the stop.")).unwrap();
+        drop(stopped);
+        assert!(Corpus::names(data.path()).is_empty(), "a corpus not yet filled is not listed");
+        assert!(Corpus::open(data.path(), "notes", false).is_err(), "nor opened");
+        let again = Corpus::open(data.path(), "notes", true).unwrap();
+        assert!(again.index.is_empty(), "the next indexing starts clean");
     }
 }

@@ -51,8 +51,10 @@ fn hybrid_search_finds_by_meaning_and_by_rare_words_and_survives_reopening() {
     )
     .unwrap();
     let mut corpus = Corpus::open(data.path(), "notes", true).unwrap();
+    assert!(Corpus::names(data.path()).is_empty(), "a corpus exists once a file is in");
     let mut seen = Vec::new();
     assert_eq!(corpus.add_file(&file, &JsonFields::default(), &e, &mut |done, all| seen.push((done, all))).unwrap(), 4);
+    assert_eq!(Corpus::names(data.path()), ["notes"]);
     assert_eq!(seen.last(), Some(&(4, 4)), "progress reaches the end");
     corpus.add_file(&file, &JsonFields::default(), &e, &mut |_, _| {}).unwrap();
     drop(corpus);
