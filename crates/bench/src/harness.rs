@@ -108,6 +108,22 @@ pub fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// The words of a text that carry its meaning: not the articles,
+/// prepositions and question words any two goals or questions share. Tests
+/// use it to keep worked examples apart from bench items.
+#[cfg(test)]
+pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
+    const COMMON: [&str; 48] = [
+        "a", "an", "the", "and", "or", "to", "of", "in", "on", "with", "each", "every", "that", "it", "its", "into", "as", "for", "from", "then", "is", "are",
+        "be", "by", "at", "this", "these", "those", "one", "two", "three", "all", "new", "same", "just", "only", "no", "not", "per", "up", "your", "what",
+        "which", "how", "who", "was", "where", "when",
+    ];
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| ".,;:'\"!?()`".contains(c)).to_lowercase())
+        .filter(|w| !w.is_empty() && !COMMON.contains(&w.as_str()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

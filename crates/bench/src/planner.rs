@@ -278,27 +278,13 @@ mod tests {
         assert!(held.goal.iter().all(|g| !g.expect.is_empty()), "every held-out goal has a check on disk");
     }
 
-    /// The words of a goal that carry its meaning: not the articles,
-    /// prepositions and the like that any two goals share.
-    fn content_words(text: &str) -> std::collections::BTreeSet<String> {
-        const COMMON: [&str; 44] = [
-            "a", "an", "the", "and", "or", "to", "of", "in", "on", "with", "each", "every", "that", "it", "its", "into", "as", "for", "from", "then", "is",
-            "are", "be", "by", "at", "this", "these", "those", "one", "two", "three", "all", "new", "same", "just", "only", "no", "not", "per", "up", "your",
-            "what", "which", "how",
-        ];
-        text.split_whitespace()
-            .map(|w| w.trim_matches(|c: char| ".,;:'\"!?()`".contains(c)).to_lowercase())
-            .filter(|w| !w.is_empty() && !COMMON.contains(&w.as_str()))
-            .collect()
-    }
-
     #[test]
     fn no_worked_example_paraphrases_a_bench_goal() {
         let goals: Goals = toml::from_str(GOALS).unwrap();
         let held: Goals = toml::from_str(HELDOUT).unwrap();
         for example in agentloop_agents::planner::example_goals() {
             for goal in goals.goal.iter().chain(&held.goal) {
-                let shared: Vec<String> = content_words(example).intersection(&content_words(&goal.goal)).cloned().collect();
+                let shared: Vec<String> = harness::content_words(example).intersection(&harness::content_words(&goal.goal)).cloned().collect();
                 assert!(shared.len() <= 3, "the worked example {example:?} shares {shared:?} with the bench goal {:?}", goal.goal);
             }
         }

@@ -418,6 +418,18 @@ mod tests {
     }
 
     #[test]
+    fn no_worked_decomposition_paraphrases_a_bench_question() {
+        for example in agentloop_agents::research::example_questions() {
+            for suite in ["wiki", "phantom"] {
+                for q in questions(suite, "tuning").unwrap().into_iter().chain(questions(suite, "heldout").unwrap()) {
+                    let shared: Vec<String> = harness::content_words(example).intersection(&harness::content_words(&q.question)).cloned().collect();
+                    assert!(shared.len() <= 3, "the worked example {example:?} shares {shared:?} with the bench question {:?}", q.question);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn both_suites_have_a_tuning_and_a_held_out_set_that_do_not_overlap() {
         for suite in ["wiki", "phantom"] {
             let (t, h) = (questions(suite, "tuning").unwrap(), questions(suite, "heldout").unwrap());

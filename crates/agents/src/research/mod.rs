@@ -42,6 +42,7 @@ pub use decompose::{execution_plan, resolved, Decomposition, DecompositionAnswer
 pub use events::ResearchEvent;
 pub use evidence::{cited, claims, scores, Claim, Evidence, Scores, Stated};
 pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
+pub use prompts::example_questions;
 pub use reflect::{Gap, GapKind, SelfCritique, StopReason};
 pub use search::Search;
 pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};

@@ -31,16 +31,35 @@ fn clip(p: &Passage) -> String {
     p.text.chars().take(PASSAGE_CHARS).collect::<String>().replace('\n', " ")
 }
 
+/// The worked decompositions the decomposer is shown, question first: one
+/// of two links and one of three, so the number of sub-questions follows
+/// the question's links rather than the example's (a test keeps them apart
+/// from every benchmark question).
+const EXAMPLES: [(&str, &str); 2] = [
+    ("Who founded the company that makes the Walkman?", "q1 \"Which company makes the Walkman?\" and q2 \"Who founded {q1}?\" (dependencies [q1])"),
+    (
+        "What is the capital of the country where the inventor of the telephone was born?",
+        "q1 \"Who invented the telephone?\", q2 \"In which country was {q1} born?\" (dependencies [q1]) and q3 \"What is the capital of {q2}?\" \
+(dependencies [q2])",
+    ),
+];
+
+/// The questions of the worked decompositions.
+pub fn example_questions() -> Vec<&'static str> {
+    EXAMPLES.iter().map(|(q, _)| *q).collect()
+}
+
 pub fn decompose(question: &str, max: usize) -> ChatRequest {
+    let examples: Vec<String> = EXAMPLES.iter().map(|(q, a)| format!("\"{q}\" becomes {a}.")).collect();
     ask(
         &format!(
-            "You plan research over a document collection. Break the question into the lookups it needs: \
-2 to {max} atomic sub-questions, each answerable by one lookup, in the order they must be answered. \
-A question that chains relations needs one sub-question per link, innermost first, and a sub-question that needs an earlier answer \
-names it in its text as {{id}} and lists that id in dependencies: \"What is the capital of the country where the inventor of the \
-telephone was born?\" becomes q1 \"Who invented the telephone?\", q2 \"In which country was {{q1}} born?\" (dependencies [q1]) and \
-q3 \"What is the capital of {{q2}}?\" (dependencies [q2]). If one search can answer the question as asked, list none and set \
-isComplex to false. Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; estimatedComplexity 1 to 5."
+            "You plan research over a document collection. Break the question into the lookups it needs: one atomic sub-question per \
+link of the question, as many as it has links (2 to {max}) and no link it does not have, each relation in the question's own words, \
+in the order they must be answered. A question that chains relations needs one sub-question per link, innermost first, and a \
+sub-question that needs an earlier answer names it in its text as {{id}} and lists that id in dependencies. {} If one search can \
+answer the question as asked, list none and set isComplex to false. Types: factual, analytical, comparative, temporal. Priority 1 \
+(most important) to 5; estimatedComplexity 1 to 5.",
+            examples.join(" ")
         ),
         format!("Question: {question}"),
     )
