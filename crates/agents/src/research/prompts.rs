@@ -95,7 +95,9 @@ passages that state them; found: false (and no answers) if the passages do not s
     )
 }
 
-const CITE_RULES: &str = "Use only the numbered passages. After every sentence put the number of the passage that states it, like [2] or [1, 3]. \
+/// How any answer is written: from the passages, every sentence cited, and
+/// whole when the question has several answers.
+const ANSWER_RULES: &str = "When several things answer the question, name every one. Use only the numbered passages. After every sentence put the number of the passage that states it, like [2] or [1, 3]. \
 Cite only numbers from the list. Do not add anything the passages do not say. If they do not answer the question, say that plainly.";
 
 /// The findings so far, one line per answered sub-question.
@@ -134,7 +136,7 @@ pub fn answer_numbers(s: &ResearchState) -> Vec<u32> {
 
 pub fn synthesize(s: &ResearchState) -> ChatRequest {
     ask(
-        &format!("You answer a research question in a few sentences. {CITE_RULES}"),
+        &format!("You answer a research question in a few sentences. {ANSWER_RULES}"),
         format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &answer_numbers(s))),
     )
 }
@@ -179,7 +181,7 @@ pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[
     let mut notes: Vec<String> = critique.critical_issues.iter().chain(&critique.weaknesses).chain(&critique.suggested_improvements).cloned().collect();
     notes.extend(gaps.iter().map(|g| format!("{:?}: {}", g.kind, g.detail)));
     ask(
-        &format!("You improve an answer to a research question using a review of it. {CITE_RULES} Remove any sentence the passages do not support."),
+        &format!("You improve an answer to a research question using a review of it. {ANSWER_RULES} Remove any sentence the passages do not support."),
         format!(
             "Question: {}\n\n{}Passages:\n{}\n\nEarlier answer:\n{answer}\n\nReview:\n{}\n\nImproved answer with citations:",
             s.question,
