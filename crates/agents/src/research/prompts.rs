@@ -31,35 +31,29 @@ fn clip(p: &Passage) -> String {
     p.text.chars().take(PASSAGE_CHARS).collect::<String>().replace('\n', " ")
 }
 
-/// The worked decompositions the decomposer is shown, question first: one
-/// of two links and one of three, so the number of sub-questions follows
-/// the question's links rather than the example's (a test keeps them apart
-/// from every benchmark question).
-const EXAMPLES: [(&str, &str); 2] = [
-    ("Who founded the company that makes the Walkman?", "q1 \"Which company makes the Walkman?\" and q2 \"Who founded {q1}?\" (dependencies [q1])"),
-    (
-        "What is the capital of the country where the inventor of the telephone was born?",
-        "q1 \"Who invented the telephone?\", q2 \"In which country was {q1} born?\" (dependencies [q1]) and q3 \"What is the capital of {q2}?\" \
+/// The worked decomposition the decomposer is shown, question first (a
+/// test keeps it apart from every benchmark question).
+const EXAMPLE: (&str, &str) = (
+    "What is the capital of the country where the inventor of the telephone was born?",
+    "q1 \"Who invented the telephone?\", q2 \"In which country was {q1} born?\" (dependencies [q1]) and q3 \"What is the capital of {q2}?\" \
 (dependencies [q2])",
-    ),
-];
+);
 
 /// The questions of the worked decompositions.
 pub fn example_questions() -> Vec<&'static str> {
-    EXAMPLES.iter().map(|(q, _)| *q).collect()
+    vec![EXAMPLE.0]
 }
 
 pub fn decompose(question: &str, max: usize) -> ChatRequest {
-    let examples: Vec<String> = EXAMPLES.iter().map(|(q, a)| format!("\"{q}\" becomes {a}.")).collect();
+    let (example, worked) = EXAMPLE;
     ask(
         &format!(
-            "You plan research over a document collection. Break the question into the lookups it needs: one atomic sub-question per \
-link of the question, as many as it has links (2 to {max}) and no link it does not have, each relation in the question's own words, \
-in the order they must be answered. A question that chains relations needs one sub-question per link, innermost first, and a \
-sub-question that needs an earlier answer names it in its text as {{id}} and lists that id in dependencies. {} If one search can \
-answer the question as asked, list none and set isComplex to false. Types: factual, analytical, comparative, temporal. Priority 1 \
-(most important) to 5; estimatedComplexity 1 to 5.",
-            examples.join(" ")
+            "You plan research over a document collection. Break the question into the lookups it needs: \
+2 to {max} atomic sub-questions, each answerable by one lookup, in the order they must be answered. \
+A question that chains relations needs one sub-question per link, innermost first, and a sub-question that needs an earlier answer \
+names it in its text as {{id}} and lists that id in dependencies: \"{example}\" becomes {worked}. If one search can answer the question \
+as asked, list none and set isComplex to false. Types: factual, analytical, comparative, temporal. Priority 1 (most important) to 5; \
+estimatedComplexity 1 to 5."
         ),
         format!("Question: {question}"),
     )
@@ -95,9 +89,7 @@ passages that state them; found: false (and no answers) if the passages do not s
     )
 }
 
-/// How any answer is written: from the passages, every sentence cited, and
-/// whole when the question has several answers.
-const ANSWER_RULES: &str = "When several things answer the question, name every one. Use only the numbered passages. After every sentence put the number of the passage that states it, like [2] or [1, 3]. \
+const CITE_RULES: &str = "Use only the numbered passages. After every sentence put the number of the passage that states it, like [2] or [1, 3]. \
 Cite only numbers from the list. Do not add anything the passages do not say. If they do not answer the question, say that plainly.";
 
 /// The findings so far, one line per answered sub-question.
@@ -136,7 +128,7 @@ pub fn answer_numbers(s: &ResearchState) -> Vec<u32> {
 
 pub fn synthesize(s: &ResearchState) -> ChatRequest {
     ask(
-        &format!("You answer a research question in a few sentences. {ANSWER_RULES}"),
+        &format!("You answer a research question in a few sentences. {CITE_RULES}"),
         format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &answer_numbers(s))),
     )
 }
@@ -181,7 +173,7 @@ pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[
     let mut notes: Vec<String> = critique.critical_issues.iter().chain(&critique.weaknesses).chain(&critique.suggested_improvements).cloned().collect();
     notes.extend(gaps.iter().map(|g| format!("{:?}: {}", g.kind, g.detail)));
     ask(
-        &format!("You improve an answer to a research question using a review of it. {ANSWER_RULES} Remove any sentence the passages do not support."),
+        &format!("You improve an answer to a research question using a review of it. {CITE_RULES} Remove any sentence the passages do not support."),
         format!(
             "Question: {}\n\n{}Passages:\n{}\n\nEarlier answer:\n{answer}\n\nReview:\n{}\n\nImproved answer with citations:",
             s.question,
