@@ -33,15 +33,21 @@ use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, LazyModel,
 /// The role of the stronger model the default chains escalate to.
 pub const STRONG_ROLE: &str = "strong";
 /// The roles that, unless configured, are a chain from the default model to
-/// the strong one: the agents' main writers, whose answers are checked
-/// (plans validated, changes tested) so a miss is known and counted.
-pub const ESCALATING_ROLES: [&str; 2] = ["planner", "coder"];
+/// the strong one: the coder's writer, whose answers are tested, so a miss
+/// is known and counted before it costs more than a retry.
+pub const ESCALATING_ROLES: [&str; 1] = ["coder"];
 /// The roles that, unless configured, go to the strong model directly:
 /// judges whose answer is not itself checked (a verdict that a goal is met
 /// ends the session), so the better judge is worth its slower answer; and
 /// the research agent's decomposer and reader (the one that turns passages
 /// into a sub-question's answer), whose answers every later step rests on.
 pub const JUDGING_ROLES: [&str; 3] = ["verifier", "decomposer", "reader"];
+/// The planner's roles (`planner` writes the plan, `fast` restates the goal
+/// and diagnoses a failed step), which, unless configured, go to the strong
+/// model directly: a plan's miss is often known only after it ran and was
+/// checked, a whole iteration later, so starting on the weaker model costs
+/// more than the slower answers save.
+pub const PLANNING_ROLES: [&str; 2] = ["planner", "fast"];
 /// Misses (refused, failed or unverified answers) before a default chain
 /// moves to the strong model.
 pub const DEFAULT_SWITCH_AFTER: u32 = 2;
@@ -122,7 +128,7 @@ impl ModelSpec {
 /// model unless configured, and — when `default` is left to us and the
 /// stronger embedded model is installed — `strong` for it and each of
 /// `ESCALATING_ROLES` a chain from `default` to `strong`, each of
-/// `JUDGING_ROLES` the strong model itself. A user who names
+/// `JUDGING_ROLES` and `PLANNING_ROLES` the strong model itself. A user who names
 /// their own default model (a flag, a table, an endpoint) gets exactly what
 /// they configured.
 pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BTreeMap<String, ModelSpec> {
@@ -131,7 +137,7 @@ pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BT
     specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
     if ours && STRONG_MODEL.path(data_dir).is_file() {
         let strong = ModelSpec::Llama { model: Some(STRONG_MODEL.name.to_string()), threads: None, context: None, max_tokens: None };
-        for role in std::iter::once(STRONG_ROLE).chain(JUDGING_ROLES) {
+        for role in std::iter::once(STRONG_ROLE).chain(JUDGING_ROLES).chain(PLANNING_ROLES) {
             // Roles naming the same file share one loaded model.
             specs.entry(role.to_string()).or_insert_with(|| strong.clone());
         }
@@ -288,13 +294,16 @@ mod tests {
     #[test]
     fn the_agents_escalate_to_the_strong_model_only_when_the_default_is_ours() {
         let dir = tempfile::tempdir().unwrap();
-        let chain = |specs: &BTreeMap<String, ModelSpec>| with_defaults(specs, dir.path()).get("planner").map(ModelSpec::describe);
+        let chain = |specs: &BTreeMap<String, ModelSpec>| with_defaults(specs, dir.path()).get("coder").map(ModelSpec::describe);
         assert_eq!(chain(&BTreeMap::new()), None, "no chain without the strong model installed");
         std::fs::create_dir_all(dir.path().join("models")).unwrap();
         std::fs::write(STRONG_MODEL.path(dir.path()), b"gguf").unwrap();
         assert_eq!(chain(&BTreeMap::new()).as_deref(), Some("chain default → strong (switch after 2)"));
         assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["strong"].describe(), "llama qwen2.5-coder-1.5b");
         assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["verifier"].describe(), "llama qwen2.5-coder-1.5b", "the judge is the strong model");
+        for role in ["planner", "fast"] {
+            assert_eq!(with_defaults(&BTreeMap::new(), dir.path())[role].describe(), "llama qwen2.5-coder-1.5b", "the planner's {role} is the strong model");
+        }
         let mut mine = BTreeMap::new();
         mine.insert("default".to_string(), ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None });
         assert_eq!(chain(&mine), None, "a default the user names is used alone");
