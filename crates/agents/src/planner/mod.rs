@@ -52,13 +52,15 @@ pub use validate::{validate, Context, Rejection, Rule, Shell};
 pub use verify::{Check, Verification};
 
 pub const AGENT: &str = "planner";
-/// The role that writes plans; a `chain` there gives the fallback order.
-pub const PLANNER_ROLE: &str = "planner";
-/// The role that restates goals, diagnoses rejections and pre-checks steps.
-pub const FAST_ROLE: &str = "fast";
+/// The role that writes plans: by default the strong model when it is
+/// installed (`PLANNING_ROLES`); a `chain` there gives a fallback order.
+pub const PLANNER_ROLE: &str = agentloop_llm::roles::PLANNING_ROLES[0];
+/// The role that restates goals, diagnoses rejections and pre-checks steps
+/// (named for what it first was; by default the strong model too).
+pub const FAST_ROLE: &str = agentloop_llm::roles::PLANNING_ROLES[1];
 /// The role that judges whether a run plan met the goal (the default model
 /// unless configured; the strong model when the default roles are ours).
-pub const VERIFY_ROLE: &str = "verifier";
+pub const VERIFY_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
 
 /// The planner's graph.
 pub fn graph() -> Result<CompiledGraph<PlannerState>> {
