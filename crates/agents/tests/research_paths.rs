@@ -436,3 +436,26 @@ async fn a_chain_whose_texts_do_not_name_the_earlier_answer_is_asked_for_once_mo
     assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"]]);
     assert_eq!(r.state().sub_queries[1].resolved, "Who is that person's father? (Mara Quill)");
 }
+
+#[tokio::test]
+async fn a_chain_about_another_question_is_refused_and_then_the_question_is_asked_whole() {
+    let elsewhere = r#"{"subQueries": [
+      {"id": "q1", "text": "Who designed the first steam engine?", "dependencies": []},
+      {"id": "q2", "text": "Where was {q1} born?", "dependencies": ["q1"]}
+    ], "isComplex": true}"#;
+    // Refused once, then a chain that starts from the question is used.
+    let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| elsewhere.to_string()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let asked = r.requests("decompose");
+    assert_eq!(asked.len(), 2);
+    assert!(user(&asked[1]).contains("q1 (\"Who designed the first steam engine?\") shares no word with the question"), "{}", user(&asked[1]));
+    assert_eq!(r.searches[0], "Whose hobby is sailing?");
+
+    // Refused twice: nothing of the other question is searched; the question is asked whole.
+    let model = scripted(move |k, _, _| (k == "decompose").then(|| elsewhere.to_string()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    assert_eq!(r.requests("decompose").len(), 2);
+    assert!(!r.state().decomposition.unwrap().complex);
+    assert_eq!(r.searches[0], QUESTION);
+    assert!(r.searches.iter().all(|q| !q.contains("steam")), "{:?}", r.searches);
+}

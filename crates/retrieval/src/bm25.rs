@@ -37,6 +37,19 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// The words a search for `text` matches on: lowercased, stop words
+/// dropped, stemmed. Two texts that share none are about different things
+/// as far as this index can tell.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        out.push(token.text.clone());
+    }
+    out
+}
+
 /// One passage found, with its BM25 score.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {

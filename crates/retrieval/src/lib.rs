@@ -11,7 +11,7 @@ pub mod embed;
 mod fusion;
 mod passage;
 
-pub use bm25::{Bm25Index, Hit};
+pub use bm25::{terms, Bm25Index, Hit};
 pub use corpus::{corpora_dir, Corpus, Found};
 pub use documents::{read as read_documents, Document, JsonFields};
 pub use embed::Embedder;

@@ -39,3 +39,9 @@ fn passages_are_found_by_relevance_with_their_place_and_survive_a_reopen() {
     assert_eq!(reopened.len(), 4);
     assert_eq!(reopened.search("Babbage Difference Engine", 1).unwrap()[0].passage.doc_id, "babbage");
 }
+
+#[test]
+fn a_text_s_terms_are_its_stemmed_words_without_the_question_words() {
+    assert_eq!(agentloop_retrieval::terms("Who invented the Telephones?"), ["invent", "telephon"]);
+    assert!(agentloop_retrieval::terms("What is it, and where was that?").is_empty());
+}

@@ -139,6 +139,29 @@ impl Decomposition {
             Some(format!("{} needs the answer of {d} but its text does not say where: write {{{d}}} in its text in place of that answer", s.id))
         })
     }
+
+    /// The first sub-question that starts the chain (it needs no earlier
+    /// answer) yet shares no search term with the question, as a sentence:
+    /// such a decomposition answers some other question — a small model
+    /// shown a worked example sometimes returns the example's chain — and
+    /// would be searched, answered and cited as if it were this one's.
+    pub fn off_question(&self, question: &str) -> Option<String> {
+        if !self.complex {
+            return None;
+        }
+        let asked: BTreeSet<String> = agentloop_retrieval::terms(question).into_iter().collect();
+        self.sub_queries.iter().filter(|s| s.dependencies.is_empty()).find_map(|s| {
+            let shared = agentloop_retrieval::terms(&s.text).iter().any(|t| asked.contains(t));
+            (!shared).then(|| format!("{} (\"{}\") shares no word with the question: a chain starts from the question's own names and words", s.id, s.text))
+        })
+    }
+
+    /// `new`, failing also when the chain does not start from the question
+    /// (`off_question`): unlike a dependency left unnamed, that cannot stand.
+    pub fn checked(question: &str, answer: DecompositionAnswer, max: usize) -> Result<Self, String> {
+        let d = Self::new(question, answer, max)?;
+        d.off_question(question).map_or(Ok(d), Err)
+    }
 }
 
 /// Kahn's algorithm by layers: phase 0 holds the sub-questions with no
@@ -305,6 +328,20 @@ mod tests {
         subs[1].text = "Who wrote {q1}?".into();
         let d = Decomposition::new("…", DecompositionAnswer { is_complex: true, sub_queries: subs }, 5).unwrap();
         assert_eq!(d.unnamed_dependency(), None);
+    }
+
+    #[test]
+    fn a_chain_that_does_not_start_from_the_question_is_off_it() {
+        let mut subs = vec![sub("q1", &[]), sub("q2", &["q1"])];
+        subs[0].text = "Who invented the telephone?".into();
+        subs[1].text = "Where was {q1} born?".into();
+        let question = "In which city was the inventor of the phonograph born?";
+        let err = Decomposition::checked(question, DecompositionAnswer { is_complex: true, sub_queries: subs.clone() }, 5).unwrap_err();
+        assert!(err.starts_with("q1 (\"Who invented the telephone?\") shares no word with the question"), "{err}");
+        subs[0].text = "Who invented the phonograph?".into();
+        assert!(Decomposition::checked(question, DecompositionAnswer { is_complex: true, sub_queries: subs }, 5).is_ok(), "phonograph is the question's word");
+        let simple = Decomposition::checked(question, DecompositionAnswer { is_complex: false, sub_queries: vec![] }, 5).unwrap();
+        assert_eq!(simple.off_question(question), None, "the question asked whole is about itself");
     }
 
     #[test]

@@ -57,12 +57,13 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
         step.begin_iteration()?;
         step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
         let (d, error) = if s.config.decomposition && !s.config.closed_book {
-            // A decomposition that does not hold together, or whose chain is
-            // not written out, is asked for again once, with what is wrong;
-            // then the question is asked whole, or the first one stands.
+            // A decomposition that does not hold together, is not about the
+            // question, or whose chain is not written out, is asked for again
+            // once, with what is wrong; then the question is asked whole, or
+            // a first one that only left a dependency unnamed stands.
             let request = prompts::decompose(&s.question, s.config.max_sub_queries);
             let answer: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, request.clone()).await?;
-            let first = Decomposition::new(&s.question, answer.clone(), s.config.max_sub_queries);
+            let first = Decomposition::checked(&s.question, answer.clone(), s.config.max_sub_queries);
             let problem = first.as_ref().map_or_else(|e| Some(e.clone()), Decomposition::unnamed_dependency);
             match (first, problem) {
                 (Ok(d), None) => (d, None),
@@ -70,7 +71,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
                     let problem = problem.unwrap_or_default();
                     step.reject_answer(DECOMPOSE_ROLE)?;
                     let again: DecompositionAnswer = step.chat_json_as(DECOMPOSE_ROLE, prompts::decompose_again(request, &answer, &problem)).await?;
-                    match (Decomposition::new(&s.question, again, s.config.max_sub_queries), first) {
+                    match (Decomposition::checked(&s.question, again, s.config.max_sub_queries), first) {
                         (Ok(d), _) if d.unnamed_dependency().is_none() => (d, None),
                         (_, Ok(d)) | (Ok(d), Err(_)) => (d, None),
                         (Err(e), Err(_)) => (Decomposition::simple(&s.question), Some(e)),
