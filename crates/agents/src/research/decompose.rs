@@ -145,7 +145,7 @@ impl Decomposition {
     /// such a decomposition answers some other question — a small model
     /// shown a worked example sometimes returns the example's chain — and
     /// would be searched, answered and cited as if it were this one's.
-    pub fn off_question(&self, question: &str) -> Option<String> {
+    fn off_question(&self, question: &str) -> Option<String> {
         if !self.complex {
             return None;
         }
