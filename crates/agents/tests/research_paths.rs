@@ -66,6 +66,7 @@ fn kind(req: &ChatRequest) -> &'static str {
         ("You check a statement", "judge"),
         ("You review an answer", "critique"),
         ("You improve an answer", "refine"),
+        ("You decide whether an answer", "fit"),
     ] {
         if system.starts_with(prefix) {
             return kind;
@@ -124,6 +125,7 @@ fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Se
             }
             "judge" => json!({"supported": true, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&user(req))}).to_string(),
             "critique" => critique(0.95),
+            "fit" => json!({"asksFor": "a person", "gives": "a person", "answersIt": true}).to_string(),
             other => panic!("unexpected prompt {other}: {:?}", req.messages[0].content),
         };
         Ok(ChatResponse::text(text))
@@ -264,6 +266,43 @@ async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_ag
     assert_eq!(shown.answer, "Her father is Tobin Quill.");
     assert_eq!(shown.scores.faithfulness, Some(0.0), "an uncited claim is unsupported");
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "an unsupported answer is not a checked one");
+}
+
+#[tokio::test]
+async fn an_answer_that_copies_its_passages_out_is_asked_for_again_then_replaced_by_the_findings() {
+    let copy = |req: &ChatRequest| {
+        let m = number_of(req, "Mara Quill");
+        format!("[{m}] Mara Quill: Mara Quill is a carpenter from Ostrava Bay. Her hobby is sailing.")
+    };
+    let model = scripted(move |k, req, n| (k == "synthesize" && n == 0).then(|| copy(req)));
+    let r = run(QUESTION, ResearchConfig::default().baseline(), model).await;
+    let synth = r.requests("synthesize");
+    assert_eq!(synth.len(), 2, "asked again once");
+    assert!(user(&synth[1]).contains("That copies the passages out"), "{}", user(&synth[1]));
+    assert!(r.state().drafts[0].answer.starts_with("Mara Quill's hobby is sailing ["), "the second answer is used");
+
+    let stubborn = scripted(move |k, req, _| (k == "synthesize").then(|| copy(req)));
+    let r = run(QUESTION, ResearchConfig::default().baseline(), stubborn).await;
+    let s = r.state();
+    let m = s.evidence.passages.iter().position(|p| p.title == "Mara Quill").unwrap() + 1;
+    let asked = QUESTION.trim_end_matches('?');
+    assert_eq!(s.answer().unwrap().answer, format!("{asked}: Mara Quill [{m}]."), "the findings, each with its citations");
+    assert_eq!(r.requests("synthesize").len(), 2, "asked twice, then no more");
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checked_one() {
+    let off = json!({"asksFor": "a person's father", "gives": "a hobby", "answersIt": false}).to_string();
+    let model = scripted(move |k, _, _| (k == "fit").then(|| off.clone()));
+    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let s = r.state();
+    let first = &s.drafts[0];
+    assert_eq!(first.scores.faithfulness, Some(1.0), "every claim rests on its passage");
+    assert!(first.gaps.iter().any(|g| g.detail == "the question asks for a person's father; the answer gives a hobby"), "{:?}", first.gaps);
+    assert!(first.quality.unwrap() <= 0.5, "a well-cited answer to another question stays below the target");
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
+    assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::Draft { answers_question: false, .. })));
+    assert!(user(&r.requests("fit")[0]).contains(QUESTION));
 }
 
 #[tokio::test]

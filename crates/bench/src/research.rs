@@ -133,8 +133,15 @@ struct Tally {
     tokens: u64,
     seconds: f64,
     outside: usize,
+    /// Sessions that ended `answered` (the agent's word that it checked).
+    answered: usize,
+    /// Of those, the ones whose answer scored below `WRONG_BELOW`.
+    answered_wrong: usize,
     by_hops: std::collections::BTreeMap<u32, (f64, usize)>,
 }
+
+/// An answer F1 below this counts as wrong when the agent said `answered`.
+const WRONG_BELOW: f64 = 0.5;
 
 fn mean(v: &[f64]) -> Value {
     if v.is_empty() {
@@ -164,6 +171,10 @@ impl Tally {
         self.tokens += a.tokens;
         self.seconds += a.seconds;
         self.outside += a.outside;
+        if a.finish_reason.as_deref() == Some("answered") {
+            self.answered += 1;
+            self.answered_wrong += usize::from(a.f1 < WRONG_BELOW);
+        }
         let e = self.by_hops.entry(q.hops).or_default();
         e.0 += a.f1;
         e.1 += 1;
@@ -180,6 +191,8 @@ impl Tally {
             "citation_precision": mean(&self.precision),
             "citation_recall": mean(&self.recall),
             "citations_outside_retrieved": self.outside,
+            "answered": self.answered,
+            "answered_wrong": self.answered_wrong,
             "mean_retrieval_cycles": round(self.cycles / n, 2),
             "mean_reflection_iterations": round(self.reflections / n, 2),
             "tokens": self.tokens,
@@ -262,7 +275,7 @@ impl Answered {
             "answer": self.answer, "short": self.short, "f1": round(self.f1, 4), "exact": self.exact,
             "supportRecall": round(self.support_recall, 4), "faithfulness": self.faithfulness,
             "citationPrecision": self.citation_precision, "citationRecall": self.citation_recall,
-            "cycles": self.cycles, "reflections": self.reflections, "tokens": self.tokens,
+            "outside": self.outside, "cycles": self.cycles, "reflections": self.reflections, "tokens": self.tokens,
             "seconds": round(self.seconds, 1), "finishReason": self.finish_reason,
         })
     }
@@ -395,6 +408,32 @@ mod tests {
         let p: BTreeSet<String> = ["ada", "bob", "cy"].map(String::from).into();
         assert!((set_f1(&p, &["Ada".into(), "Bob".into()]) - 0.8).abs() < 1e-9);
         assert_eq!(set_f1(&BTreeSet::new(), &["Ada".into()]), 0.0);
+    }
+
+    #[test]
+    fn an_answered_session_scoring_below_half_counts_as_answered_wrong() {
+        let q = Question { id: "q".into(), question: "?".into(), answers: vec![], support: vec![], hops: 2, set: "tuning".into() };
+        let a = |f1, finish: &str| Answered {
+            answer: String::new(),
+            short: String::new(),
+            f1,
+            exact: false,
+            support_recall: 0.0,
+            faithfulness: None,
+            citation_precision: None,
+            citation_recall: None,
+            outside: 0,
+            cycles: 1,
+            reflections: 0,
+            tokens: 0,
+            seconds: 0.0,
+            finish_reason: Some(finish.into()),
+        };
+        let mut t = Tally::default();
+        for (f1, finish) in [(1.0, "answered"), (0.2, "answered"), (0.0, "unverified"), (0.6, "unverified")] {
+            t.add(&q, &a(f1, finish));
+        }
+        assert_eq!((t.json()["answered"].clone(), t.json()["answered_wrong"].clone()), (json!(2), json!(1)));
     }
 
     #[test]

@@ -33,9 +33,11 @@ use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, LazyModel,
 /// The role of the stronger model the default chains escalate to.
 pub const STRONG_ROLE: &str = "strong";
 /// The roles that, unless configured, are a chain from the default model to
-/// the strong one: the coder's writer, whose answers are tested, so a miss
-/// is known and counted before it costs more than a retry.
-pub const ESCALATING_ROLES: [&str; 1] = ["coder"];
+/// the strong one: writers whose answers are checked, so a miss is known
+/// and counted before it costs more than a retry — the coder's (its code is
+/// tested) and the research agent's (an answer that cites passages it was
+/// not shown, or copies them out, is refused).
+pub const ESCALATING_ROLES: [&str; 2] = ["coder", "writer"];
 /// The roles that, unless configured, go to the strong model directly:
 /// judges whose answer is not itself checked (a verdict that a goal is met
 /// ends the session), so the better judge is worth its slower answer; and
@@ -299,6 +301,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("models")).unwrap();
         std::fs::write(STRONG_MODEL.path(dir.path()), b"gguf").unwrap();
         assert_eq!(chain(&BTreeMap::new()).as_deref(), Some("chain default → strong (switch after 2)"));
+        assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["writer"].describe(), "chain default → strong (switch after 2)", "the research writer too");
         assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["strong"].describe(), "llama qwen2.5-coder-1.5b");
         assert_eq!(with_defaults(&BTreeMap::new(), dir.path())["verifier"].describe(), "llama qwen2.5-coder-1.5b", "the judge is the strong model");
         for role in ["planner", "fast"] {

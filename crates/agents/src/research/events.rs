@@ -27,7 +27,7 @@ pub enum ResearchEvent {
     SubQueryAnswered { id: String, answer: String, citations: Vec<u32>, answered: bool },
     /// A draft of the answer (the first, or a refinement's) with its scores.
     #[serde(rename = "research:draft")]
-    Draft { version: usize, answer: String, claims: usize, faithfulness: Option<f32>, refused_citations: Vec<u32> },
+    Draft { version: usize, answer: String, claims: usize, faithfulness: Option<f32>, answers_question: bool, refused_citations: Vec<u32> },
     #[serde(rename = "research:gap_detected")]
     GapDetected { iteration: u32, gaps: Vec<Gap> },
     #[serde(rename = "research:self_critique_completed")]
@@ -70,10 +70,11 @@ impl ResearchEvent {
             Self::RetrievalCycleCompleted { .. } => String::new(),
             Self::SubQueryAnswered { id, answer, answered: true, .. } => format!("  ✓ {id}: {answer}"),
             Self::SubQueryAnswered { id, .. } => format!("  ✗ {id}: not found in the documents"),
-            Self::Draft { version, claims, faithfulness, refused_citations, .. } => {
+            Self::Draft { version, claims, faithfulness, answers_question, refused_citations, .. } => {
                 let refused =
                     if refused_citations.is_empty() { String::new() } else { format!(", citations outside the evidence removed: {refused_citations:?}") };
-                format!("  draft {}: {claims} claim(s), faithfulness {}{refused}", version + 1, faithfulness.map_or("–".into(), percent))
+                let off = if *answers_question { "" } else { ", does not give what the question asks for" };
+                format!("  draft {}: {claims} claim(s), faithfulness {}{off}{refused}", version + 1, faithfulness.map_or("–".into(), percent))
             }
             Self::GapDetected { gaps, .. } if gaps.is_empty() => "  no gaps found".into(),
             Self::GapDetected { gaps, .. } => {

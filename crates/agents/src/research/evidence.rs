@@ -68,6 +68,15 @@ impl Evidence {
     }
 }
 
+impl Evidence {
+    /// Whether `answer` copies out passages among `shown` the way a prompt
+    /// lists them (`[n] Title: text`) instead of answering: a small model
+    /// shown a list tends to go on with it.
+    pub fn copied_out(&self, answer: &str, shown: &[u32]) -> bool {
+        answer.lines().map(str::trim).any(|line| shown.iter().any(|n| self.get(*n).is_some_and(|p| line.starts_with(&format!("[{n}] {}:", p.title)))))
+    }
+}
+
 /// The items of a sub-answer the passages bear out, and the passages that
 /// state them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -303,6 +312,16 @@ mod tests {
         assert_eq!(got.items, ["Dee Wu"], "no subject named: what any shown passage states");
         let got = e.stated("Who is a friend of someone?", &items(&["a good friend"]), &[1, 2, 3]);
         assert_eq!(got, Stated { items: items(&["a good friend"]), passages: BTreeSet::new() }, "nothing stated: the items stand, uncited");
+    }
+
+    #[test]
+    fn an_answer_that_lists_passages_as_the_prompt_showed_them_copies_them_out() {
+        let passage =
+            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
+        let e = Evidence { passages: vec![passage("Ada Ro", "Ada Ro was born in 1815."), passage("Bo Li", "Bo Li is a baker.")] };
+        assert!(e.copied_out("[2] Bo Li: Bo Li is a baker.\n[1] Ada Ro: Ada Ro was born in 1815.", &[1, 2]));
+        assert!(!e.copied_out("Ada Ro was born in 1815 [1]. Bo Li is a baker [2].", &[1, 2]));
+        assert!(!e.copied_out("[2] Bo Li: Bo Li is a baker.", &[1]), "only passages it was shown");
     }
 
     #[test]

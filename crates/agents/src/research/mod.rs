@@ -58,6 +58,10 @@ pub const DECOMPOSE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[1];
 /// strong model too, since each answer's items are what the next hop
 /// searches for, and a small model tends to list every name it was shown.
 pub const READ_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[2];
+/// The role that writes the answer and its refinements: by default a chain
+/// from the small model to the strong one (`ESCALATING_ROLES`), moved on
+/// when its answers are refused.
+pub const WRITE_ROLE: &str = agentloop_llm::roles::ESCALATING_ROLES[1];
 /// The corpus searched when none is named.
 pub const DEFAULT_CORPUS: &str = "wiki";
 

@@ -15,10 +15,10 @@ use super::decompose::{self, Decomposition, DecompositionAnswer};
 use super::events::ResearchEvent;
 use super::evidence::{self, Claim};
 use super::prompts;
-use super::reflect::{self, Limits};
+use super::reflect::{self, AnswerFit, Limits};
 use super::search::TOOL;
 use super::state::{Draft, ResearchState, SubQueryStatus, SubQueryWork};
-use super::{DECOMPOSE_ROLE, JUDGE_ROLE, READ_ROLE};
+use super::{DECOMPOSE_ROLE, JUDGE_ROLE, READ_ROLE, WRITE_ROLE};
 
 /// Faithfulness at which an answer counts as checked.
 pub const FAITHFUL: f32 = 0.8;
@@ -309,17 +309,28 @@ pub fn synthesize<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture
     })
 }
 
-/// Asks for an answer, refuses one that cites a passage it was not shown
-/// (asks again once, then removes what is still outside), and judges its
-/// claims.
+/// Asks for an answer; refuses one that copies its passages out (asks
+/// again once, then writes the findings out instead) or cites a passage it
+/// was not shown (asks again once, then removes what is still outside);
+/// judges its claims and whether it gives what the question asks for.
 async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::ChatRequest) -> Result<Draft> {
     let shown = prompts::answer_numbers(s);
     let allowed: BTreeSet<u32> = shown.iter().copied().collect();
-    let mut text = step.chat(request.clone()).await?.content.trim().to_string();
+    let mut text = step.chat_as(WRITE_ROLE, request.clone()).await?.content.trim().to_string();
+    if s.evidence.copied_out(&text, &shown) {
+        step.reject_answer(WRITE_ROLE)?;
+        text = step.chat_as(WRITE_ROLE, prompts::answer_again(request.clone(), &text)).await?.content.trim().to_string();
+        let findings = s.findings_answer();
+        if s.evidence.copied_out(&text, &shown) && !findings.is_empty() {
+            step.reject_answer(WRITE_ROLE)?;
+            text = findings;
+        }
+    }
     let mut refused = evidence::outside(&text, &allowed);
     if !refused.is_empty() {
+        step.reject_answer(WRITE_ROLE)?;
         let again = prompts::cite_again(request, &text, &refused, &shown);
-        text = step.chat(again).await?.content.trim().to_string();
+        text = step.chat_as(WRITE_ROLE, again).await?.content.trim().to_string();
         let still = evidence::outside(&text, &allowed);
         text = evidence::drop_citations(&text, &still);
         refused.extend(still);
@@ -328,14 +339,16 @@ async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::Chat
     }
     let claims = judge(s, step, evidence::claims(&text)).await?;
     let scores = evidence::scores(&claims);
+    let fit: AnswerFit = step.chat_json_as(JUDGE_ROLE, prompts::answer_fit(&s.question, &text)).await?;
     step.emit(ResearchEvent::Draft {
         version: s.drafts.len(),
         answer: text.clone(),
         claims: claims.len(),
         faithfulness: scores.faithfulness,
+        answers_question: fit.answers_it,
         refused_citations: refused,
     });
-    Ok(Draft { answer: text, claims, scores, ..Draft::default() })
+    Ok(Draft { answer: text, claims, scores, fit: Some(fit), ..Draft::default() })
 }
 
 /// Each cited claim judged against its passages (asked together); a
@@ -367,10 +380,11 @@ pub fn reflect<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a
         let Some(latest) = s.drafts.last().cloned() else { return end(s, step) };
         let unanswered: Vec<String> = s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Unanswered).map(|w| w.resolved.clone()).collect();
         let coverage = if s.config.iterative_retrieval { s.coverage() } else { 1.0 };
-        let found = reflect::gaps(&latest.claims, &unanswered, &[], coverage, s.config.coverage_threshold);
+        let fit = latest.fit.as_ref();
+        let found = reflect::gaps(&latest.claims, &unanswered, &[], fit, coverage, s.config.coverage_threshold);
         let critique: reflect::SelfCritique = step.chat_json_as(JUDGE_ROLE, prompts::critique(s, &latest.answer, &found)).await?;
-        let gaps = reflect::gaps(&latest.claims, &unanswered, &critique.critical_issues, coverage, s.config.coverage_threshold);
-        let quality = reflect::quality(&latest.scores, s.answered_share(), &critique);
+        let gaps = reflect::gaps(&latest.claims, &unanswered, &critique.critical_issues, fit, coverage, s.config.coverage_threshold);
+        let quality = reflect::quality(&latest.scores, s.answered_share(), &critique, fit);
         step.emit(ResearchEvent::GapDetected { iteration, gaps: gaps.clone() });
         step.emit(ResearchEvent::SelfCritiqueCompleted {
             iteration,
@@ -420,14 +434,16 @@ pub fn refine<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a,
 }
 
 /// Ends the session on the answer shown. It counts as checked only when
-/// its claims were judged and enough of them are supported.
+/// its claims were judged, enough of them are supported, and it was judged
+/// to give what the question asks for.
 fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
     if s.abstained {
         step.finish("abstained");
         return Ok(());
     }
     let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
-    let verified = !s.config.closed_book && faithfulness.is_some_and(|f| f >= FAITHFUL);
+    let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(|f| f.answers_it);
+    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL);
     step.signal(|sig| sig.goal_verified = Some(verified));
     if verified {
         step.signal(|sig| sig.agent_signalled_completion = true);

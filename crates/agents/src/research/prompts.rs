@@ -126,23 +126,51 @@ pub fn answer_numbers(s: &ResearchState) -> Vec<u32> {
     out
 }
 
+/// Tokens an answer may take: a few sentences, so that a model that starts
+/// copying its passages out is cut short.
+const ANSWER_TOKENS: u32 = 200;
+
+/// How an answer is to be written, for the first draft and every refinement.
+const ANSWER_SHAPE: &str = "Give the answer itself in the first sentence, in your own words, then at most two sentences that support it; \
+do not copy the passages out.";
+
+fn answer_request(system: &str, user: String) -> ChatRequest {
+    let mut r = ask(&format!("{system} {ANSWER_SHAPE} {CITE_RULES}"), user);
+    r.max_tokens = Some(ANSWER_TOKENS);
+    r
+}
+
 pub fn synthesize(s: &ResearchState) -> ChatRequest {
-    ask(
-        &format!("You answer a research question in a few sentences. {CITE_RULES}"),
+    answer_request(
+        "You answer a research question in one to three sentences.",
         format!("Question: {}\n\n{}Passages:\n{}\n\nAnswer with citations:", s.question, findings(s), passages(&s.evidence, &answer_numbers(s))),
     )
 }
 
-/// Asked again when an answer cites numbers it was not given.
-pub fn cite_again(mut request: ChatRequest, answer: &str, outside: &[u32], allowed: &[u32]) -> ChatRequest {
+/// The same request, with the answer it got and what is wrong with it.
+fn again(mut request: ChatRequest, answer: &str, complaint: String) -> ChatRequest {
     request.messages.push(Message::assistant(answer));
-    request.messages.push(Message::user(format!(
+    request.messages.push(Message::user(complaint));
+    request
+}
+
+/// Asked again when an answer cites numbers it was not given.
+pub fn cite_again(request: ChatRequest, answer: &str, outside: &[u32], allowed: &[u32]) -> ChatRequest {
+    let complaint = format!(
         "You cited {}, which {} not in the list: only {} exist. Write the answer again citing only those.",
         outside.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join(", "),
         if outside.len() == 1 { "is" } else { "are" },
         allowed.iter().map(|n| format!("[{n}]")).collect::<Vec<_>>().join(", ")
-    )));
-    request
+    );
+    again(request, answer, complaint)
+}
+
+/// Asked again when an answer is the passages copied out, not an answer.
+pub fn answer_again(request: ChatRequest, answer: &str) -> ChatRequest {
+    let complaint = "That copies the passages out; it does not answer the question. Write the answer itself in one to three sentences \
+of your own, each followed by the number of the passage that states it."
+        .to_string();
+    again(request, answer, complaint)
 }
 
 pub fn judge_claim(claim: &Claim, evidence: &Evidence) -> ChatRequest {
@@ -172,8 +200,9 @@ facts the passages do not support). confidence: 0 to 1, how sure you are the ans
 pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[Gap]) -> ChatRequest {
     let mut notes: Vec<String> = critique.critical_issues.iter().chain(&critique.weaknesses).chain(&critique.suggested_improvements).cloned().collect();
     notes.extend(gaps.iter().map(|g| format!("{:?}: {}", g.kind, g.detail)));
-    ask(
-        &format!("You improve an answer to a research question using a review of it. {CITE_RULES} Remove any sentence the passages do not support."),
+    answer_request(
+        "You improve an answer to a research question using a review of it, in one to three sentences. Remove any sentence the passages \
+do not support.",
         format!(
             "Question: {}\n\n{}Passages:\n{}\n\nEarlier answer:\n{answer}\n\nReview:\n{}\n\nImproved answer with citations:",
             s.question,
@@ -181,6 +210,17 @@ pub fn refine(s: &ResearchState, answer: &str, critique: &SelfCritique, gaps: &[
             passages(&s.evidence, &answer_numbers(s)),
             notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n")
         ),
+    )
+}
+
+/// Whether an answer gives what its question asks for — its kind (a date,
+/// a place, a person), not its truth, which the claims' judges check.
+pub fn answer_fit(question: &str, answer: &str) -> ChatRequest {
+    ask(
+        "You decide whether an answer responds to its question; whether it is true is checked elsewhere. asksFor: what the question \
+asks for, in a few words (for example a date, a place, a person's name, a number, a list of names). gives: what the answer gives, in a \
+few words. answersIt: true only when the answer gives that, about what the question asks about.",
+        format!("Question: {question}\n\nAnswer:\n{answer}"),
     )
 }
 

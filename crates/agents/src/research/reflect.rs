@@ -32,6 +32,32 @@ pub struct SelfCritique {
     pub confidence: f32,
 }
 
+/// Whether an answer gives what its question asks for: faithfulness only
+/// says its claims rest on their passages, and a well-cited answer can
+/// still name a university when the question asks for a city.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerFit {
+    /// What the question asks for, in a few words.
+    #[schemars(length(max = 80))]
+    pub asks_for: String,
+    /// What the answer gives, in a few words.
+    #[schemars(length(max = 80))]
+    pub gives: String,
+    /// True only when what the answer gives is what the question asks for.
+    pub answers_it: bool,
+}
+
+impl AnswerFit {
+    /// The gap an answer that misses its question leaves, if it does.
+    pub fn gap(&self) -> Option<Gap> {
+        (!self.answers_it).then(|| Gap {
+            kind: GapKind::QueryCoverage,
+            detail: format!("the question asks for {}; the answer gives {}", self.asks_for.trim(), self.gives.trim()),
+        })
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GapKind {
@@ -50,9 +76,9 @@ pub struct Gap {
 }
 
 /// The gaps of a draft: weak and unsupported claims, sub-questions left
-/// unanswered, the critic's critical issues, and question coverage below
-/// the threshold.
-pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], coverage: f32, threshold: f32) -> Vec<Gap> {
+/// unanswered, the critic's critical issues, an answer that does not give
+/// what the question asks for, and question coverage below the threshold.
+pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], fit: Option<&AnswerFit>, coverage: f32, threshold: f32) -> Vec<Gap> {
     let mut out = Vec::new();
     for c in claims {
         let gap = match (c.supported, c.confidence) {
@@ -67,6 +93,7 @@ pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], covera
     }
     out.extend(unanswered.iter().map(|q| Gap { kind: GapKind::MissingInformation, detail: q.clone() }));
     out.extend(critical.iter().map(|c| Gap { kind: GapKind::Contradiction, detail: c.clone() }));
+    out.extend(fit.and_then(AnswerFit::gap));
     if coverage < threshold {
         out.push(Gap { kind: GapKind::QueryCoverage, detail: format!("the evidence covers {:.0}% of the question", coverage * 100.0) });
     }
@@ -75,10 +102,17 @@ pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], covera
 
 /// A draft's quality, 0–1: half faithfulness (its claims carried by its
 /// citations), a quarter the share of sub-questions answered, a quarter
-/// the critic's confidence. An answer with no claims has no faithfulness
+/// the critic's confidence — halved when the answer does not give what the
+/// question asks for, so that a well-cited answer to another question
+/// never reaches the target. An answer with no claims has no faithfulness
 /// and so at most half.
-pub fn quality(scores: &Scores, answered_share: f32, critique: &SelfCritique) -> f32 {
-    0.5 * scores.faithfulness.unwrap_or(0.0) + 0.25 * answered_share.clamp(0.0, 1.0) + 0.25 * critique.confidence.clamp(0.0, 1.0)
+pub fn quality(scores: &Scores, answered_share: f32, critique: &SelfCritique, fit: Option<&AnswerFit>) -> f32 {
+    let q = 0.5 * scores.faithfulness.unwrap_or(0.0) + 0.25 * answered_share.clamp(0.0, 1.0) + 0.25 * critique.confidence.clamp(0.0, 1.0);
+    if fit.is_some_and(|f| !f.answers_it) {
+        q / 2.0
+    } else {
+        q
+    }
 }
 
 /// Why the loop stopped refining.
@@ -174,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn gaps_name_weak_and_unsupported_claims_missing_answers_and_low_coverage() {
+    fn gaps_name_weak_and_unsupported_claims_missing_answers_answers_beside_the_question_and_low_coverage() {
         let claim = |supported, confidence, citations: Vec<u32>| Claim {
             text: "c".into(),
             citations,
@@ -186,6 +220,7 @@ mod tests {
             &[claim(true, 0.9, vec![1]), claim(true, 0.3, vec![1]), claim(false, 0.9, vec![2]), claim(true, 0.9, vec![])],
             &["q2".into()],
             &["says 1815 and 1816".into()],
+            Some(&AnswerFit { asks_for: "a year".into(), gives: "a person".into(), answers_it: false }),
             0.5,
             0.85,
         );
@@ -198,8 +233,20 @@ mod tests {
                 GapKind::UnsupportedClaim,
                 GapKind::MissingInformation,
                 GapKind::Contradiction,
+                GapKind::QueryCoverage,
                 GapKind::QueryCoverage
             ]
         );
+        assert_eq!(g[5].detail, "the question asks for a year; the answer gives a person");
+    }
+
+    #[test]
+    fn an_answer_to_another_question_is_at_most_half_as_good() {
+        let scores = Scores { faithfulness: Some(1.0), ..Scores::default() };
+        let sure = SelfCritique { confidence: 1.0, ..SelfCritique::default() };
+        let fits = |answers_it| AnswerFit { answers_it, ..AnswerFit::default() };
+        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(true))), 1.0);
+        assert_eq!(quality(&scores, 1.0, &sure, None), 1.0, "not checked: nothing taken off");
+        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(false))), 0.5);
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::coverage::CoverageReport;
 use super::decompose::Decomposition;
 use super::evidence::{Claim, Evidence, Scores};
-use super::reflect::{Gap, SelfCritique, StopReason};
+use super::reflect::{AnswerFit, Gap, SelfCritique, StopReason};
 
 /// The research agent's settings (`[research]`, and the environment names
 /// its users know).
@@ -138,6 +138,10 @@ pub struct Draft {
     pub answer: String,
     pub claims: Vec<Claim>,
     pub scores: Scores,
+    /// Whether it gives what the question asks for, as the judge sees it;
+    /// `None` when not checked (closed book, an abstention).
+    #[serde(default)]
+    pub fit: Option<AnswerFit>,
     pub critique: Option<SelfCritique>,
     /// Set once critiqued.
     pub quality: Option<f32>,
@@ -201,6 +205,21 @@ impl ResearchState {
 
     pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
         self.sub_queries.iter().find(|w| w.id == id)
+    }
+
+    /// The answered sub-questions as cited sentences, in the order they
+    /// were answered: the answer when the model's own cannot be used.
+    pub fn findings_answer(&self) -> String {
+        let sentences: Vec<String> = self
+            .sub_queries
+            .iter()
+            .filter(|w| w.status == SubQueryStatus::Answered && !w.answer.is_empty())
+            .map(|w| {
+                let cites: String = w.citations.iter().map(|c| format!("[{c}]")).collect();
+                format!("{}: {} {cites}.", w.resolved.trim().trim_end_matches('?'), w.answer).replace(" .", ".")
+            })
+            .collect();
+        sentences.join(" ")
     }
 
     /// The items answered for each sub-question so far, its branches'
