@@ -269,7 +269,7 @@ async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_ag
 }
 
 #[tokio::test]
-async fn an_answer_that_copies_its_passages_out_is_asked_for_again_then_replaced_by_the_findings() {
+async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again_then_replaced_by_the_findings() {
     let copy = |req: &ChatRequest| {
         let m = number_of(req, "Mara Quill");
         format!("[{m}] Mara Quill: Mara Quill is a carpenter from Ostrava Bay. Her hobby is sailing.")
@@ -288,6 +288,13 @@ async fn an_answer_that_copies_its_passages_out_is_asked_for_again_then_replaced
     let asked = QUESTION.trim_end_matches('?');
     assert_eq!(s.answer().unwrap().answer, format!("{asked}: Mara Quill [{m}]."), "the findings, each with its citations");
     assert_eq!(r.requests("synthesize").len(), 2, "asked twice, then no more");
+
+    // An answer that cites nothing cannot be checked: asked again the same way.
+    let uncited = scripted(|k, _, n| (k == "synthesize" && n == 0).then(|| "Her father is Tobin Quill.".to_string()));
+    let r = run(QUESTION, ResearchConfig::default().baseline(), uncited).await;
+    let synth = r.requests("synthesize");
+    assert!(user(&synth[1]).contains("That cites no passage"), "{}", user(&synth[1]));
+    assert!(r.state().drafts[0].answer.starts_with("Mara Quill's hobby is sailing ["));
 }
 
 #[tokio::test]

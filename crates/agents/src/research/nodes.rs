@@ -309,19 +309,32 @@ pub fn synthesize<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture
     })
 }
 
-/// Asks for an answer; refuses one that copies its passages out (asks
-/// again once, then writes the findings out instead) or cites a passage it
-/// was not shown (asks again once, then removes what is still outside);
-/// judges its claims and whether it gives what the question asks for.
+/// What makes an answer unusable as written, if anything: it copies its
+/// passages out instead of answering, or cites none, so none of it can be
+/// checked.
+fn unusable(s: &ResearchState, text: &str, shown: &[u32]) -> Option<&'static str> {
+    if s.evidence.copied_out(text, shown) {
+        Some("copies the passages out; it does not answer the question")
+    } else if evidence::cited(text).is_empty() {
+        Some("cites no passage, so none of it can be checked")
+    } else {
+        None
+    }
+}
+
+/// Asks for an answer; refuses one that is unusable (asks again once, then
+/// writes the findings out instead) or cites a passage it was not shown
+/// (asks again once, then removes what is still outside); judges its
+/// claims and whether it gives what the question asks for.
 async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::ChatRequest) -> Result<Draft> {
     let shown = prompts::answer_numbers(s);
     let allowed: BTreeSet<u32> = shown.iter().copied().collect();
     let mut text = step.chat_as(WRITE_ROLE, request.clone()).await?.content.trim().to_string();
-    if s.evidence.copied_out(&text, &shown) {
+    if let Some(problem) = unusable(s, &text, &shown) {
         step.reject_answer(WRITE_ROLE)?;
-        text = step.chat_as(WRITE_ROLE, prompts::answer_again(request.clone(), &text)).await?.content.trim().to_string();
+        text = step.chat_as(WRITE_ROLE, prompts::answer_again(request.clone(), &text, problem)).await?.content.trim().to_string();
         let findings = s.findings_answer();
-        if s.evidence.copied_out(&text, &shown) && !findings.is_empty() {
+        if unusable(s, &text, &shown).is_some() && !findings.is_empty() {
             step.reject_answer(WRITE_ROLE)?;
             text = findings;
         }

@@ -165,11 +165,12 @@ pub fn cite_again(request: ChatRequest, answer: &str, outside: &[u32], allowed: 
     again(request, answer, complaint)
 }
 
-/// Asked again when an answer is the passages copied out, not an answer.
-pub fn answer_again(request: ChatRequest, answer: &str) -> ChatRequest {
-    let complaint = "That copies the passages out; it does not answer the question. Write the answer itself in one to three sentences \
-of your own, each followed by the number of the passage that states it."
-        .to_string();
+/// Asked again when an answer cannot be used as written (`problem` says why).
+pub fn answer_again(request: ChatRequest, answer: &str, problem: &str) -> ChatRequest {
+    let complaint = format!(
+        "That {problem}. Write the answer itself in one to three sentences of your own, each followed by the number of the passage \
+that states it, like [2]."
+    );
     again(request, answer, complaint)
 }
 
@@ -217,9 +218,10 @@ do not support.",
 /// a place, a person), not its truth, which the claims' judges check.
 pub fn answer_fit(question: &str, answer: &str) -> ChatRequest {
     ask(
-        "You decide whether an answer responds to its question; whether it is true is checked elsewhere. asksFor: what the question \
-asks for, in a few words (for example a date, a place, a person's name, a number, a list of names). gives: what the answer gives, in a \
-few words. answersIt: true only when the answer gives that, about what the question asks about.",
+        "You decide whether an answer responds to its question; whether it is true is checked elsewhere. asksFor: the kind of thing \
+the question asks for, as a short noun phrase such as \"a date\", \"a place\", \"a person's name\", \"a number\" or \"a list of names\" — \
+not the question's own words. gives: the kind of thing the answer gives, the same way. answersIt: true only when the answer gives the \
+kind the question asks for, about what the question asks about.",
         format!("Question: {question}\n\nAnswer:\n{answer}"),
     )
 }

@@ -38,10 +38,10 @@ pub struct SelfCritique {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerFit {
-    /// What the question asks for, in a few words.
+    /// The kind of thing the question asks for, as a short noun phrase.
     #[schemars(length(max = 80))]
     pub asks_for: String,
-    /// What the answer gives, in a few words.
+    /// The kind of thing the answer gives, as a short noun phrase.
     #[schemars(length(max = 80))]
     pub gives: String,
     /// True only when what the answer gives is what the question asks for.
