@@ -285,8 +285,7 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
     let r = run(QUESTION, ResearchConfig::default().baseline(), stubborn).await;
     let s = r.state();
     let m = s.evidence.passages.iter().position(|p| p.title == "Mara Quill").unwrap() + 1;
-    let asked = QUESTION.trim_end_matches('?');
-    assert_eq!(s.answer().unwrap().answer, format!("{asked}: Mara Quill [{m}]."), "the findings, each with its citations");
+    assert_eq!(s.answer().unwrap().answer, format!("The passages answer “{QUESTION}” with Mara Quill [{m}]."), "the findings, each with its citations");
     assert_eq!(r.requests("synthesize").len(), 2, "asked twice, then no more");
 
     // An answer that cites nothing cannot be checked: asked again the same way.

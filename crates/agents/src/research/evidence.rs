@@ -186,7 +186,9 @@ pub fn claims(answer: &str) -> Vec<Claim> {
     let mut i = 0;
     while i < chars.len() {
         current.push(chars[i]);
-        let ends = matches!(chars[i], '.' | '!' | '?') && chars.get(i + 1).is_none_or(|c| c.is_whitespace() || *c == '[');
+        // A full stop after a lone capital is an initial ("Charles A. Beard"), not a sentence's end.
+        let initial = chars[i] == '.' && i >= 1 && chars[i - 1].is_uppercase() && (i < 2 || !chars[i - 2].is_alphanumeric());
+        let ends = matches!(chars[i], '.' | '!' | '?') && !initial && chars.get(i + 1).is_none_or(|c| c.is_whitespace() || *c == '[');
         if ends || chars[i] == '\n' {
             // Take the markers that follow the full stop.
             while let Some(rest) = chars.get(i + 1..) {
@@ -279,6 +281,8 @@ mod tests {
             vec![("Ada was born in 1815 [1].", vec![1]), ("Her father was Lord Byron. [2] [3]", vec![2, 3]), ("She wrote notes [1, 4].", vec![1, 4])]
         );
         assert!(claims("").is_empty());
+        let c = claims("Mary W. Shelley wrote it [1]. J. R. Tolkien did not [2].");
+        assert_eq!(c.len(), 2, "an initial does not end a sentence: {c:?}");
     }
 
     #[test]

@@ -59,16 +59,14 @@ estimatedComplexity 1 to 5."
     )
 }
 
-/// The temperature a decomposition is asked for again at: at 0 the same
-/// prompt with a complaint added tends to bring back the same answer.
+/// The temperature an answer is asked for again at: at 0 the same prompt
+/// with a complaint added tends to bring back the same answer.
 const AGAIN_TEMPERATURE: f32 = 0.7;
 
 /// Asked again when a decomposition does not hold together.
-pub fn decompose_again(mut request: ChatRequest, answer: &super::decompose::DecompositionAnswer, problem: &str) -> ChatRequest {
-    request.messages.push(Message::assistant(serde_json::to_string(answer).unwrap_or_default()));
-    request.messages.push(Message::user(format!("That does not hold together: {problem}. Write the sub-questions again.")));
-    request.temperature = Some(AGAIN_TEMPERATURE);
-    request
+pub fn decompose_again(request: ChatRequest, answer: &super::decompose::DecompositionAnswer, problem: &str) -> ChatRequest {
+    let answer = serde_json::to_string(answer).unwrap_or_default();
+    again(request, &answer, format!("That does not hold together: {problem}. Write the sub-questions again."))
 }
 
 pub fn coverage(sub_question: &str, evidence: &Evidence, numbers: &[u32]) -> ChatRequest {
@@ -147,10 +145,12 @@ pub fn synthesize(s: &ResearchState) -> ChatRequest {
     )
 }
 
-/// The same request, with the answer it got and what is wrong with it.
+/// The same request, with the answer it got and what is wrong with it,
+/// asked a little warmer.
 fn again(mut request: ChatRequest, answer: &str, complaint: String) -> ChatRequest {
     request.messages.push(Message::assistant(answer));
     request.messages.push(Message::user(complaint));
+    request.temperature = Some(AGAIN_TEMPERATURE);
     request
 }
 
@@ -220,8 +220,9 @@ pub fn answer_fit(question: &str, answer: &str) -> ChatRequest {
     ask(
         "You decide whether an answer responds to its question; whether it is true is checked elsewhere. asksFor: the kind of thing \
 the question asks for, as a short noun phrase such as \"a date\", \"a place\", \"a person's name\", \"a number\" or \"a list of names\" — \
-not the question's own words. gives: the kind of thing the answer gives, the same way. answersIt: true only when the answer gives the \
-kind the question asks for, about what the question asks about.",
+not the question's own words. gives: the kind of thing the answer names, the same way (an answer naming a river gives \"a river\"), \
+not the answer's own words. answersIt: true only when that kind is the kind asked for or one of its kinds (a lake is a body of water), \
+about what the question asks about.",
         format!("Question: {question}\n\nAnswer:\n{answer}"),
     )
 }

@@ -216,7 +216,7 @@ impl ResearchState {
             .filter(|w| w.status == SubQueryStatus::Answered && !w.answer.is_empty())
             .map(|w| {
                 let cites: String = w.citations.iter().map(|c| format!("[{c}]")).collect();
-                format!("{}: {} {cites}.", w.resolved.trim().trim_end_matches('?'), w.answer).replace(" .", ".")
+                format!("The passages answer “{}” with {} {cites}.", w.resolved.trim(), w.answer).replace(" .", ".")
             })
             .collect();
         sentences.join(" ")
