@@ -66,7 +66,7 @@ fn kind(req: &ChatRequest) -> &'static str {
         ("You check a statement", "judge"),
         ("You review an answer", "critique"),
         ("You improve an answer", "refine"),
-        ("You decide whether an answer", "fit"),
+        ("You sort a question and its answer", "fit"),
     ] {
         if system.starts_with(prefix) {
             return kind;
@@ -125,7 +125,7 @@ fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Se
             }
             "judge" => json!({"supported": true, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&user(req))}).to_string(),
             "critique" => critique(0.95),
-            "fit" => json!({"asksFor": "a person", "gives": "a person", "answersIt": true}).to_string(),
+            "fit" => json!({"asksFor": "person", "gives": "person"}).to_string(),
             other => panic!("unexpected prompt {other}: {:?}", req.messages[0].content),
         };
         Ok(ChatResponse::text(text))
@@ -298,13 +298,13 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
 
 #[tokio::test]
 async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checked_one() {
-    let off = json!({"asksFor": "a person's father", "gives": "a hobby", "answersIt": false}).to_string();
+    let off = json!({"asksFor": "person", "gives": "place"}).to_string();
     let model = scripted(move |k, _, _| (k == "fit").then(|| off.clone()));
     let r = run(QUESTION, ResearchConfig::default(), model).await;
     let s = r.state();
     let first = &s.drafts[0];
     assert_eq!(first.scores.faithfulness, Some(1.0), "every claim rests on its passage");
-    assert!(first.gaps.iter().any(|g| g.detail == "the question asks for a person's father; the answer gives a hobby"), "{:?}", first.gaps);
+    assert!(first.gaps.iter().any(|g| g.detail == "the question asks for a person; the answer gives a place"), "{:?}", first.gaps);
     assert!(first.quality.unwrap() <= 0.5, "a well-cited answer to another question stays below the target");
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
     assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::Draft { answers_question: false, .. })));

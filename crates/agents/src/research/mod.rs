@@ -43,7 +43,7 @@ pub use events::ResearchEvent;
 pub use evidence::{cited, claims, scores, Claim, Evidence, Scores, Stated};
 pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
 pub use prompts::example_questions;
-pub use reflect::{Gap, GapKind, SelfCritique, StopReason};
+pub use reflect::{AnswerFit, AnswerKind, Gap, GapKind, SelfCritique, StopReason};
 pub use search::Search;
 pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};
 

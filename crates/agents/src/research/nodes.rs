@@ -358,7 +358,7 @@ async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::Chat
         answer: text.clone(),
         claims: claims.len(),
         faithfulness: scores.faithfulness,
-        answers_question: fit.answers_it,
+        answers_question: fit.answers_it(),
         refused_citations: refused,
     });
     Ok(Draft { answer: text, claims, scores, fit: Some(fit), ..Draft::default() })
@@ -455,7 +455,7 @@ fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
         return Ok(());
     }
     let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
-    let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(|f| f.answers_it);
+    let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(AnswerFit::answers_it);
     let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL);
     step.signal(|sig| sig.goal_verified = Some(verified));
     if verified {

@@ -214,15 +214,13 @@ do not support.",
     )
 }
 
-/// Whether an answer gives what its question asks for — its kind (a date,
-/// a place, a person), not its truth, which the claims' judges check.
+/// The kinds of a question and of its answer (`AnswerKind`), not its truth, which the claims' judges check.
 pub fn answer_fit(question: &str, answer: &str) -> ChatRequest {
     ask(
-        "You decide whether an answer responds to its question; whether it is true is checked elsewhere. asksFor: the kind of thing \
-the question asks for, as a short noun phrase such as \"a date\", \"a place\", \"a person's name\", \"a number\" or \"a list of names\" — \
-not the question's own words. gives: the kind of thing the answer names, the same way (an answer naming a river gives \"a river\"), \
-not the answer's own words. answersIt: true only when that kind is the kind asked for or one of its kinds (a lake is a body of water), \
-about what the question asks about.",
+        "You sort a question and its answer by kind; whether the answer is true is checked elsewhere. asksFor: the kind of thing the \
+question asks for. gives: the kind of thing the answer names as its answer. The kinds: person; place (a city, a country, a region, a \
+river, a building); organization (a company, a school, a government body, a team, a band); date (a year, a day, a period); number \
+(a count, an amount, a measure); other (anything else: a title, an object, an idea).",
         format!("Question: {question}\n\nAnswer:\n{answer}"),
     )
 }

@@ -32,28 +32,58 @@ pub struct SelfCritique {
     pub confidence: f32,
 }
 
+/// What a question asks for, or what an answer names: kinds coarse enough
+/// that a small model, held to them by constrained decoding, sorts them
+/// reliably — asked for free text, it echoes the answer's own words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    Person,
+    Place,
+    Organization,
+    Date,
+    Number,
+    #[default]
+    Other,
+}
+
+impl AnswerKind {
+    fn phrase(self) -> &'static str {
+        match self {
+            Self::Person => "a person",
+            Self::Place => "a place",
+            Self::Organization => "an organization",
+            Self::Date => "a date",
+            Self::Number => "a number",
+            Self::Other => "something else",
+        }
+    }
+}
+
 /// Whether an answer gives what its question asks for: faithfulness only
 /// says its claims rest on their passages, and a well-cited answer can
-/// still name a university when the question asks for a city.
+/// still name an organization when the question asks for a place.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerFit {
-    /// The kind of thing the question asks for, as a short noun phrase.
-    #[schemars(length(max = 80))]
-    pub asks_for: String,
-    /// The kind of thing the answer gives, as a short noun phrase.
-    #[schemars(length(max = 80))]
-    pub gives: String,
-    /// True only when what the answer gives is what the question asks for.
-    pub answers_it: bool,
+    /// The kind of thing the question asks for.
+    pub asks_for: AnswerKind,
+    /// The kind of thing the answer names as its answer.
+    pub gives: AnswerKind,
 }
 
 impl AnswerFit {
+    /// The kinds agree; `Other` on either side agrees with anything, since
+    /// the kinds do not sort it.
+    pub fn answers_it(&self) -> bool {
+        self.asks_for == self.gives || self.asks_for == AnswerKind::Other || self.gives == AnswerKind::Other
+    }
+
     /// The gap an answer that misses its question leaves, if it does.
     pub fn gap(&self) -> Option<Gap> {
-        (!self.answers_it).then(|| Gap {
+        (!self.answers_it()).then(|| Gap {
             kind: GapKind::QueryCoverage,
-            detail: format!("the question asks for {}; the answer gives {}", self.asks_for.trim(), self.gives.trim()),
+            detail: format!("the question asks for {}; the answer gives {}", self.asks_for.phrase(), self.gives.phrase()),
         })
     }
 }
@@ -108,7 +138,7 @@ pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], fit: O
 /// and so at most half.
 pub fn quality(scores: &Scores, answered_share: f32, critique: &SelfCritique, fit: Option<&AnswerFit>) -> f32 {
     let q = 0.5 * scores.faithfulness.unwrap_or(0.0) + 0.25 * answered_share.clamp(0.0, 1.0) + 0.25 * critique.confidence.clamp(0.0, 1.0);
-    if fit.is_some_and(|f| !f.answers_it) {
+    if fit.is_some_and(|f| !f.answers_it()) {
         q / 2.0
     } else {
         q
@@ -220,7 +250,7 @@ mod tests {
             &[claim(true, 0.9, vec![1]), claim(true, 0.3, vec![1]), claim(false, 0.9, vec![2]), claim(true, 0.9, vec![])],
             &["q2".into()],
             &["says 1815 and 1816".into()],
-            Some(&AnswerFit { asks_for: "a year".into(), gives: "a person".into(), answers_it: false }),
+            Some(&AnswerFit { asks_for: AnswerKind::Date, gives: AnswerKind::Person }),
             0.5,
             0.85,
         );
@@ -237,16 +267,17 @@ mod tests {
                 GapKind::QueryCoverage
             ]
         );
-        assert_eq!(g[5].detail, "the question asks for a year; the answer gives a person");
+        assert_eq!(g[5].detail, "the question asks for a date; the answer gives a person");
     }
 
     #[test]
     fn an_answer_to_another_question_is_at_most_half_as_good() {
         let scores = Scores { faithfulness: Some(1.0), ..Scores::default() };
         let sure = SelfCritique { confidence: 1.0, ..SelfCritique::default() };
-        let fits = |answers_it| AnswerFit { answers_it, ..AnswerFit::default() };
-        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(true))), 1.0);
+        let fits = |asks_for, gives| AnswerFit { asks_for, gives };
+        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Place, AnswerKind::Place))), 1.0);
+        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Other, AnswerKind::Date))), 1.0, "a kind not sorted agrees with any");
         assert_eq!(quality(&scores, 1.0, &sure, None), 1.0, "not checked: nothing taken off");
-        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(false))), 0.5);
+        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Place, AnswerKind::Organization))), 0.5);
     }
 }
