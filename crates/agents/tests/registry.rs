@@ -51,8 +51,8 @@ fn answer(req: &ChatRequest) -> ChatResponse {
         json!({"answers": ["Mara Quill"], "citations": [1], "found": true}).to_string()
     } else if asks_for("supportingCitations") {
         json!({"supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()
-    } else if asks_for("asksFor") {
-        json!({"asksFor": "person", "gives": "person"}).to_string()
+    } else if asks_for("kind") {
+        json!({"kind": "person"}).to_string()
     } else if asks_for("overallAssessment") {
         json!({"overallAssessment": "right", "strengths": [], "weaknesses": [], "suggestedImprovements": [], "criticalIssues": [], "confidence": 0.95})
             .to_string()

@@ -66,7 +66,8 @@ fn kind(req: &ChatRequest) -> &'static str {
         ("You check a statement", "judge"),
         ("You review an answer", "critique"),
         ("You improve an answer", "refine"),
-        ("You sort a question and its answer", "fit"),
+        ("You sort a question", "question_kind"),
+        ("You sort an answer", "answer_kind"),
     ] {
         if system.starts_with(prefix) {
             return kind;
@@ -125,7 +126,7 @@ fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Se
             }
             "judge" => json!({"supported": true, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&user(req))}).to_string(),
             "critique" => critique(0.95),
-            "fit" => json!({"asksFor": "person", "gives": "person"}).to_string(),
+            "question_kind" | "answer_kind" => json!({"kind": "person"}).to_string(),
             other => panic!("unexpected prompt {other}: {:?}", req.messages[0].content),
         };
         Ok(ChatResponse::text(text))
@@ -298,8 +299,7 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
 
 #[tokio::test]
 async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checked_one() {
-    let off = json!({"asksFor": "person", "gives": "place"}).to_string();
-    let model = scripted(move |k, _, _| (k == "fit").then(|| off.clone()));
+    let model = scripted(|k, _, _| (k == "answer_kind").then(|| json!({"kind": "place"}).to_string()));
     let r = run(QUESTION, ResearchConfig::default(), model).await;
     let s = r.state();
     let first = &s.drafts[0];
@@ -308,7 +308,9 @@ async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checke
     assert!(first.quality.unwrap() <= 0.5, "a well-cited answer to another question stays below the target");
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
     assert!(r.events().iter().any(|e| matches!(e, ResearchEvent::Draft { answers_question: false, .. })));
-    assert!(user(&r.requests("fit")[0]).contains(QUESTION));
+    assert!(user(&r.requests("question_kind")[0]).contains(QUESTION));
+    let sorted = user(&r.requests("answer_kind")[0]);
+    assert_eq!(sorted, "Answer: Tobin Quill", "the answer's findings are sorted, without the question");
 }
 
 #[tokio::test]

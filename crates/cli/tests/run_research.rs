@@ -23,8 +23,8 @@ fn answer(body: &Value) -> String {
         json!({"answers": ["lighthouse keeper"], "citations": [1], "found": true}).to_string()
     } else if asks("supportingCitations") {
         json!({"supported": true, "confidence": 0.8, "supportingCitations": [1]}).to_string()
-    } else if asks("asksFor") {
-        json!({"asksFor": "other", "gives": "other"}).to_string()
+    } else if asks("kind") {
+        json!({"kind": "other"}).to_string()
     } else if asks("overallAssessment") {
         json!({"overallAssessment": "right", "confidence": 0.95}).to_string()
     } else {

@@ -352,7 +352,7 @@ async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::Chat
     }
     let claims = judge(s, step, evidence::claims(&text)).await?;
     let scores = evidence::scores(&claims);
-    let fit: AnswerFit = step.chat_json_as(JUDGE_ROLE, prompts::answer_fit(&s.question, &text)).await?;
+    let fit = fit(s, step, &text).await?;
     step.emit(ResearchEvent::Draft {
         version: s.drafts.len(),
         answer: text.clone(),
@@ -362,6 +362,19 @@ async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::Chat
         refused_citations: refused,
     });
     Ok(Draft { answer: text, claims, scores, fit: Some(fit), ..Draft::default() })
+}
+
+/// The kind of thing the question asks for and the kind the answer gives,
+/// each sorted on its own (shown the question, a small model sorts the
+/// answer by the question's kind). The answer is the findings it rests on
+/// when the last phase found any, else its first sentence.
+async fn fit(s: &ResearchState, step: &mut Step, text: &str) -> Result<AnswerFit> {
+    let items = s.final_items();
+    let answer = if items.is_empty() { evidence::claims(text).first().map_or_else(|| text.to_string(), |c| c.text.clone()) } else { items.join(", ") };
+    let answer = evidence::drop_citations(&answer, &evidence::cited(&answer));
+    let kinds: Vec<reflect::KindOf> = step.chat_json_all_as(JUDGE_ROLE, vec![prompts::question_kind(&s.question), prompts::answer_kind(&answer)]).await?;
+    let kind = |i: usize| kinds.get(i).map(|k| k.kind).unwrap_or_default();
+    Ok(AnswerFit { asks_for: kind(0), gives: kind(1) })
 }
 
 /// Each cited claim judged against its passages (asked together); a

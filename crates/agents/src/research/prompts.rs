@@ -214,15 +214,19 @@ do not support.",
     )
 }
 
-/// The kinds of a question and of its answer (`AnswerKind`), not its truth, which the claims' judges check.
-pub fn answer_fit(question: &str, answer: &str) -> ChatRequest {
-    ask(
-        "You sort a question and its answer by kind; whether the answer is true is checked elsewhere. asksFor: the kind of thing the \
-question asks for. gives: the kind of thing the answer names as its answer. The kinds: person; place (a city, a country, a region, a \
-river, a building); organization (a company, a school, a government body, a team, a band); date (a year, a day, a period); number \
-(a count, an amount, a measure); other (anything else: a title, an object, an idea).",
-        format!("Question: {question}\n\nAnswer:\n{answer}"),
-    )
+/// The kinds a question or an answer is sorted into (`AnswerKind`).
+const KINDS: &str = "The kinds: person; place (a city, a country, a region, a river, a building); organization (a company, a school, a \
+government body, a team, a band); date (a year, a day, a period); number (a count, an amount, a measure); other (anything else: a \
+title, an object, an idea).";
+
+/// The kind of thing a question asks for.
+pub fn question_kind(question: &str) -> ChatRequest {
+    ask(&format!("You sort a question by the kind of thing it asks for. {KINDS}"), format!("Question: {question}"))
+}
+
+/// The kind of thing an answer gives, sorted without its question.
+pub fn answer_kind(answer: &str) -> ChatRequest {
+    ask(&format!("You sort an answer by the kind of thing it names. {KINDS}"), format!("Answer: {answer}"))
 }
 
 pub fn closed_book(question: &str) -> ChatRequest {

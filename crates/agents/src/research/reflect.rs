@@ -60,6 +60,12 @@ impl AnswerKind {
     }
 }
 
+/// The kind a judge sorted a question or an answer into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KindOf {
+    pub kind: AnswerKind,
+}
+
 /// Whether an answer gives what its question asks for: faithfulness only
 /// says its claims rest on their passages, and a well-cited answer can
 /// still name an organization when the question asks for a place.
