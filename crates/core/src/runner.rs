@@ -19,7 +19,7 @@ use crate::models::Models;
 use crate::progress::Progress;
 use crate::session::SessionStatus;
 use crate::state::{Marks, State};
-use crate::step::{close_iteration, reply_is, Env, Pending, Step};
+use crate::step::{close_iteration, reply_is, Env, IterationClock, Pending, Step};
 use crate::store::Store;
 use crate::termination::{Stop, Termination, Verdict};
 use crate::tool::Tools;
@@ -310,11 +310,14 @@ impl<S: State> Machine<S> {
             let opened = if retry { step.begin_iteration().map(|_| step.retry_iteration = true) } else { Ok(()) };
             match opened {
                 Err(e) => Err(e),
-                Ok(()) => match iteration_time_left(&step.progress, &self.meta.termination) {
-                    Some(left) => match tokio::time::timeout(left, f(&mut self.state, &mut step)).await {
-                        Ok(r) => r,
-                        Err(_) => Err(Error::Timeout(format!("iteration {} ran past its time limit and was cancelled", step.progress.iterations))),
-                    },
+                Ok(()) => match self.meta.termination.per_iteration_timeout() {
+                    Some(limit) => {
+                        let clock = step.iteration_clock.clone();
+                        match within_iteration_limit(limit, &clock, f(&mut self.state, &mut step)).await {
+                            Some(r) => r,
+                            None => Err(Error::Timeout(format!("iteration {} ran past its time limit and was cancelled", step.progress.iterations))),
+                        }
+                    }
                     None => f(&mut self.state, &mut step).await,
                 },
             }
@@ -621,9 +624,18 @@ fn resumed(session_id: &str) -> EventDraft {
 }
 
 /// Time left in the current iteration under a per-iteration timeout.
-fn iteration_time_left(p: &Progress, termination: &Termination) -> Option<Duration> {
-    let limit = termination.per_iteration_timeout()?;
-    let Some(started) = p.iteration_started_at else { return Some(limit) };
-    let spent = (Utc::now() - started).to_std().unwrap_or_default();
-    Some(limit.saturating_sub(spent))
+/// Runs a node until it ends (`Some`) or its open iteration has run past
+/// `limit` (`None`). The time left is read again whenever it runs out, since
+/// a node that opens a new iteration gets the whole limit for it; the node
+/// is polled at least once, so it can open one.
+async fn within_iteration_limit<T>(limit: Duration, clock: &IterationClock, node: impl std::future::Future<Output = T>) -> Option<T> {
+    const AT_LEAST: Duration = Duration::from_millis(1);
+    tokio::pin!(node);
+    loop {
+        match tokio::time::timeout(clock.left(limit).max(AT_LEAST), &mut node).await {
+            Ok(out) => return Some(out),
+            Err(_) if clock.left(limit).is_zero() => return None,
+            Err(_) => {}
+        }
+    }
 }

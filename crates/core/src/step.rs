@@ -5,9 +5,9 @@
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -91,6 +91,30 @@ pub struct Step {
     /// The runner opened an iteration for a retry; the node's own
     /// `begin_iteration` then reuses it instead of opening an empty one.
     pub(crate) retry_iteration: bool,
+    pub(crate) iteration_clock: IterationClock,
+}
+
+/// When the open iteration began, shared with the runner while a node runs:
+/// the runner cancels a node whose iteration runs past the per-iteration
+/// limit, and a node that opens a new iteration restarts the clock.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IterationClock(Arc<AtomicI64>);
+
+impl IterationClock {
+    /// Milliseconds since the epoch; 0 while no iteration is open.
+    fn set(&self, started: Option<DateTime<Utc>>) {
+        self.0.store(started.map_or(0, |t| t.timestamp_millis()), Ordering::Relaxed);
+    }
+
+    /// What is left of `limit` for the open iteration: all of it when none is open.
+    pub(crate) fn left(&self, limit: Duration) -> Duration {
+        let started = self.0.load(Ordering::Relaxed);
+        if started == 0 {
+            return limit;
+        }
+        let spent = u64::try_from(Utc::now().timestamp_millis() - started).unwrap_or(0);
+        limit.saturating_sub(Duration::from_millis(spent))
+    }
 }
 
 /// Ends the open iteration, if any, as completed or failed, and keeps the
@@ -112,7 +136,21 @@ pub(crate) fn close_iteration(progress: &mut Progress, pending: &mut Vec<Pending
 
 impl Step {
     pub(crate) fn new(env: Arc<Env>, number: u64, node: &str, replay: StepRecords, progress: Progress) -> Self {
-        Self { env, number, node: node.to_string(), calls: 0, emits: 0, replay, pending: Vec::new(), progress, started: Instant::now(), retry_iteration: false }
+        let iteration_clock = IterationClock::default();
+        iteration_clock.set(progress.iteration_started_at);
+        Self {
+            env,
+            number,
+            node: node.to_string(),
+            calls: 0,
+            emits: 0,
+            replay,
+            pending: Vec::new(),
+            progress,
+            started: Instant::now(),
+            retry_iteration: false,
+            iteration_clock,
+        }
     }
 
     pub fn session_id(&self) -> &str {
@@ -155,6 +193,7 @@ impl Step {
         let n = self.progress.iterations + 1;
         self.progress.iterations = n;
         self.progress.iteration_started_at = Some(now);
+        self.iteration_clock.set(Some(now));
         self.progress.iteration_failed = false;
         self.progress.iteration_error = None;
         self.progress.signals.agent_admits_failure = false;

@@ -146,6 +146,20 @@ async fn a_timeout_is_retried_once_then_the_session_pauses() {
     assert!(s.iterations[0].error.as_deref().unwrap().contains("time limit"));
 }
 
+#[tokio::test]
+async fn each_iteration_gets_the_whole_time_limit_not_what_the_one_before_left() {
+    let store = memory_store();
+    let mut tool = Recorder::new("record", Effect::ReadOnly);
+    // Each iteration takes most of the limit; two together take more.
+    tool.delay = Duration::from_millis(800);
+    let t = Termination::any_of([Termination::defaults(3), Termination::timeout(Duration::from_millis(1300))]);
+    let out =
+        Runner::new(forever(sleeps), store.clone()).tools(Tools::new().with(tool)).start(Count::default(), exit_on_pause(t)).unwrap().wait().await.unwrap();
+    assert_eq!(out.finish_reason.as_deref(), Some("max_iterations"), "{out:?}");
+    let s = store.session(&out.session_id).unwrap();
+    assert!(s.iterations.iter().all(|i| i.error.is_none()), "no iteration was cancelled: {:?}", s.iterations);
+}
+
 fn denied<'a>(_: &'a mut Count, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
