@@ -131,14 +131,21 @@ fn sleeps<'a>(_: &'a mut Count, step: &'a mut Step) -> BoxFuture<'a, Result<()>>
     })
 }
 
-#[tokio::test]
-async fn a_timeout_is_retried_once_then_the_session_pauses() {
+/// Runs `sleeps`, whose tool call takes `delay`, for at most `iterations`
+/// iterations of at most `limit` each.
+async fn sleeping(delay: Duration, iterations: u32, limit: Duration) -> (agentloop_core::Outcome, Arc<dyn Store>) {
     let store = memory_store();
     let mut tool = Recorder::new("record", Effect::ReadOnly);
-    tool.delay = Duration::from_secs(20);
-    let t = Termination::any_of([Termination::defaults(20), Termination::timeout(Duration::from_millis(100))]);
+    tool.delay = delay;
+    let t = Termination::any_of([Termination::defaults(iterations), Termination::timeout(limit)]);
     let out =
         Runner::new(forever(sleeps), store.clone()).tools(Tools::new().with(tool)).start(Count::default(), exit_on_pause(t)).unwrap().wait().await.unwrap();
+    (out, store)
+}
+
+#[tokio::test]
+async fn a_timeout_is_retried_once_then_the_session_pauses() {
+    let (out, store) = sleeping(Duration::from_secs(20), 20, Duration::from_millis(100)).await;
     assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
     assert_eq!(out.progress.iterations, 2, "one retry, then pause");
     assert!(out.pending.unwrap().request["message"].as_str().unwrap().contains("timed out"));
@@ -148,13 +155,8 @@ async fn a_timeout_is_retried_once_then_the_session_pauses() {
 
 #[tokio::test]
 async fn each_iteration_gets_the_whole_time_limit_not_what_the_one_before_left() {
-    let store = memory_store();
-    let mut tool = Recorder::new("record", Effect::ReadOnly);
     // Each iteration takes most of the limit; two together take more.
-    tool.delay = Duration::from_millis(800);
-    let t = Termination::any_of([Termination::defaults(3), Termination::timeout(Duration::from_millis(1300))]);
-    let out =
-        Runner::new(forever(sleeps), store.clone()).tools(Tools::new().with(tool)).start(Count::default(), exit_on_pause(t)).unwrap().wait().await.unwrap();
+    let (out, store) = sleeping(Duration::from_millis(800), 3, Duration::from_millis(1300)).await;
     assert_eq!(out.finish_reason.as_deref(), Some("max_iterations"), "{out:?}");
     let s = store.session(&out.session_id).unwrap();
     assert!(s.iterations.iter().all(|i| i.error.is_none()), "no iteration was cancelled: {:?}", s.iterations);
