@@ -16,14 +16,39 @@ pub struct Results {
 }
 
 impl Results {
-    /// `given`, or `<data dir>/benchmarks/<name>-results.jsonl`.
+    /// `given`, or `<data dir>/benchmarks/<name>-results.jsonl`, emptied.
     pub fn create(given: Option<&Path>, data_dir: &Path, name: &str) -> Result<Self> {
+        let path = Self::path(given, data_dir, name)?;
+        let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Self { file, path })
+    }
+
+    /// Like `create`, but keeps the items an earlier run wrote to the same
+    /// file and that `keep` accepts, and returns them: a run too long for
+    /// one sitting can go on where it stopped. A line that does not parse
+    /// (an item cut off mid-write) is dropped, so its item runs again. The
+    /// kept lines are written aside and moved in, so a stop here loses none.
+    pub fn resume(given: Option<&Path>, data_dir: &Path, name: &str, keep: impl Fn(&Value) -> bool) -> Result<(Self, Vec<Value>)> {
+        let path = Self::path(given, data_dir, name)?;
+        let earlier: Vec<Value> = match std::fs::read_to_string(&path) {
+            Ok(text) => text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).filter(|v| keep(v)).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {} to resume from it", path.display())),
+        };
+        let aside = path.with_extension("resuming");
+        let kept: String = earlier.iter().map(|v| format!("{v}\n")).collect();
+        std::fs::write(&aside, kept).with_context(|| format!("cannot write {}", aside.display()))?;
+        std::fs::rename(&aside, &path).with_context(|| format!("cannot move {} to {}", aside.display(), path.display()))?;
+        let file = std::fs::OpenOptions::new().append(true).open(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok((Self { file, path }, earlier))
+    }
+
+    fn path(given: Option<&Path>, data_dir: &Path, name: &str) -> Result<PathBuf> {
         let path = given.map(Path::to_path_buf).unwrap_or_else(|| data_dir.join(format!("benchmarks/{name}-results.jsonl")));
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(Self { file, path })
+        Ok(path)
     }
 
     pub fn write(&mut self, record: &Value) -> Result<()> {

@@ -5,7 +5,7 @@
 //! no reflection) and closed book (no retrieval). The last line printed is
 //! one JSON object.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,7 +16,7 @@ use agentloop_llm::catalog::models_dir;
 use agentloop_retrieval::{Corpus, Embedder, JsonFields};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::harness::{self, round, Results};
@@ -46,6 +46,11 @@ pub struct ResearchArgs {
     /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/research-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Keep the questions `--out` already holds in every mode asked, answer
+    /// only the rest, and sum up both: a set too long for one sitting, run
+    /// in parts with the same binary.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 const WIKI_QUESTIONS: &str = include_str!("../data/research/wiki-two-hop.json");
@@ -137,7 +142,7 @@ struct Tally {
     answered: usize,
     /// Of those, the ones whose answer scored below `WRONG_BELOW`.
     answered_wrong: usize,
-    by_hops: std::collections::BTreeMap<u32, (f64, usize)>,
+    by_hops: BTreeMap<u32, (f64, usize)>,
 }
 
 /// An answer F1 below this counts as wrong when the agent said `answered`.
@@ -212,12 +217,18 @@ pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
     let corpus = Arc::new(corpus(env, &args.suite, &embedder)?);
     let vocabulary = if args.suite == "phantom" { phantom_names()? } else { BTreeSet::new() };
     let models = env.build_models()?;
-    let mut out = Results::create(args.out.as_deref(), &env.data_dir, "research")?;
+    let (mut out, mut earlier) = results(&args, &qs, &env.data_dir)?;
     let scratch = harness::scratch_dir("research-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
-    let bar = harness::bar(qs.len() * args.modes.len());
+    let bar = harness::bar(qs.iter().filter(|q| !earlier.contains_key(&q.id)).count() * args.modes.len());
     let mut tallies: Vec<(String, Tally)> = args.modes.iter().map(|m| (m.clone(), Tally::default())).collect();
     for q in &qs {
+        if let Some(answers) = earlier.remove(&q.id) {
+            for ((_, tally), a) in tallies.iter_mut().zip(&answers) {
+                tally.add(q, a);
+            }
+            continue;
+        }
         let mut record = json!({"id": q.id, "question": q.question, "gold": q.answers, "hops": q.hops});
         for (mode, tally) in &mut tallies {
             bar.set_message(format!("{mode}: {}", harness::label(&q.question)));
@@ -229,7 +240,7 @@ pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
             };
             let a = answer(q, config, &corpus, &embedder, &models, &store, &args.suite, &vocabulary).await?;
             tally.add(q, &a);
-            record[mode.as_str()] = a.json();
+            record[mode.as_str()] = serde_json::to_value(&a)?;
             bar.inc(1);
         }
         out.write(&record)?;
@@ -252,6 +263,25 @@ pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The results file, emptied or (with `--resume`) keeping what an earlier
+/// run wrote, and the earlier answers of this run's questions, by id, one
+/// per mode in the order asked. A question some mode is missing for is
+/// dropped from the file and answered again.
+fn results(args: &ResearchArgs, qs: &[Question], data_dir: &Path) -> Result<(Results, BTreeMap<String, Vec<Answered>>)> {
+    if !args.resume {
+        return Ok((Results::create(args.out.as_deref(), data_dir, "research")?, BTreeMap::new()));
+    }
+    let answers =
+        |line: &Value| -> Option<Vec<Answered>> { args.modes.iter().map(|m| line.get(m).and_then(|v| serde_json::from_value(v.clone()).ok())).collect() };
+    let asked = |line: &Value| line["id"].as_str().is_some_and(|id| qs.iter().any(|q| q.id == id));
+    let (out, lines) = Results::resume(args.out.as_deref(), data_dir, "research", |line| !asked(line) || answers(line).is_some())?;
+    let earlier = lines.iter().filter(|l| asked(l)).filter_map(|l| Some((l["id"].as_str()?.to_string(), answers(l)?))).collect();
+    Ok((out, earlier))
+}
+
+/// One question answered one way, as the results file holds it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Answered {
     answer: String,
     short: String,
@@ -267,18 +297,6 @@ struct Answered {
     tokens: u64,
     seconds: f64,
     finish_reason: Option<String>,
-}
-
-impl Answered {
-    fn json(&self) -> Value {
-        json!({
-            "answer": self.answer, "short": self.short, "f1": round(self.f1, 4), "exact": self.exact,
-            "supportRecall": round(self.support_recall, 4), "faithfulness": self.faithfulness,
-            "citationPrecision": self.citation_precision, "citationRecall": self.citation_recall,
-            "outside": self.outside, "cycles": self.cycles, "reflections": self.reflections, "tokens": self.tokens,
-            "seconds": round(self.seconds, 1), "finishReason": self.finish_reason,
-        })
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -320,9 +338,9 @@ async fn answer(
     let count = s.evidence.passages.len() as u32;
     let outside = research::cited(&answer).into_iter().filter(|n| *n == 0 || *n > count).count();
     Ok(Answered {
-        f1,
+        f1: round(f1, 4),
         exact,
-        support_recall,
+        support_recall: round(support_recall, 4),
         faithfulness: draft.scores.faithfulness.map(f64::from),
         citation_precision: draft.scores.citation_precision.map(f64::from),
         citation_recall: draft.scores.citation_recall.map(f64::from),
@@ -330,7 +348,7 @@ async fn answer(
         cycles: if config.closed_book { 0 } else { 1 + s.cycles },
         reflections: s.reflections,
         tokens: outcome.progress.tokens(),
-        seconds: started.elapsed().as_secs_f64(),
+        seconds: round(started.elapsed().as_secs_f64(), 1),
         finish_reason: outcome.finish_reason,
         answer,
         short,
@@ -410,10 +428,8 @@ mod tests {
         assert_eq!(set_f1(&BTreeSet::new(), &["Ada".into()]), 0.0);
     }
 
-    #[test]
-    fn an_answered_session_scoring_below_half_counts_as_answered_wrong() {
-        let q = Question { id: "q".into(), question: "?".into(), answers: vec![], support: vec![], hops: 2, set: "tuning".into() };
-        let a = |f1, finish: &str| Answered {
+    fn answered(f1: f64, finish: &str) -> Answered {
+        Answered {
             answer: String::new(),
             short: String::new(),
             f1,
@@ -428,12 +444,57 @@ mod tests {
             tokens: 0,
             seconds: 0.0,
             finish_reason: Some(finish.into()),
-        };
+        }
+    }
+
+    fn question(id: &str) -> Question {
+        Question { id: id.into(), question: "?".into(), answers: vec![], support: vec![], hops: 2, set: "tuning".into() }
+    }
+
+    #[test]
+    fn an_answered_session_scoring_below_half_counts_as_answered_wrong() {
+        let q = question("q");
         let mut t = Tally::default();
         for (f1, finish) in [(1.0, "answered"), (0.2, "answered"), (0.0, "unverified"), (0.6, "unverified")] {
-            t.add(&q, &a(f1, finish));
+            t.add(&q, &answered(f1, finish));
         }
         assert_eq!((t.json()["answered"].clone(), t.json()["answered_wrong"].clone()), (json!(2), json!(1)));
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_the_questions_answered_every_way_asked_and_answers_the_rest_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("results.jsonl");
+        let (right, wrong) = (serde_json::to_value(answered(1.0, "answered")).unwrap(), serde_json::to_value(answered(0.0, "unverified")).unwrap());
+        let lines = [
+            json!({"id": "q1", "full": right, "baseline": wrong}).to_string(),
+            json!({"id": "q2", "full": right}).to_string(),
+            json!({"id": "elsewhere", "full": wrong}).to_string(),
+            r#"{"id": "q3", "full": {"answer": "cut off"#.to_string(),
+        ];
+        std::fs::write(&out, lines.join("\n")).unwrap();
+        let qs = [question("q1"), question("q2"), question("q3")];
+        let mut args = ResearchArgs {
+            suite: "phantom".into(),
+            set: "tuning".into(),
+            limit: None,
+            min_hops: 2,
+            max_hops: 4,
+            modes: vec!["full".into(), "baseline".into()],
+            out: Some(out.clone()),
+            resume: true,
+        };
+        let (mut file, earlier) = results(&args, &qs, dir.path()).unwrap();
+        assert_eq!(earlier.keys().collect::<Vec<_>>(), ["q1"], "q2 lacks a mode and q3 was cut off: both are answered again");
+        assert_eq!(earlier["q1"].iter().map(|a| a.f1).collect::<Vec<_>>(), [1.0, 0.0], "one answer per mode, in the order asked");
+        file.write(&json!({"id": "q2"})).unwrap();
+        let ids = |path: &Path| -> Vec<String> {
+            std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(ids(&out), ["q1", "elsewhere", "q2"], "a question outside this run's selection is left as it was");
+        args.resume = false;
+        drop(results(&args, &qs, dir.path()).unwrap());
+        assert!(ids(&out).is_empty(), "without --resume the file starts empty");
     }
 
     #[test]
