@@ -314,6 +314,26 @@ async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checke
 }
 
 #[tokio::test]
+async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_checked_one() {
+    // Every claim passes its judge, but the passage cited is about someone
+    // the question never leads to: the chain started from the wrong person.
+    let model = scripted(|k, req, _| match k {
+        "sub_answer" => Some(json!({"answers": ["Tobin Quill"], "citations": [number_of(req, "Tobin Quill")], "found": true}).to_string()),
+        "synthesize" => Some(format!("The father of the person whose hobby is sailing is Tobin Quill [{}].", number_of(req, "Tobin Quill"))),
+        _ => None,
+    });
+    let r = run(QUESTION, ResearchConfig::default().baseline(), model).await;
+    let s = r.state();
+    assert_eq!(s.answer().unwrap().scores.faithfulness, Some(1.0), "the judge passed it");
+    assert_eq!(s.unmentioned(), ["father", "hobby", "sailing"]);
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
+
+    let r = run(QUESTION, ResearchConfig::default().baseline(), scripted(|_, _, _| None)).await;
+    assert!(r.state().unmentioned().is_empty(), "Mara Quill's passage names the father, the hobby and sailing");
+    assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
+}
+
+#[tokio::test]
 async fn with_nothing_found_the_agent_abstains_instead_of_guessing() {
     let model = scripted(|k, _, _| match k {
         "sub_answer" => Some(json!({"answers": [], "citations": [], "found": false}).to_string()),

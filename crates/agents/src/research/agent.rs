@@ -224,6 +224,11 @@ impl AgentSpec for Research {
             };
             summary.notes.push(format!("claim {verdict}: {}", c.text));
         }
+        let unmentioned = state.unmentioned();
+        if !unmentioned.is_empty() {
+            let words: Vec<String> = unmentioned.iter().map(|w| format!("“{w}”")).collect();
+            summary.notes.push(format!("not checked: the cited passages never mention {} from the question", words.join(", ")));
+        }
         let answered = state.sub_queries.iter().filter(|w| w.status == super::SubQueryStatus::Answered).count();
         summary.notes.push(format!(
             "{answered}/{} sub-question(s) answered, {} search(es), {} passage(s), {} draft(s), {} reflection pass(es)",

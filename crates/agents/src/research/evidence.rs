@@ -77,6 +77,30 @@ impl Evidence {
     }
 }
 
+impl Evidence {
+    /// The question's words that some retrieved passage mentions but none
+    /// of `sources` does, each once, as the question spells them. Sources
+    /// that leave out a part of the question the corpus has words for back
+    /// an answer to some other question: a chain begun at the wrong person
+    /// or thing is true link by link, so each claim passes its judge, yet
+    /// it never touches what was asked about. Words no retrieved passage
+    /// holds ("person", "how many") say nothing either way.
+    pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>) -> Vec<String> {
+        let terms_of = |p: &Passage| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text));
+        let retrieved: BTreeSet<String> = self.passages.iter().flat_map(terms_of).collect();
+        let cited: BTreeSet<String> = sources.iter().filter_map(|n| self.get(*n)).flat_map(terms_of).collect();
+        let mut named = BTreeSet::new();
+        let mut out = Vec::new();
+        for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let left_out: Vec<String> = agentloop_retrieval::terms(word).into_iter().filter(|t| retrieved.contains(t) && !cited.contains(t)).collect();
+            if !left_out.is_empty() && left_out.into_iter().any(|t| named.insert(t)) {
+                out.push(word.to_string());
+            }
+        }
+        out
+    }
+}
+
 /// The items of a sub-answer the passages bear out, and the passages that
 /// state them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -272,6 +296,27 @@ pub fn scores(claims: &[Claim]) -> Scores {
 mod tests {
     use super::*;
 
+    fn passage(title: &str, text: &str) -> Passage {
+        Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() }
+    }
+
+    #[test]
+    fn the_question_words_the_sources_leave_out_are_those_the_retrieved_passages_mention() {
+        let e = Evidence {
+            passages: vec![
+                passage("Ada Ro", "The son of Ada Ro is Bo Ro. The hobby of Ada Ro is sailing."),
+                passage("Bo Ro", "The friend of Bo Ro is Cy Ng."),
+                passage("Dee Wu", "The grandson of Dee Wu is Eve Wu."),
+            ],
+        };
+        let question = "Who is the grandson of the friend of the person whose hobby is sailing?";
+        assert_eq!(e.unmentioned(question, &BTreeSet::from([1])), ["grandson", "friend"], "a son is not a grandson; \"person\" is in no passage");
+        assert_eq!(e.unmentioned(question, &BTreeSet::from([2])), ["grandson", "hobby", "sailing"]);
+        assert!(e.unmentioned(question, &BTreeSet::from([1, 2, 3])).is_empty());
+        let other = "Is the friend of the friends of Ada Ro sailing?";
+        assert_eq!(e.unmentioned(other, &BTreeSet::from([3])), ["friend", "Ada", "Ro", "sailing"], "each word once, as the question spells it");
+    }
+
     #[test]
     fn claims_are_sentences_with_the_citations_that_follow_them() {
         let c = claims("# Answer\nAda was born in 1815 [1]. Her father was Lord Byron.[2][3] She wrote notes [1, 4].");
@@ -287,8 +332,6 @@ mod tests {
 
     #[test]
     fn an_answer_is_grounded_when_every_part_of_it_is_in_a_passage() {
-        let passage =
-            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
         let e = Evidence { passages: vec![passage("Ada", "The friends of Ada are Bo Li, Cy Ng."), passage("Bo Li", "Bo Li was born in 1815.")] };
         assert_eq!(e.grounding("Bo Li and Cy Ng.", &[1, 2]), vec![1, 2]);
         assert_eq!(e.grounding("cy ng", &[1, 2]), vec![1]);
@@ -299,8 +342,6 @@ mod tests {
 
     #[test]
     fn the_items_kept_are_those_stated_by_the_named_subjects_own_passages_first() {
-        let passage =
-            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
         let e = Evidence {
             passages: vec![
                 passage("Ada Ro", "The friends of Ada Ro are Bo Li, Cy Ng."),
@@ -320,8 +361,6 @@ mod tests {
 
     #[test]
     fn an_answer_that_lists_passages_as_the_prompt_showed_them_copies_them_out() {
-        let passage =
-            |title: &str, text: &str| Passage { id: title.into(), doc_id: title.into(), title: title.into(), text: text.into(), start: 0, end: text.len() };
         let e = Evidence { passages: vec![passage("Ada Ro", "Ada Ro was born in 1815."), passage("Bo Li", "Bo Li is a baker.")] };
         assert!(e.copied_out("[2] Bo Li: Bo Li is a baker.\n[1] Ada Ro: Ada Ro was born in 1815.", &[1, 2]));
         assert!(!e.copied_out("Ada Ro was born in 1815 [1]. Bo Li is a baker [2].", &[1, 2]));

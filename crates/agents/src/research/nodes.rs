@@ -460,8 +460,9 @@ pub fn refine<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a,
 }
 
 /// Ends the session on the answer shown. It counts as checked only when
-/// its claims were judged, enough of them are supported, and it was judged
-/// to give what the question asks for.
+/// its claims were judged, enough of them are supported, it was judged to
+/// give what the question asks for, and its sources mention every part of
+/// the question the retrieved passages have words for.
 fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
     if s.abstained {
         step.finish("abstained");
@@ -469,7 +470,7 @@ fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
     }
     let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
     let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(AnswerFit::answers_it);
-    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL);
+    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL) && s.unmentioned().is_empty();
     step.signal(|sig| sig.goal_verified = Some(verified));
     if verified {
         step.signal(|sig| sig.agent_signalled_completion = true);

@@ -3,7 +3,7 @@
 //! coverage per cycle, the evidence, the gaps found and the history of
 //! drafts. All of it is state, so it is journaled and resumable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
@@ -201,6 +201,21 @@ impl ResearchState {
     /// The answer shown: the best draft's.
     pub fn answer(&self) -> Option<&Draft> {
         self.drafts.get(self.best)
+    }
+
+    /// The passages the shown answer rests on: those its claims cite and
+    /// those its answered sub-questions cite (the chain it was written from).
+    pub fn sources(&self) -> BTreeSet<u32> {
+        let claimed = self.answer().into_iter().flat_map(|d| d.claims.iter().flat_map(|c| c.citations.iter().copied()));
+        let found = self.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).flat_map(|w| w.citations.iter().copied());
+        claimed.chain(found).collect()
+    }
+
+    /// The question's words the answer's sources never mention though the
+    /// retrieved passages do (`Evidence::unmentioned`): an answer with any
+    /// is not counted as checked.
+    pub fn unmentioned(&self) -> Vec<String> {
+        self.evidence.unmentioned(&self.question, &self.sources())
     }
 
     pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
