@@ -313,23 +313,40 @@ async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checke
     assert_eq!(sorted, "Answer: Tobin Quill", "the answer's findings are sorted, without the question");
 }
 
-#[tokio::test]
-async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_checked_one() {
-    // Every claim passes its judge, but the passage cited is about someone
-    // the question never leads to: the chain started from the wrong person.
-    let model = scripted(|k, req, _| match k {
+/// A model whose every claim passes its judge, but the passage it cites is
+/// about someone the question never leads to: the chain started from the
+/// wrong person.
+fn from_the_wrong_person() -> Arc<ScriptedModel> {
+    scripted(|k, req, _| match k {
         "sub_answer" => Some(json!({"answers": ["Tobin Quill"], "citations": [number_of(req, "Tobin Quill")], "found": true}).to_string()),
         "synthesize" => Some(format!("The father of the person whose hobby is sailing is Tobin Quill [{}].", number_of(req, "Tobin Quill"))),
         _ => None,
-    });
-    let r = run(QUESTION, ResearchConfig::default().baseline(), model).await;
+    })
+}
+
+#[tokio::test]
+async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_checked_one() {
+    let r = run(QUESTION, ResearchConfig::default().baseline(), from_the_wrong_person()).await;
     let s = r.state();
     assert_eq!(s.answer().unwrap().scores.faithfulness, Some(1.0), "the judge passed it");
-    assert_eq!(s.unmentioned(), ["father", "hobby", "sailing"]);
+    assert_eq!(s.unmentioned(s.answer().unwrap()), ["father", "hobby", "sailing"]);
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
 
     let r = run(QUESTION, ResearchConfig::default().baseline(), scripted(|_, _, _| None)).await;
-    assert!(r.state().unmentioned().is_empty(), "Mara Quill's passage names the father, the hobby and sailing");
+    let s = r.state();
+    assert!(s.unmentioned(s.answer().unwrap()).is_empty(), "Mara Quill's passage names the father, the hobby and sailing");
+    assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
+}
+
+#[tokio::test]
+async fn reflection_sees_the_question_words_a_draft_s_sources_leave_out_and_refines_it() {
+    let r = run(QUESTION, ResearchConfig::default(), from_the_wrong_person()).await;
+    let s = r.state();
+    let first = &s.drafts[0];
+    assert!(first.gaps.iter().any(|g| g.detail == "the cited passages never mention “father”, “hobby”, “sailing” from the question"), "{:?}", first.gaps);
+    assert!(first.quality.unwrap() <= 0.5, "beside the question: at most half");
+    assert!(user(&r.requests("refine")[0]).contains("never mention “father”"), "the refinement is told what its sources left out");
+    assert_eq!(s.best, 1, "the refined draft, citing Mara Quill's passage, is the answer");
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
 }
 

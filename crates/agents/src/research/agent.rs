@@ -224,10 +224,9 @@ impl AgentSpec for Research {
             };
             summary.notes.push(format!("claim {verdict}: {}", c.text));
         }
-        let unmentioned = state.unmentioned();
+        let unmentioned = state.unmentioned(draft);
         if !unmentioned.is_empty() {
-            let words: Vec<String> = unmentioned.iter().map(|w| format!("“{w}”")).collect();
-            summary.notes.push(format!("not checked: the cited passages never mention {} from the question", words.join(", ")));
+            summary.notes.push(format!("not checked: {}", super::reflect::never_mentioned(&unmentioned)));
         }
         let answered = state.sub_queries.iter().filter(|w| w.status == super::SubQueryStatus::Answered).count();
         summary.notes.push(format!(

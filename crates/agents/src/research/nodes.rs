@@ -406,11 +406,12 @@ pub fn reflect<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a
         let Some(latest) = s.drafts.last().cloned() else { return end(s, step) };
         let unanswered: Vec<String> = s.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Unanswered).map(|w| w.resolved.clone()).collect();
         let coverage = if s.config.iterative_retrieval { s.coverage() } else { 1.0 };
-        let fit = latest.fit.as_ref();
-        let found = reflect::gaps(&latest.claims, &unanswered, &[], fit, coverage, s.config.coverage_threshold);
+        let unmentioned = s.unmentioned(&latest);
+        let aim = reflect::Aim { fit: latest.fit.as_ref(), unmentioned: &unmentioned };
+        let found = reflect::gaps(&latest.claims, &unanswered, &[], aim, coverage, s.config.coverage_threshold);
         let critique: reflect::SelfCritique = step.chat_json_as(JUDGE_ROLE, prompts::critique(s, &latest.answer, &found)).await?;
-        let gaps = reflect::gaps(&latest.claims, &unanswered, &critique.critical_issues, fit, coverage, s.config.coverage_threshold);
-        let quality = reflect::quality(&latest.scores, s.answered_share(), &critique, fit);
+        let gaps = reflect::gaps(&latest.claims, &unanswered, &critique.critical_issues, aim, coverage, s.config.coverage_threshold);
+        let quality = reflect::quality(&latest.scores, s.answered_share(), &critique, aim);
         step.emit(ResearchEvent::GapDetected { iteration, gaps: gaps.clone() });
         step.emit(ResearchEvent::SelfCritiqueCompleted {
             iteration,
@@ -470,7 +471,8 @@ fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
     }
     let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
     let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(AnswerFit::answers_it);
-    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL) && s.unmentioned().is_empty();
+    let sourced = s.answer().is_some_and(|d| s.unmentioned(d).is_empty());
+    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL) && sourced;
     step.signal(|sig| sig.goal_verified = Some(verified));
     if verified {
         step.signal(|sig| sig.agent_signalled_completion = true);

@@ -94,6 +94,35 @@ impl AnswerFit {
     }
 }
 
+/// Whether a draft answers the question asked rather than a neighbour of
+/// it: the kind of thing it gives (`fit`, when sorted) and the question's
+/// words its sources never mention (`Evidence::unmentioned`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Aim<'a> {
+    pub fit: Option<&'a AnswerFit>,
+    pub unmentioned: &'a [String],
+}
+
+impl Aim<'_> {
+    /// The answer gives another kind of thing, or its sources leave part
+    /// of the question out.
+    pub fn beside(&self) -> bool {
+        self.fit.is_some_and(|f| !f.answers_it()) || !self.unmentioned.is_empty()
+    }
+
+    /// The gaps such an answer leaves.
+    fn gaps(&self) -> impl Iterator<Item = Gap> {
+        let left_out = (!self.unmentioned.is_empty()).then(|| Gap { kind: GapKind::QueryCoverage, detail: never_mentioned(self.unmentioned) });
+        self.fit.and_then(AnswerFit::gap).into_iter().chain(left_out)
+    }
+}
+
+/// The sentence that names the question's words an answer's sources leave out.
+pub fn never_mentioned(words: &[String]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| format!("“{w}”")).collect();
+    format!("the cited passages never mention {} from the question", quoted.join(", "))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GapKind {
@@ -112,9 +141,9 @@ pub struct Gap {
 }
 
 /// The gaps of a draft: weak and unsupported claims, sub-questions left
-/// unanswered, the critic's critical issues, an answer that does not give
-/// what the question asks for, and question coverage below the threshold.
-pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], fit: Option<&AnswerFit>, coverage: f32, threshold: f32) -> Vec<Gap> {
+/// unanswered, the critic's critical issues, an answer beside the question
+/// (`Aim`), and question coverage below the threshold.
+pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], aim: Aim, coverage: f32, threshold: f32) -> Vec<Gap> {
     let mut out = Vec::new();
     for c in claims {
         let gap = match (c.supported, c.confidence) {
@@ -129,7 +158,7 @@ pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], fit: O
     }
     out.extend(unanswered.iter().map(|q| Gap { kind: GapKind::MissingInformation, detail: q.clone() }));
     out.extend(critical.iter().map(|c| Gap { kind: GapKind::Contradiction, detail: c.clone() }));
-    out.extend(fit.and_then(AnswerFit::gap));
+    out.extend(aim.gaps());
     if coverage < threshold {
         out.push(Gap { kind: GapKind::QueryCoverage, detail: format!("the evidence covers {:.0}% of the question", coverage * 100.0) });
     }
@@ -138,13 +167,13 @@ pub fn gaps(claims: &[Claim], unanswered: &[String], critical: &[String], fit: O
 
 /// A draft's quality, 0–1: half faithfulness (its claims carried by its
 /// citations), a quarter the share of sub-questions answered, a quarter
-/// the critic's confidence — halved when the answer does not give what the
-/// question asks for, so that a well-cited answer to another question
-/// never reaches the target. An answer with no claims has no faithfulness
-/// and so at most half.
-pub fn quality(scores: &Scores, answered_share: f32, critique: &SelfCritique, fit: Option<&AnswerFit>) -> f32 {
+/// the critic's confidence — halved when the answer is beside the question
+/// (`Aim`), so that a well-cited answer to another question never reaches
+/// the target. An answer with no claims has no faithfulness and so at most
+/// half.
+pub fn quality(scores: &Scores, answered_share: f32, critique: &SelfCritique, aim: Aim) -> f32 {
     let q = 0.5 * scores.faithfulness.unwrap_or(0.0) + 0.25 * answered_share.clamp(0.0, 1.0) + 0.25 * critique.confidence.clamp(0.0, 1.0);
-    if fit.is_some_and(|f| !f.answers_it()) {
+    if aim.beside() {
         q / 2.0
     } else {
         q
@@ -256,7 +285,7 @@ mod tests {
             &[claim(true, 0.9, vec![1]), claim(true, 0.3, vec![1]), claim(false, 0.9, vec![2]), claim(true, 0.9, vec![])],
             &["q2".into()],
             &["says 1815 and 1816".into()],
-            Some(&AnswerFit { asks_for: AnswerKind::Date, gives: AnswerKind::Person }),
+            Aim { fit: Some(&AnswerFit { asks_for: AnswerKind::Date, gives: AnswerKind::Person }), unmentioned: &["born".into()] },
             0.5,
             0.85,
         );
@@ -270,20 +299,24 @@ mod tests {
                 GapKind::MissingInformation,
                 GapKind::Contradiction,
                 GapKind::QueryCoverage,
+                GapKind::QueryCoverage,
                 GapKind::QueryCoverage
             ]
         );
         assert_eq!(g[5].detail, "the question asks for a date; the answer gives a person");
+        assert_eq!(g[6].detail, "the cited passages never mention “born” from the question");
     }
 
     #[test]
-    fn an_answer_to_another_question_is_at_most_half_as_good() {
+    fn an_answer_to_another_question_or_from_sources_beside_it_is_at_most_half_as_good() {
         let scores = Scores { faithfulness: Some(1.0), ..Scores::default() };
         let sure = SelfCritique { confidence: 1.0, ..SelfCritique::default() };
-        let fits = |asks_for, gives| AnswerFit { asks_for, gives };
-        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Place, AnswerKind::Place))), 1.0);
-        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Other, AnswerKind::Date))), 1.0, "a kind not sorted agrees with any");
-        assert_eq!(quality(&scores, 1.0, &sure, None), 1.0, "not checked: nothing taken off");
-        assert_eq!(quality(&scores, 1.0, &sure, Some(&fits(AnswerKind::Place, AnswerKind::Organization))), 0.5);
+        let fitting = |asks_for, gives| quality(&scores, 1.0, &sure, Aim { fit: Some(&AnswerFit { asks_for, gives }), unmentioned: &[] });
+        assert_eq!(fitting(AnswerKind::Place, AnswerKind::Place), 1.0);
+        assert_eq!(fitting(AnswerKind::Other, AnswerKind::Date), 1.0, "a kind not sorted agrees with any");
+        assert_eq!(quality(&scores, 1.0, &sure, Aim::default()), 1.0, "not checked: nothing taken off");
+        assert_eq!(fitting(AnswerKind::Place, AnswerKind::Organization), 0.5);
+        let left_out = ["sailing".to_string()];
+        assert_eq!(quality(&scores, 1.0, &sure, Aim { fit: None, unmentioned: &left_out }), 0.5, "sources that leave part of the question out");
     }
 }

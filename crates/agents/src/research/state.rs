@@ -203,19 +203,19 @@ impl ResearchState {
         self.drafts.get(self.best)
     }
 
-    /// The passages the shown answer rests on: those its claims cite and
-    /// those its answered sub-questions cite (the chain it was written from).
-    pub fn sources(&self) -> BTreeSet<u32> {
-        let claimed = self.answer().into_iter().flat_map(|d| d.claims.iter().flat_map(|c| c.citations.iter().copied()));
+    /// The passages a draft rests on: those its claims cite and those the
+    /// answered sub-questions cite (the chain it was written from).
+    pub fn sources(&self, draft: &Draft) -> BTreeSet<u32> {
+        let claimed = draft.claims.iter().flat_map(|c| c.citations.iter().copied());
         let found = self.sub_queries.iter().filter(|w| w.status == SubQueryStatus::Answered).flat_map(|w| w.citations.iter().copied());
         claimed.chain(found).collect()
     }
 
-    /// The question's words the answer's sources never mention though the
-    /// retrieved passages do (`Evidence::unmentioned`): an answer with any
-    /// is not counted as checked.
-    pub fn unmentioned(&self) -> Vec<String> {
-        self.evidence.unmentioned(&self.question, &self.sources())
+    /// The question's words a draft's sources never mention though the
+    /// retrieved passages do (`Evidence::unmentioned`): such a draft is
+    /// beside the question, and never counted as checked.
+    pub fn unmentioned(&self, draft: &Draft) -> Vec<String> {
+        self.evidence.unmentioned(&self.question, &self.sources(draft))
     }
 
     pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
