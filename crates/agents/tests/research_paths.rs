@@ -347,6 +347,8 @@ async fn reflection_sees_the_question_words_a_draft_s_sources_leave_out_and_refi
     assert!(first.quality.unwrap() <= 0.5, "beside the question: at most half");
     assert!(user(&r.requests("refine")[0]).contains("never mention “father”"), "the refinement is told what its sources left out");
     assert_eq!(s.best, 1, "the refined draft, citing Mara Quill's passage, is the answer");
+    assert_eq!(r.requests("answer_kind").len(), 2, "each draft's answer is sorted");
+    assert_eq!(r.requests("question_kind").len(), 1, "the question's kind is sorted once");
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
 }
 

@@ -366,15 +366,19 @@ async fn write(s: &ResearchState, step: &mut Step, request: agentloop_core::Chat
 
 /// The kind of thing the question asks for and the kind the answer gives,
 /// each sorted on its own (shown the question, a small model sorts the
-/// answer by the question's kind). The answer is the findings it rests on
-/// when the last phase found any, else its first sentence.
+/// answer by the question's kind); the question's kind is sorted once, for
+/// the first draft. The answer is the findings it rests on when the last
+/// phase found any, else its first sentence.
 async fn fit(s: &ResearchState, step: &mut Step, text: &str) -> Result<AnswerFit> {
     let items = s.final_items();
     let answer = if items.is_empty() { evidence::claims(text).first().map_or_else(|| text.to_string(), |c| c.text.clone()) } else { items.join(", ") };
     let answer = evidence::drop_citations(&answer, &evidence::cited(&answer));
-    let kinds: Vec<reflect::KindOf> = step.chat_json_all_as(JUDGE_ROLE, vec![prompts::question_kind(&s.question), prompts::answer_kind(&answer)]).await?;
+    let asked = s.drafts.iter().find_map(|d| d.fit.as_ref()).map(|f| f.asks_for);
+    let mut requests = vec![prompts::answer_kind(&answer)];
+    requests.extend(asked.is_none().then(|| prompts::question_kind(&s.question)));
+    let kinds: Vec<reflect::KindOf> = step.chat_json_all_as(JUDGE_ROLE, requests).await?;
     let kind = |i: usize| kinds.get(i).map(|k| k.kind).unwrap_or_default();
-    Ok(AnswerFit { asks_for: kind(0), gives: kind(1) })
+    Ok(AnswerFit { asks_for: asked.unwrap_or_else(|| kind(1)), gives: kind(0) })
 }
 
 /// Each cited claim judged against its passages (asked together); a
