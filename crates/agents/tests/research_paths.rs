@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::research::{self, ResearchConfig, ResearchEvent, ResearchState, Search, StopReason, SubQueryStatus};
+use agentloop_agents::research::{self, CorpusTerms, ResearchConfig, ResearchEvent, ResearchState, Search, StopReason, SubQueryStatus};
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Effect, Models, Outcome, Runner, SessionStatus, StartOptions, Store, Tool, Tools};
 use agentloop_llm::catalog::{default_data_dir, models_dir};
 use agentloop_llm::ScriptedModel;
@@ -164,6 +164,7 @@ fn runner(corpus: &Arc<Corpus>, embedder: &Arc<Embedder>, model: Arc<dyn ChatMod
     let counted = Arc::new(Counted { inner: Search::new(corpus.clone(), embedder.clone()), queries: Mutex::new(Vec::new()) });
     let mut tools = Tools::new();
     tools.add(counted.clone());
+    tools.add(Arc::new(CorpusTerms::new(corpus.clone())));
     (Runner::new(research::graph().unwrap(), store.clone()).models(Models::new(model)).tools(tools), counted)
 }
 
@@ -329,6 +330,7 @@ async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_ch
     let r = run(QUESTION, ResearchConfig::default().baseline(), from_the_wrong_person()).await;
     let s = r.state();
     assert_eq!(s.answer().unwrap().scores.faithfulness, Some(1.0), "the judge passed it");
+    assert_eq!(s.held_terms, ["father", "hobbi", "sail"], "the question's terms the corpus holds");
     assert_eq!(s.unmentioned(s.answer().unwrap()), ["father", "hobby", "sailing"]);
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
 
@@ -419,7 +421,8 @@ async fn gap_filling_searches_what_is_missing_once_and_never_repeats_a_search() 
 
 #[tokio::test]
 async fn a_tool_call_budget_stops_the_session() {
-    let r = run(QUESTION, ResearchConfig { max_tool_calls: 1, ..ResearchConfig::default() }, scripted(|_, _, _| None)).await;
+    // The question's terms looked up, then one search.
+    let r = run(QUESTION, ResearchConfig { max_tool_calls: 2, ..ResearchConfig::default() }, scripted(|_, _, _| None)).await;
     assert_eq!(r.out.status, SessionStatus::Terminated, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("budget"));
     assert_eq!(r.searches.len(), 1);

@@ -167,6 +167,25 @@ impl Bm25Index {
         Passage { id: text(f.id), doc_id: text(f.doc_id), title: text(f.title), start: number(f.start), end: number(f.end), text: text(f.text) }
     }
 
+    /// The terms among `terms` (as `terms()` gives them) that some passage
+    /// holds, in its title or its text, each once in the order given.
+    pub fn held(&self, terms: &[String]) -> Result<Vec<String>> {
+        let searcher = self.reader.searcher();
+        let mut out: Vec<String> = Vec::new();
+        for t in terms {
+            if out.contains(t) {
+                continue;
+            }
+            for field in [self.fields.title, self.fields.text] {
+                if searcher.doc_freq(&Term::from_field_text(field, t)).map_err(|e| self.fail("read", e))? > 0 {
+                    out.push(t.clone());
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Passages indexed.
     pub fn len(&self) -> u64 {
         self.reader.searcher().num_docs()

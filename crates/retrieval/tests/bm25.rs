@@ -45,3 +45,14 @@ fn a_text_s_terms_are_its_stemmed_words_without_the_question_words() {
     assert_eq!(agentloop_retrieval::terms("Who invented the Telephones?"), ["invent", "telephon"]);
     assert!(agentloop_retrieval::terms("What is it, and where was that?").is_empty());
 }
+
+#[test]
+fn the_terms_held_are_those_some_title_or_text_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Bm25Index::open(dir.path()).unwrap();
+    for (id, title, text) in corpus() {
+        index.add(&passages(id, title, text)).unwrap();
+    }
+    let asked = agentloop_retrieval::terms("Which person sailing boats wrote algorithms for Lovelace, and which boats?");
+    assert_eq!(index.held(&asked).unwrap(), ["sail", "boat", "wrote", "algorithm", "lovelac"], "\"person\" is in no passage; each term once");
+}

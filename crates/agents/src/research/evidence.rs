@@ -77,22 +77,25 @@ impl Evidence {
     }
 }
 
+/// Words that stand for what a question asks about rather than name it
+/// ("the person whose…", "how many"): no source need mention them.
+const PLACEHOLDERS: &[&str] = &["person", "people", "someone", "somebody", "something", "thing", "things", "one", "name", "many", "much", "kind", "type"];
+
 impl Evidence {
-    /// The question's words that some retrieved passage mentions but none
-    /// of `sources` does, each once, as the question spells them. Sources
-    /// that leave out a part of the question the corpus has words for back
-    /// an answer to some other question: a chain begun at the wrong person
-    /// or thing is true link by link, so each claim passes its judge, yet
-    /// it never touches what was asked about. Words no retrieved passage
-    /// holds ("person", "how many") say nothing either way.
-    pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>) -> Vec<String> {
-        let terms_of = |p: &Passage| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text));
-        let retrieved: BTreeSet<String> = self.passages.iter().flat_map(terms_of).collect();
-        let cited: BTreeSet<String> = sources.iter().filter_map(|n| self.get(*n)).flat_map(terms_of).collect();
+    /// The question's words whose search terms the corpus holds (`held`)
+    /// but none of `sources` does, each once, as the question spells them.
+    /// Sources that leave out a part of the question the corpus has words
+    /// for back an answer to some other question: a chain begun at the
+    /// wrong person or thing is true link by link, so each claim passes its
+    /// judge, yet it never touches what was asked about. Words the corpus
+    /// never uses, and placeholders like "person", say nothing either way.
+    pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>, held: &[String]) -> Vec<String> {
+        let cited: BTreeSet<String> =
+            sources.iter().filter_map(|n| self.get(*n)).flat_map(|p| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text))).collect();
         let mut named = BTreeSet::new();
         let mut out = Vec::new();
-        for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-            let left_out: Vec<String> = agentloop_retrieval::terms(word).into_iter().filter(|t| retrieved.contains(t) && !cited.contains(t)).collect();
+        for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty() && !PLACEHOLDERS.contains(&w.to_lowercase().as_str())) {
+            let left_out: Vec<String> = agentloop_retrieval::terms(word).into_iter().filter(|t| held.contains(t) && !cited.contains(t)).collect();
             if !left_out.is_empty() && left_out.into_iter().any(|t| named.insert(t)) {
                 out.push(word.to_string());
             }
@@ -301,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn the_question_words_the_sources_leave_out_are_those_the_retrieved_passages_mention() {
+    fn the_question_words_the_sources_leave_out_are_those_the_corpus_holds() {
         let e = Evidence {
             passages: vec![
                 passage("Ada Ro", "The son of Ada Ro is Bo Ro. The hobby of Ada Ro is sailing."),
@@ -310,11 +313,22 @@ mod tests {
             ],
         };
         let question = "Who is the grandson of the friend of the person whose hobby is sailing?";
-        assert_eq!(e.unmentioned(question, &BTreeSet::from([1])), ["grandson", "friend"], "a son is not a grandson; \"person\" is in no passage");
-        assert_eq!(e.unmentioned(question, &BTreeSet::from([2])), ["grandson", "hobby", "sailing"]);
-        assert!(e.unmentioned(question, &BTreeSet::from([1, 2, 3])).is_empty());
+        let held = |words: &str| agentloop_retrieval::terms(words);
+        let corpus = held("grandson friend person hobby sailing");
+        assert_eq!(e.unmentioned(question, &BTreeSet::from([1]), &corpus), ["grandson", "friend"], "a son is not a grandson; \"person\" is a placeholder");
+        assert_eq!(e.unmentioned(question, &BTreeSet::from([2]), &corpus), ["grandson", "hobby", "sailing"]);
+        assert!(e.unmentioned(question, &BTreeSet::from([1, 2, 3]), &corpus).is_empty());
+        assert_eq!(
+            e.unmentioned(question, &BTreeSet::from([2]), &held("friend")),
+            Vec::<String>::new(),
+            "words the corpus never uses are not asked of the sources"
+        );
         let other = "Is the friend of the friends of Ada Ro sailing?";
-        assert_eq!(e.unmentioned(other, &BTreeSet::from([3])), ["friend", "Ada", "Ro", "sailing"], "each word once, as the question spells it");
+        assert_eq!(
+            e.unmentioned(other, &BTreeSet::from([3]), &held("friend ada ro sailing")),
+            ["friend", "Ada", "Ro", "sailing"],
+            "each word once, as the question spells it"
+        );
     }
 
     #[test]

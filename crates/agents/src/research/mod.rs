@@ -6,8 +6,9 @@
 //!    └closed book────────────────────────────────→ SYNTHESIZE                └loops off, nothing found→ END
 //! ```
 //!
-//! DECOMPOSE breaks the question into sub-questions and lays them out in
-//! phases by dependency; RESEARCH runs one phase — each sub-question
+//! DECOMPOSE looks up which of the question's words the corpus holds (an
+//! answer's sources must mention them), then breaks the question into
+//! sub-questions and lays them out in phases by dependency; RESEARCH runs one phase — each sub-question
 //! searched with its dependencies' answers filled in, its coverage checked
 //! and what is missing searched for again, then answered, the model calls
 //! of a phase asked together; SYNTHESIZE writes an answer whose every
@@ -17,7 +18,8 @@
 //! the quality target, when a refinement gains too little, when the gaps
 //! stop changing or at the pass limit; REFINE writes the next draft. The
 //! best draft is the answer, and it counts as checked only when its claims
-//! are supported (`nodes::FAITHFUL`).
+//! are supported (`nodes::FAITHFUL`) and it is not beside the question
+//! (`reflect::Aim`).
 
 mod agent;
 mod coverage;
@@ -44,7 +46,7 @@ pub use evidence::{cited, claims, scores, Claim, Evidence, Scores, Stated};
 pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
 pub use prompts::example_questions;
 pub use reflect::{AnswerFit, AnswerKind, Gap, GapKind, SelfCritique, StopReason};
-pub use search::Search;
+pub use search::{CorpusTerms, Search};
 pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};
 
 pub const AGENT: &str = "research";
@@ -90,7 +92,7 @@ pub fn graph() -> Result<CompiledGraph<ResearchState>> {
 
 /// A runner searching `corpus` with `embedder`.
 pub fn runner(corpus: Arc<Corpus>, embedder: Arc<Embedder>, models: Models, store: Arc<dyn Store>) -> Result<Runner<ResearchState>> {
-    let tools = Tools::new().with(Search::new(corpus, embedder));
+    let tools = Tools::new().with(Search::new(corpus.clone(), embedder)).with(CorpusTerms::new(corpus));
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

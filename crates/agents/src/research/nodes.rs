@@ -16,7 +16,7 @@ use super::events::ResearchEvent;
 use super::evidence::{self, Claim};
 use super::prompts;
 use super::reflect::{self, AnswerFit, Limits};
-use super::search::TOOL;
+use super::search::{TERMS_TOOL, TOOL};
 use super::state::{Draft, ResearchState, SubQueryStatus, SubQueryWork};
 use super::{DECOMPOSE_ROLE, JUDGE_ROLE, READ_ROLE, WRITE_ROLE};
 
@@ -56,6 +56,10 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
     Box::pin(async move {
         step.begin_iteration()?;
         step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
+        if !s.config.closed_book {
+            let out = step.tool(TERMS_TOOL, json!({"text": s.question})).await?;
+            s.held_terms = serde_json::from_value(out["held"].clone())?;
+        }
         let (d, error) = if s.config.decomposition && !s.config.closed_book {
             // A decomposition that does not hold together, is not about the
             // question, or whose chain is not written out, is asked for again
