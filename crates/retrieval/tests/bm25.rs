@@ -14,13 +14,19 @@ fn corpus() -> Vec<(&'static str, &'static str, &'static str)> {
     ]
 }
 
-#[test]
-fn passages_are_found_by_relevance_with_their_place_and_survive_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+/// The index of `corpus()`, in `dir`.
+fn indexed(dir: &tempfile::TempDir) -> Bm25Index {
     let index = Bm25Index::open(dir.path()).unwrap();
     for (id, title, text) in corpus() {
         index.add(&passages(id, title, text)).unwrap();
     }
+    index
+}
+
+#[test]
+fn passages_are_found_by_relevance_with_their_place_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = indexed(&dir);
     assert_eq!(index.len(), 4);
     let hits = index.search("who wrote the first algorithm?", 3).unwrap();
     assert_eq!(hits[0].passage.id, "ada#1", "{hits:?}");
@@ -49,10 +55,7 @@ fn a_text_s_terms_are_its_stemmed_words_without_the_question_words() {
 #[test]
 fn the_terms_held_are_those_some_title_or_text_has() {
     let dir = tempfile::tempdir().unwrap();
-    let index = Bm25Index::open(dir.path()).unwrap();
-    for (id, title, text) in corpus() {
-        index.add(&passages(id, title, text)).unwrap();
-    }
+    let index = indexed(&dir);
     let asked = agentloop_retrieval::terms("Which person sailing boats wrote algorithms for Lovelace, and which boats?");
     assert_eq!(index.held(&asked).unwrap(), ["sail", "boat", "wrote", "algorithm", "lovelac"], "\"person\" is in no passage; each term once");
 }
