@@ -50,7 +50,10 @@ fn answer(req: &ChatRequest) -> ChatResponse {
     } else if asks_for("found") {
         json!({"answers": ["Mara Quill"], "citations": [1], "found": true}).to_string()
     } else if asks_for("supportingCitations") {
-        json!({"supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()
+        // The judge quotes the first passage it was shown.
+        let prompt = req.messages.last().map_or("", |m| m.content.as_str());
+        let quote = prompt.lines().find(|l| l.starts_with('[')).and_then(|l| l.split_once(": ")).map_or("", |(_, text)| text);
+        json!({"quotes": [quote], "supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()
     } else if asks_for("kind") {
         json!({"kind": "person"}).to_string()
     } else if asks_for("overallAssessment") {

@@ -87,6 +87,13 @@ fn number_of(req: &ChatRequest, title: &str) -> u32 {
     line[1..line.find(']').unwrap()].parse().unwrap()
 }
 
+/// A judge's verdict quoting every passage it was shown.
+fn judged(req: &ChatRequest, supported: bool) -> String {
+    let text = user(req);
+    let quotes: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).filter_map(|l| l.split_once(": ")).map(|(_, t)| t).collect();
+    json!({"quotes": quotes, "supported": supported, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&text)}).to_string()
+}
+
 const TWO_HOPS: &str = r#"{"isComplex": true, "subQueries": [
   {"id": "q1", "text": "Whose hobby is sailing?", "dependencies": [], "type": "factual", "priority": 1, "estimatedComplexity": 1},
   {"id": "q2", "text": "Who is the father of {q1}?", "dependencies": ["q1"], "type": "factual", "priority": 1, "estimatedComplexity": 1}
@@ -124,7 +131,7 @@ fn scripted(overrides: impl Fn(&str, &ChatRequest, usize) -> Option<String> + Se
                 let m = number_of(req, "Mara Quill");
                 format!("Mara Quill's hobby is sailing [{m}]. Her father is Tobin Quill [{m}].")
             }
-            "judge" => json!({"supported": true, "confidence": 0.9, "supportingCitations": agentloop_agents::research::cited(&user(req))}).to_string(),
+            "judge" => judged(req, true),
             "critique" => critique(0.95),
             "question_kind" | "answer_kind" => json!({"kind": "person"}).to_string(),
             other => panic!("unexpected prompt {other}: {:?}", req.messages[0].content),
@@ -320,7 +327,7 @@ async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checke
 fn from_the_wrong_person() -> Arc<ScriptedModel> {
     scripted(|k, req, _| match k {
         "sub_answer" => Some(json!({"answers": ["Tobin Quill"], "citations": [number_of(req, "Tobin Quill")], "found": true}).to_string()),
-        "synthesize" => Some(format!("The father of the person whose hobby is sailing is Tobin Quill [{}].", number_of(req, "Tobin Quill"))),
+        "synthesize" => Some(format!("Tobin Quill, a lighthouse keeper, is the one asked about [{}].", number_of(req, "Tobin Quill"))),
         _ => None,
     })
 }
@@ -355,6 +362,22 @@ async fn reflection_sees_the_question_words_a_draft_s_sources_leave_out_and_refi
 }
 
 #[tokio::test]
+async fn a_claim_the_judge_passes_on_a_sentence_stating_another_relation_is_not_supported() {
+    // The judge quotes "Her father is Tobin Quill." for a claim about the
+    // chess player's father: the quote never says chess or hobby.
+    let model = scripted(|k, req, _| match k {
+        "synthesize" => Some(format!("Tobin Quill is the father of the person whose hobby is chess [{}].", number_of(req, "Mara Quill"))),
+        "judge" => Some(json!({"quotes": ["Her father is Tobin Quill."], "supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()),
+        _ => None,
+    });
+    let r = run("Who is the father of the person whose hobby is chess?", ResearchConfig::default().baseline(), model).await;
+    let s = r.state();
+    let claim = &s.answer().unwrap().claims[0];
+    assert_eq!(claim.supported, Some(false), "voted supported, but the quote does not carry the question's words");
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"));
+}
+
+#[tokio::test]
 async fn with_nothing_found_the_agent_abstains_instead_of_guessing() {
     let model = scripted(|k, _, _| match k {
         "sub_answer" => Some(json!({"answers": [], "citations": [], "found": false}).to_string()),
@@ -374,7 +397,7 @@ async fn a_worse_refinement_is_not_kept_and_ends_the_loop() {
     let model = scripted(|k, req, n| match (k, n) {
         ("critique", 0) => Some(critique(0.4)),
         ("refine", _) => Some(format!("Tobin Quill sails boats [{}].", number_of(req, "Tobin Quill"))),
-        ("judge", _) if user(req).contains("sails boats") => Some(json!({"supported": false, "confidence": 0.9, "supportingCitations": []}).to_string()),
+        ("judge", _) if user(req).contains("sails boats") => Some(judged(req, false)),
         _ => None,
     });
     let r = run(QUESTION, ResearchConfig::default(), model).await;

@@ -22,7 +22,10 @@ fn answer(body: &Value) -> String {
     } else if asks("found") {
         json!({"answers": ["lighthouse keeper"], "citations": [1], "found": true}).to_string()
     } else if asks("supportingCitations") {
-        json!({"supported": true, "confidence": 0.8, "supportingCitations": [1]}).to_string()
+        // The judge quotes the first passage it was shown.
+        let prompt = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default();
+        let quote = prompt.lines().find(|l| l.starts_with('[')).and_then(|l| l.split_once(": ")).map_or("", |(_, text)| text);
+        json!({"quotes": [quote], "supported": true, "confidence": 0.8, "supportingCitations": [1]}).to_string()
     } else if asks("kind") {
         json!({"kind": "other"}).to_string()
     } else if asks("overallAssessment") {

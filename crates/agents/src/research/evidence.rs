@@ -104,6 +104,23 @@ impl Evidence {
     }
 }
 
+impl Evidence {
+    /// Whether a judge's `quotes` bear out `claim`, which cites `citations`:
+    /// there is a quote, every quote's words are its cited passages' words
+    /// (it was copied, not made up), and every word of the claim among
+    /// `asked` (the question's terms the corpus holds) is in a quote. A
+    /// claim that restates the question's relations ("the grandson of…")
+    /// over a sentence stating another ("the son of…") is not borne out,
+    /// however its judge voted.
+    pub fn quoted(&self, claim: &str, citations: &[u32], quotes: &[String], asked: &[String]) -> bool {
+        let terms = agentloop_retrieval::terms;
+        let cited: BTreeSet<String> = citations.iter().filter_map(|n| self.get(*n)).flat_map(|p| terms(&format!("{} {}", p.title, p.text))).collect();
+        let quotes: Vec<Vec<String>> = quotes.iter().map(|q| terms(q)).filter(|t| !t.is_empty()).collect();
+        let said: BTreeSet<&String> = quotes.iter().flatten().collect();
+        !quotes.is_empty() && said.iter().all(|t| cited.contains(*t)) && terms(claim).iter().filter(|t| asked.contains(t)).all(|t| said.contains(t))
+    }
+}
+
 /// The items of a sub-answer the passages bear out, and the passages that
 /// state them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -329,6 +346,21 @@ mod tests {
             ["friend", "Ada", "Ro", "sailing"],
             "each word once, as the question spells it"
         );
+    }
+
+    #[test]
+    fn a_verdict_holds_only_when_its_quotes_were_copied_and_carry_the_question_s_words() {
+        let e = Evidence { passages: vec![passage("Ada Ro", "The son of Ada Ro is Bo Ro. The hobby of Ada Ro is sailing.")] };
+        let asked = agentloop_retrieval::terms("grandson ada ro sailing");
+        let quotes = |q: &[&str]| q.iter().map(|q| q.to_string()).collect::<Vec<_>>();
+        let son = quotes(&["The son of Ada Ro is Bo Ro."]);
+        assert!(e.quoted("Bo Ro is the son of Ada Ro [1].", &[1], &son, &asked));
+        assert!(!e.quoted("Bo Ro is the grandson of Ada Ro [1].", &[1], &son, &asked), "the quote states another relation");
+        assert!(!e.quoted("Bo Ro is the son of Ada Ro [1].", &[1], &[], &asked), "nothing quoted");
+        assert!(!e.quoted("Bo Ro is the son of Ada Ro [1].", &[1], &quotes(&["Bo Ro is the eldest son of Ada Ro."]), &asked), "not in the passage");
+        assert!(!e.quoted("Bo Ro is the son of Ada Ro [1].", &[2], &son, &asked), "only the cited passages count");
+        let both = quotes(&["The son of Ada Ro is Bo Ro.", "The hobby of Ada Ro is sailing"]);
+        assert!(e.quoted("Ada Ro, whose son is Bo Ro, goes sailing [1].", &[1], &both, &asked), "quotes together");
     }
 
     #[test]

@@ -45,6 +45,12 @@ pub struct SubAnswer {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimVerdict {
+    /// The sentences of the passages that state the claim, copied out;
+    /// written before the verdict, so the verdict rests on them and can be
+    /// checked against them (`Evidence::quoted`).
+    #[serde(default)]
+    #[schemars(length(max = 3), inner(length(max = 300)))]
+    pub quotes: Vec<String>,
     pub supported: bool,
     pub confidence: f32,
     #[serde(default)]
@@ -386,7 +392,9 @@ async fn fit(s: &ResearchState, step: &mut Step, text: &str) -> Result<AnswerFit
 }
 
 /// Each cited claim judged against its passages (asked together); a
-/// claim with no citation is unsupported without asking.
+/// claim with no citation is unsupported without asking, and one the judge
+/// passes counts as supported only when the sentences it quotes bear it
+/// out (`Evidence::quoted`).
 async fn judge(s: &ResearchState, step: &mut Step, mut claims: Vec<Claim>) -> Result<Vec<Claim>> {
     let cited: Vec<usize> = (0..claims.len()).filter(|i| !claims[*i].citations.is_empty()).collect();
     let requests = cited.iter().map(|i| prompts::judge_claim(&claims[*i], &s.evidence)).collect();
@@ -397,7 +405,7 @@ async fn judge(s: &ResearchState, step: &mut Step, mut claims: Vec<Claim>) -> Re
     }
     for (i, v) in cited.into_iter().zip(verdicts) {
         let c = &mut claims[i];
-        c.supported = Some(v.supported);
+        c.supported = Some(v.supported && s.evidence.quoted(&c.text, &c.citations, &v.quotes, &s.held_terms));
         c.confidence = Some(v.confidence.clamp(0.0, 1.0));
         c.supported_by = v.supporting_citations.into_iter().filter(|n| c.citations.contains(n)).collect();
     }

@@ -177,8 +177,9 @@ that states it, like [2]."
 pub fn judge_claim(claim: &Claim, evidence: &Evidence) -> ChatRequest {
     let text = super::evidence::drop_citations(&claim.text, &claim.citations);
     ask(
-        "You check a statement against its sources. supported: true only if the passages together state it (not merely mention \
-the same names); confidence 0 to 1; supportingCitations: the passage numbers that support it each on its own.",
+        "You check a statement against its sources. quotes: the sentences of the passages that state it, copied word for word \
+(none if no sentence does); supported: true only if those sentences together state it, with the same relation between the same \
+names (not merely mention the same names); confidence 0 to 1; supportingCitations: the passage numbers that support it each on its own.",
         format!("Statement: {text}\n\nPassages:\n{}", passages(evidence, &claim.citations)),
     )
 }
