@@ -337,7 +337,7 @@ async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_ch
     let r = run(QUESTION, ResearchConfig::default().baseline(), from_the_wrong_person()).await;
     let s = r.state();
     assert_eq!(s.answer().unwrap().scores.faithfulness, Some(1.0), "the judge passed it");
-    assert_eq!(s.held_terms, ["father", "hobbi", "sail"], "the question's terms the corpus holds");
+    assert_eq!(s.asked_terms, ["father", "hobbi", "sail"], "the question's terms the corpus holds");
     assert_eq!(s.unmentioned(s.answer().unwrap()), ["father", "hobby", "sailing"]);
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
 

@@ -78,24 +78,69 @@ impl Evidence {
 }
 
 /// Words that stand for what a question asks about rather than name it
-/// ("the person whose…", "how many"): no source need mention them.
-const PLACEHOLDERS: &[&str] = &["person", "people", "someone", "somebody", "something", "thing", "things", "one", "name", "many", "much", "kind", "type"];
+/// ("the person whose…", "how many"), and words that only join or count
+/// others ("through", "each"): no source need mention them.
+const NOT_ASKED: &[&str] = &[
+    "person",
+    "people",
+    "someone",
+    "somebody",
+    "something",
+    "thing",
+    "things",
+    "one",
+    "name",
+    "many",
+    "much",
+    "kind",
+    "type",
+    "through",
+    "during",
+    "after",
+    "before",
+    "between",
+    "under",
+    "over",
+    "among",
+    "within",
+    "without",
+    "upon",
+    "via",
+    "per",
+    "also",
+    "only",
+    "ever",
+    "both",
+    "each",
+    "all",
+    "any",
+    "other",
+    "same",
+];
+
+/// The terms among `held` (a question's search terms the corpus holds)
+/// that ask something of an answer's sources: not a lone letter (the s of
+/// a possessive) and not a word of `NOT_ASKED`.
+pub fn asked_terms(held: Vec<String>) -> Vec<String> {
+    let not_asked: BTreeSet<String> = NOT_ASKED.iter().flat_map(|w| agentloop_retrieval::terms(w)).collect();
+    held.into_iter().filter(|t| t.chars().count() > 1 && !not_asked.contains(t)).collect()
+}
 
 impl Evidence {
-    /// The question's words whose search terms the corpus holds (`held`)
-    /// but none of `sources` does, each once, as the question spells them.
+    /// The question's words whose search terms are `asked` (`asked_terms`)
+    /// but none of `sources` holds, each once, as the question spells them.
     /// Sources that leave out a part of the question the corpus has words
     /// for back an answer to some other question: a chain begun at the
     /// wrong person or thing is true link by link, so each claim passes its
     /// judge, yet it never touches what was asked about. Words the corpus
-    /// never uses, and placeholders like "person", say nothing either way.
-    pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>, held: &[String]) -> Vec<String> {
+    /// never uses say nothing either way.
+    pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>, asked: &[String]) -> Vec<String> {
         let cited: BTreeSet<String> =
             sources.iter().filter_map(|n| self.get(*n)).flat_map(|p| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text))).collect();
         let mut named = BTreeSet::new();
         let mut out = Vec::new();
-        for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty() && !PLACEHOLDERS.contains(&w.to_lowercase().as_str())) {
-            let left_out: Vec<String> = agentloop_retrieval::terms(word).into_iter().filter(|t| held.contains(t) && !cited.contains(t)).collect();
+        for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let left_out: Vec<String> = agentloop_retrieval::terms(word).into_iter().filter(|t| asked.contains(t) && !cited.contains(t)).collect();
             if !left_out.is_empty() && left_out.into_iter().any(|t| named.insert(t)) {
                 out.push(word.to_string());
             }
@@ -108,7 +153,7 @@ impl Evidence {
     /// Whether a judge's `quotes` bear out `claim`, which cites `citations`:
     /// there is a quote, every quote's words are its cited passages' words
     /// (it was copied, not made up), and every word of the claim among
-    /// `asked` (the question's terms the corpus holds) is in a quote. A
+    /// `asked` (`asked_terms`: the question's, as the corpus holds them) is in a quote. A
     /// claim that restates the question's relations ("the grandson of…")
     /// over a sentence stating another ("the son of…") is not borne out,
     /// however its judge voted.
@@ -330,9 +375,10 @@ mod tests {
             ],
         };
         let question = "Who is the grandson of the friend of the person whose hobby is sailing?";
-        let held = |words: &str| agentloop_retrieval::terms(words);
-        let corpus = held("grandson friend person hobby sailing");
-        assert_eq!(e.unmentioned(question, &BTreeSet::from([1]), &corpus), ["grandson", "friend"], "a son is not a grandson; \"person\" is a placeholder");
+        let held = |words: &str| asked_terms(agentloop_retrieval::terms(words));
+        let corpus = held("grandson friend person hobby sailing s");
+        assert_eq!(corpus, ["grandson", "friend", "hobbi", "sail"], "\"person\" is a placeholder, \"s\" a lone letter");
+        assert_eq!(e.unmentioned(question, &BTreeSet::from([1]), &corpus), ["grandson", "friend"], "a son is not a grandson");
         assert_eq!(e.unmentioned(question, &BTreeSet::from([2]), &corpus), ["grandson", "hobby", "sailing"]);
         assert!(e.unmentioned(question, &BTreeSet::from([1, 2, 3]), &corpus).is_empty());
         assert_eq!(

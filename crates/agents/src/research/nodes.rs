@@ -64,7 +64,7 @@ pub fn decompose<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<
         step.emit(ResearchEvent::DecompositionStarted { question: s.question.clone() });
         if !s.config.closed_book {
             let out = step.tool(TERMS_TOOL, json!({"text": s.question})).await?;
-            s.held_terms = serde_json::from_value(out["held"].clone())?;
+            s.asked_terms = evidence::asked_terms(serde_json::from_value(out["held"].clone())?);
         }
         let (d, error) = if s.config.decomposition && !s.config.closed_book {
             // A decomposition that does not hold together, is not about the
@@ -405,7 +405,7 @@ async fn judge(s: &ResearchState, step: &mut Step, mut claims: Vec<Claim>) -> Re
     }
     for (i, v) in cited.into_iter().zip(verdicts) {
         let c = &mut claims[i];
-        c.supported = Some(v.supported && s.evidence.quoted(&c.text, &c.citations, &v.quotes, &s.held_terms));
+        c.supported = Some(v.supported && s.evidence.quoted(&c.text, &c.citations, &v.quotes, &s.asked_terms));
         c.confidence = Some(v.confidence.clamp(0.0, 1.0));
         c.supported_by = v.supporting_citations.into_iter().filter(|n| c.citations.contains(n)).collect();
     }

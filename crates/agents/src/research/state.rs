@@ -160,10 +160,11 @@ pub struct ResearchState {
     /// The next phase of the execution plan to run.
     pub phase: usize,
     pub evidence: Evidence,
-    /// The question's search terms the corpus holds (`corpus_terms`):
-    /// those an answer's sources must mention.
+    /// The question's search terms the corpus holds (`corpus_terms`),
+    /// placeholders aside (`evidence::asked_terms`): those an answer's
+    /// sources must mention.
     #[serde(default)]
-    pub held_terms: Vec<String>,
+    pub asked_terms: Vec<String>,
     /// Every search run, in order (one is never run twice).
     pub searches: Vec<String>,
     /// Gap-filling cycles run so far.
@@ -187,7 +188,7 @@ impl State for ResearchState {
         f.value("subQueries", &self.sub_queries);
         f.value("phase", &self.phase);
         f.log("evidence", &self.evidence.passages);
-        f.value("heldTerms", &self.held_terms);
+        f.value("askedTerms", &self.asked_terms);
         f.log("searches", &self.searches);
         f.value("cycles", &self.cycles);
         f.value("drafts", &self.drafts);
@@ -220,7 +221,7 @@ impl ResearchState {
     /// corpus does (`Evidence::unmentioned`): such a draft is
     /// beside the question, and never counted as checked.
     pub fn unmentioned(&self, draft: &Draft) -> Vec<String> {
-        self.evidence.unmentioned(&self.question, &self.sources(draft), &self.held_terms)
+        self.evidence.unmentioned(&self.question, &self.sources(draft), &self.asked_terms)
     }
 
     pub fn work(&self, id: &str) -> Option<&SubQueryWork> {
