@@ -478,8 +478,8 @@ pub fn refine<'a>(s: &'a mut ResearchState, step: &'a mut Step) -> BoxFuture<'a,
 
 /// Ends the session on the answer shown. It counts as checked only when
 /// its claims were judged, enough of them are supported, it was judged to
-/// give what the question asks for, and its sources mention every part of
-/// the question the retrieved passages have words for.
+/// give what the question asks for, and its sources mention every word of
+/// the question the corpus has (`ResearchState::unmentioned`).
 fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
     if s.abstained {
         step.finish("abstained");
