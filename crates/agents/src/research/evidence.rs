@@ -80,42 +80,11 @@ impl Evidence {
 /// Words that stand for what a question asks about rather than name it
 /// ("the person whose…", "how many"), and words that only join or count
 /// others ("through", "each"): no source need mention them.
+#[rustfmt::skip]
 const NOT_ASKED: &[&str] = &[
-    "person",
-    "people",
-    "someone",
-    "somebody",
-    "something",
-    "thing",
-    "things",
-    "one",
-    "name",
-    "many",
-    "much",
-    "kind",
-    "type",
-    "through",
-    "during",
-    "after",
-    "before",
-    "between",
-    "under",
-    "over",
-    "among",
-    "within",
-    "without",
-    "upon",
-    "via",
-    "per",
-    "also",
-    "only",
-    "ever",
-    "both",
-    "each",
-    "all",
-    "any",
-    "other",
-    "same",
+    "person", "people", "someone", "somebody", "something", "thing", "things", "one", "name", "many", "much", "kind", "type",
+    "through", "during", "after", "before", "between", "under", "over", "among", "within", "without", "upon", "via", "per",
+    "also", "only", "ever", "both", "each", "all", "any", "other", "same",
 ];
 
 /// The terms among `held` (a question's search terms the corpus holds)
@@ -135,8 +104,7 @@ impl Evidence {
     /// judge, yet it never touches what was asked about. Words the corpus
     /// never uses say nothing either way.
     pub fn unmentioned(&self, question: &str, sources: &BTreeSet<u32>, asked: &[String]) -> Vec<String> {
-        let cited: BTreeSet<String> =
-            sources.iter().filter_map(|n| self.get(*n)).flat_map(|p| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text))).collect();
+        let cited = self.terms_of(sources);
         let mut named = BTreeSet::new();
         let mut out = Vec::new();
         for word in question.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
@@ -150,16 +118,21 @@ impl Evidence {
 }
 
 impl Evidence {
+    /// The search terms of the passages numbered `numbers`, titles too.
+    fn terms_of<'a>(&self, numbers: impl IntoIterator<Item = &'a u32>) -> BTreeSet<String> {
+        numbers.into_iter().filter_map(|n| self.get(*n)).flat_map(|p| agentloop_retrieval::terms(&format!("{} {}", p.title, p.text))).collect()
+    }
+
     /// Whether a judge's `quotes` bear out `claim`, which cites `citations`:
     /// there is a quote, every quote's words are its cited passages' words
     /// (it was copied, not made up), and every word of the claim among
-    /// `asked` (`asked_terms`: the question's, as the corpus holds them) is in a quote. A
-    /// claim that restates the question's relations ("the grandson of…")
-    /// over a sentence stating another ("the son of…") is not borne out,
-    /// however its judge voted.
+    /// `asked` (`asked_terms`: the question's, as the corpus holds them)
+    /// is in a quote. A claim that restates the question's relations ("the
+    /// grandson of…") over a sentence stating another ("the son of…") is
+    /// not borne out, however its judge voted.
     pub fn quoted(&self, claim: &str, citations: &[u32], quotes: &[String], asked: &[String]) -> bool {
         let terms = agentloop_retrieval::terms;
-        let cited: BTreeSet<String> = citations.iter().filter_map(|n| self.get(*n)).flat_map(|p| terms(&format!("{} {}", p.title, p.text))).collect();
+        let cited = self.terms_of(citations);
         let quotes: Vec<Vec<String>> = quotes.iter().map(|q| terms(q)).filter(|t| !t.is_empty()).collect();
         let said: BTreeSet<&String> = quotes.iter().flatten().collect();
         !quotes.is_empty() && said.iter().all(|t| cited.contains(*t)) && terms(claim).iter().filter(|t| asked.contains(t)).all(|t| said.contains(t))
