@@ -486,9 +486,11 @@ fn end(s: &mut ResearchState, step: &mut Step) -> Result<()> {
         return Ok(());
     }
     let faithfulness = s.answer().and_then(|d| d.scores.faithfulness);
-    let answers_it = s.answer().and_then(|d| d.fit.as_ref()).is_some_and(AnswerFit::answers_it);
-    let sourced = s.answer().is_some_and(|d| s.unmentioned(d).is_empty());
-    let verified = !s.config.closed_book && answers_it && faithfulness.is_some_and(|f| f >= FAITHFUL) && sourced;
+    let on_question = s.answer().is_some_and(|d| {
+        let unmentioned = s.unmentioned(d);
+        d.fit.is_some() && !reflect::Aim { fit: d.fit.as_ref(), unmentioned: &unmentioned }.beside()
+    });
+    let verified = !s.config.closed_book && on_question && faithfulness.is_some_and(|f| f >= FAITHFUL);
     step.signal(|sig| sig.goal_verified = Some(verified));
     if verified {
         step.signal(|sig| sig.agent_signalled_completion = true);
