@@ -44,23 +44,34 @@ enum Mark {
 pub struct Marks(Vec<Mark>);
 
 impl Marks {
-    /// Marks for a state as it is now (after load or a snapshot).
+    /// Marks for a state as it is now (after load or a snapshot). Fails when
+    /// the state serializes a top-level field its `fields` never visits: such
+    /// a field would silently never be journaled, so a resumed session would
+    /// lose it. Checked here, once per session start, for every agent alike.
     pub fn of<S: State>(state: &S) -> Result<Self> {
         let mut marks = Marks::default();
         let mut patch = String::new();
-        let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, fresh: true, error: None };
+        let mut visited = Vec::new();
+        let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, fresh: true, error: None, visited: Some(&mut visited) };
         state.fields(&mut f);
-        match f.error {
-            Some(e) => Err(e),
-            None => Ok(marks),
+        if let Some(e) = f.error {
+            return Err(e);
         }
+        if let serde_json::Value::Object(map) = serde_json::to_value(state)? {
+            if let Some(missed) = map.keys().find(|k| !visited.contains(*k)) {
+                return Err(Error::State(format!(
+                    "field `{missed}` is part of the state but `State::fields` never visits it, so it would never be journaled; list it there"
+                )));
+            }
+        }
+        Ok(marks)
     }
 
     /// The JSON Patch (as text) from the marked state to `state`, updating the
     /// marks; `None` when nothing changed.
     pub fn patch<S: State>(&mut self, state: &S) -> Result<Option<String>> {
         let mut patch = String::new();
-        let mut f = Fields { marks: self, patch: &mut patch, index: 0, fresh: false, error: None };
+        let mut f = Fields { marks: self, patch: &mut patch, index: 0, fresh: false, error: None, visited: None };
         state.fields(&mut f);
         if let Some(e) = f.error {
             return Err(e);
@@ -81,11 +92,14 @@ pub struct Fields<'a> {
     index: usize,
     fresh: bool,
     error: Option<Error>,
+    /// The names visited, collected only when marking a state afresh.
+    visited: Option<&'a mut Vec<String>>,
 }
 
 impl Fields<'_> {
     /// A field journaled whole whenever its serialized form changes.
     pub fn value<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
+        self.visit(name);
         let bytes = match serde_json::to_vec(value) {
             Ok(b) => b,
             Err(e) => return self.fail(name, e),
@@ -102,6 +116,7 @@ impl Fields<'_> {
 
     /// An append-only list: only items added since the last step are journaled.
     pub fn log<T: Serialize>(&mut self, name: &str, items: &[T]) {
+        self.visit(name);
         let seen = match self.marks.0.get(self.index) {
             Some(Mark::Log(n)) => Some(*n),
             _ => None,
@@ -123,6 +138,12 @@ impl Fields<'_> {
             }
         }
         self.set_mark(Mark::Log(items.len()));
+    }
+
+    fn visit(&mut self, name: &str) {
+        if let Some(visited) = self.visited.as_deref_mut() {
+            visited.push(name.to_string());
+        }
     }
 
     fn set_mark(&mut self, mark: Mark) {
@@ -208,5 +229,23 @@ mod tests {
         let p = marks.patch(&s).unwrap().unwrap();
         apply(&mut doc, &p);
         assert_eq!(doc, serde_json::to_value(&s).unwrap());
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Forgot {
+        n: u32,
+        later: String,
+    }
+    impl State for Forgot {
+        fn fields(&self, f: &mut Fields<'_>) {
+            f.value("n", &self.n);
+        }
+    }
+
+    #[test]
+    fn a_field_the_visitor_never_lists_is_refused_not_silently_left_out_of_the_journal() {
+        let err = Marks::of(&Forgot { n: 1, later: String::new() }).unwrap_err().to_string();
+        assert!(err.contains("`later`") && err.contains("State::fields"), "{err}");
+        assert!(Marks::of(&S { n: 0, note: String::new(), log: vec![] }).is_ok());
     }
 }
