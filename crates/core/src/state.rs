@@ -52,7 +52,7 @@ impl Marks {
         let mut marks = Marks::default();
         let mut patch = String::new();
         let mut visited = Vec::new();
-        let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, fresh: true, error: None, visited: Some(&mut visited) };
+        let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, error: None, visited: Some(&mut visited) };
         state.fields(&mut f);
         if let Some(e) = f.error {
             return Err(e);
@@ -71,7 +71,7 @@ impl Marks {
     /// marks; `None` when nothing changed.
     pub fn patch<S: State>(&mut self, state: &S) -> Result<Option<String>> {
         let mut patch = String::new();
-        let mut f = Fields { marks: self, patch: &mut patch, index: 0, fresh: false, error: None, visited: None };
+        let mut f = Fields { marks: self, patch: &mut patch, index: 0, error: None, visited: None };
         state.fields(&mut f);
         if let Some(e) = f.error {
             return Err(e);
@@ -90,9 +90,9 @@ pub struct Fields<'a> {
     marks: &'a mut Marks,
     patch: &'a mut String,
     index: usize,
-    fresh: bool,
     error: Option<Error>,
-    /// The names visited, collected only when marking a state afresh.
+    /// The names visited, when marking a state afresh (`Marks::of`): then
+    /// nothing is journaled, only remembered. `None` when computing a patch.
     visited: Option<&'a mut Vec<String>>,
 }
 
@@ -108,7 +108,7 @@ impl Fields<'_> {
             Some(Mark::Value(old)) => *old != bytes,
             _ => true,
         };
-        if changed && !self.fresh {
+        if changed && !self.fresh() {
             self.op("add", name, false, &bytes);
         }
         self.set_mark(Mark::Value(bytes));
@@ -121,7 +121,7 @@ impl Fields<'_> {
             Some(Mark::Log(n)) => Some(*n),
             _ => None,
         };
-        if !self.fresh {
+        if !self.fresh() {
             match seen {
                 Some(n) if n <= items.len() => {
                     for item in &items[n..] {
@@ -138,6 +138,10 @@ impl Fields<'_> {
             }
         }
         self.set_mark(Mark::Log(items.len()));
+    }
+
+    fn fresh(&self) -> bool {
+        self.visited.is_some()
     }
 
     fn visit(&mut self, name: &str) {
