@@ -4,6 +4,7 @@
 //! them (faithfulness; citation precision and recall as ALCE defines them).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use agentloop_core::JsonSchema;
 use agentloop_retrieval::Passage;
@@ -184,9 +185,12 @@ impl Evidence {
 }
 
 /// `[3]`, `[1, 4]`, `[2][5]`: the citation markers of a text.
-fn markers() -> Regex {
-    #[allow(clippy::unwrap_used)] // a constant pattern
-    Regex::new(r"\[(\d+(?:\s*,\s*\d+)*)\]").unwrap()
+fn markers() -> &'static Regex {
+    static MARKERS: LazyLock<Regex> = LazyLock::new(|| {
+        #[allow(clippy::unwrap_used)] // a constant pattern
+        Regex::new(r"\[(\d+(?:\s*,\s*\d+)*)\]").unwrap()
+    });
+    &MARKERS
 }
 
 /// The numbers cited in `text`, in order of first appearance.
