@@ -215,6 +215,16 @@ impl AgentSpec for ReferenceLoop {
         Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log })
     }
 
+    /// An input sent whole (the server's API) may not name the call log:
+    /// a file agentloop itself appends to, outside any sandbox, is chosen
+    /// only on the command line.
+    fn prepare(input: Input, _data_dir: &Path) -> Result<Input> {
+        if input.call_log.is_some() {
+            return Err(Error::other("`callLog` is set only by `agentloop run bench-engine --call-log FILE`, never through the API"));
+        }
+        Ok(input)
+    }
+
     fn runner(env: &AgentEnv, input: &Input) -> Result<Runner<LoopState>> {
         runner(env.store.clone(), input)
     }

@@ -47,6 +47,7 @@ pub async fn run(env: &BenchEnv, args: ServerArgs) -> Result<()> {
         data_dir: scratch.clone(),
         models: Arc::new(|| Ok(Models::none())),
         token: None,
+        allowed_hosts: Vec::new(),
         sandbox: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

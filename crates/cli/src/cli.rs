@@ -99,9 +99,17 @@ pub enum CorpusCommand {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Where to listen. Any address but loopback requires the token printed at start.
+    /// Where to listen.
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub addr: std::net::SocketAddr,
+    /// Serve without a token: any program or web page that can reach the
+    /// address may then start commands as you. Loopback only.
+    #[arg(long)]
+    pub no_token: bool,
+    /// A host name (besides IP addresses and localhost) the server answers
+    /// to, e.g. the machine's name on your network. Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

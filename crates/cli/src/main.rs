@@ -52,7 +52,7 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
     match command {
         Command::Bench(cmd) => bench::run(&app.config, cmd).await,
         Command::Models(ModelsCommand::List(f)) => models::list(&app.config, f.json),
-        Command::Serve(args) => serve::run(&app, args.addr).await,
+        Command::Serve(args) => serve::run(&app, args).await,
         Command::Corpus(cmd) => corpus::run(&app, cmd),
         Command::Sandbox(args) => sandbox::run(&app.config, args),
         Command::Stats(f) => stats::run(&*app.store()?, f.json),

@@ -204,16 +204,22 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", endpoint.uri())).unwrap();
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
-    let _server = Killed(
-        Command::new(env!("CARGO_BIN_EXE_agentloop"))
-            .args(["--data-dir", dir.path().to_str().unwrap(), "--config", config.to_str().unwrap(), "serve", "--addr", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["--data-dir", dir.path().to_str().unwrap(), "--config", config.to_str().unwrap(), "serve", "--addr", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first line is the login URL with this start's token, on loopback too.
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(serve.stdout.take().unwrap()), &mut first).unwrap();
+    let _server = Killed(serve);
+    let login = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no login URL in {first:?}")).to_string();
+    let token = login.split("token=").nth(1).unwrap().to_string();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
     let driver_port = free_port();
     let _driver = Killed(Command::new("chromedriver").arg(format!("--port={driver_port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
-    let http = reqwest::Client::new();
     for _ in 0..100 {
         let up = http.get(format!("{base}/api/agents")).send().await.is_ok() && http.get(format!("http://127.0.0.1:{driver_port}/status")).send().await.is_ok();
         if up {
@@ -221,12 +227,14 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert_eq!(reqwest::get(format!("{base}/api/agents")).await.unwrap().status(), reqwest::StatusCode::UNAUTHORIZED, "no token, no answer");
     let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/web-ui");
     let b = Browser::open(&format!("http://127.0.0.1:{driver_port}"), shots).await;
 
-    // A new session from the form generated from the planner's input schema.
+    // The login URL sets the cookie; then a new session from the form
+    // generated from the planner's input schema.
     let root = workspace(dir.path(), "from-form");
-    b.go(&format!("{base}/")).await;
+    b.go(&login).await;
     b.until("the empty list", "return document.querySelector('#sessions-empty') && !document.querySelector('#sessions-empty').hidden").await;
     b.click("#new-session").await;
     b.until("the planner's form", "return document.querySelector('#new-agent option[value=planner]')").await;

@@ -23,9 +23,9 @@ pub use error::ApiError;
 pub use state::{AppState, ModelsFactory, ServerConfig};
 
 /// The largest request body taken (a new session's input, an answer).
-const BODY_LIMIT: usize = 256 * 1024;
+pub(crate) const BODY_LIMIT: usize = 256 * 1024;
 
-/// Every route, with the token and origin guard.
+/// Every route, behind the guard (host, token, origin, body type: `auth`).
 pub fn router(config: ServerConfig) -> Router {
     let app = AppState::new(config);
     Router::new()
@@ -65,7 +65,7 @@ pub async fn serve(listener: tokio::net::TcpListener, config: ServerConfig) -> s
     axum::serve(listener, router(config)).await
 }
 
-/// A fresh random token for a non-loopback bind.
+/// A fresh random token, made at each start.
 pub fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }

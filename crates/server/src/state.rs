@@ -27,8 +27,12 @@ pub struct ServerConfig {
     pub reads: Arc<dyn Store>,
     pub data_dir: PathBuf,
     pub models: ModelsFactory,
-    /// Required on every request when set (any bind but loopback).
+    /// Required on every request when set (`serve` makes one at each
+    /// start unless `--no-token`).
     pub token: Option<String>,
+    /// Host names besides IP addresses and `localhost` that requests may
+    /// name (`serve --allow-host`).
+    pub allowed_hosts: Vec<String>,
     /// `[sandbox]`: how the commands of sessions started here are confined.
     pub sandbox: agentloop_tools::SandboxConfig,
 }

@@ -70,6 +70,7 @@ async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
         data_dir: dir.path().to_path_buf(),
         models: Arc::new(move || Ok(Models::new(model.clone()))),
         token: token.map(String::from),
+        allowed_hosts: Vec::new(),
         sandbox: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -378,11 +379,52 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
 }
 
 #[tokio::test]
-async fn a_body_over_the_limit_is_refused() {
+async fn a_body_over_the_limit_is_refused_in_a_sentence() {
     let s = start_server(planner_model(Duration::ZERO), None).await;
     let huge = json!({"agent": "planner", "input": {"goal": "x".repeat(300 * 1024)}});
     let r = s.http.post(s.url("/api/sessions")).json(&huge).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("256 KiB"), "{v}");
+}
+
+/// A page on another site that re-points its own name at this machine
+/// (DNS rebinding) sends that name as the host, and its origin matches it.
+#[tokio::test]
+async fn a_rebound_name_a_plain_text_body_and_a_call_log_from_the_api_are_refused() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let port = s.base.rsplit(':').next().unwrap().to_string();
+    let marker = s.dir.path().join("rebound");
+    let input = json!({"agent": "planner", "input": {"root": s.dir.path(), "goal": "g", "approve": "all"}});
+    let rebound = s
+        .http
+        .post(s.url("/api/sessions"))
+        .header("host", format!("evil.example:{port}"))
+        .header("origin", format!("http://evil.example:{port}"))
+        .header("content-type", "text/plain")
+        .body(input.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert!(rebound.json::<Value>().await.unwrap()["error"].as_str().unwrap().contains("--allow-host"));
+    let read = s.http.get(s.url("/api/sessions")).header("host", format!("evil.example:{port}")).send().await.unwrap();
+    assert_eq!(read.status(), StatusCode::MISDIRECTED_REQUEST, "reads are refused too");
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let ok = s.http.get(s.url("/api/agents")).header("host", host.clone()).send().await.unwrap();
+        assert_eq!(ok.status(), StatusCode::OK, "{host}");
+    }
+
+    let plain = s.http.post(s.url("/api/sessions")).header("content-type", "text/plain").body(input.to_string()).send().await.unwrap();
+    assert_eq!(plain.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let untyped = s.http.post(s.url("/api/sessions/x/pause")).send().await.unwrap();
+    assert_eq!(untyped.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "a POST without a type is refused too");
+
+    let (status, v) = s.post("/api/sessions", json!({"agent": "bench-engine", "input": {"iterations": 1, "calls": true, "callLog": marker}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("callLog"), "{v}");
+    assert!(!marker.exists());
+    assert_eq!(s.http.get(s.url("/api/sessions")).send().await.unwrap().json::<Value>().await.unwrap()["total"], 0, "nothing was started");
 }
 
 #[tokio::test]

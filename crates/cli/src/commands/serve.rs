@@ -1,19 +1,23 @@
 //! `agentloop serve`: the web UI and HTTP API on this data dir.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_llm::build_models;
 use agentloop_server::{is_loopback, new_token, ServerConfig};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::app::App;
+use crate::cli::ServeArgs;
 
-pub async fn run(app: &App, addr: SocketAddr) -> Result<ExitCode> {
+pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
+    let addr = args.addr;
+    if args.no_token && !is_loopback(&addr) {
+        bail!("--no-token is only for a loopback address: on {addr} anyone on the network could run commands as you; drop --no-token and use the printed login URL");
+    }
     let store = app.store()?;
     let (specs, data_dir, log) = (app.config.models.clone(), app.config.data_dir.clone(), app.config.debug_log.clone());
-    let token = (!is_loopback(&addr)).then(new_token);
+    let token = (!args.no_token).then(new_token);
     let config = ServerConfig {
         registry: app.registry.clone(),
         store,
@@ -21,13 +25,17 @@ pub async fn run(app: &App, addr: SocketAddr) -> Result<ExitCode> {
         data_dir: app.config.data_dir.clone(),
         models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref())),
         token: token.clone(),
+        allowed_hosts: args.allowed_hosts,
         sandbox: app.config.sandbox.clone(),
     };
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (is another server there?)"))?;
     let bound = listener.local_addr()?;
     match &token {
-        Some(t) => println!("agentloop serving on http://{bound}/login?token={t}\n(this address is reachable from other machines: keep the URL to yourself)"),
-        None => println!("agentloop serving on http://{bound}/"),
+        Some(t) => {
+            println!("agentloop serving on http://{bound}/login?token={t}");
+            println!("(open that URL once; API clients send `Authorization: Bearer {t}`; keep it to yourself)");
+        }
+        None => println!("agentloop serving on http://{bound}/ with no token: any program or page that reaches {bound} can run commands as you"),
     }
     println!("sessions: {}", app.config.db_path().display());
     tokio::select! {
