@@ -61,8 +61,8 @@ pub async fn run(sandbox: &Sandbox, command: &str, timeout: Duration) -> Result<
     let fail = |message: String| Error::Tool { tool: "run_command".into(), message };
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // The sandbox puts the command in a session (and so a process group) of its own.
     sandbox.confine(cmd.as_std_mut());
-    cmd.process_group(0);
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| fail(format!("cannot start `sh` ({e})")))?;
     let group = KillGroupOnDrop(child.id());

@@ -6,8 +6,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use std::io::Read;
+
 use crate::edit::{apply_edits, Edit};
-use crate::jail::Workspace;
+use crate::jail::{Open, Workspace};
 
 /// Files larger than this are refused by `read_file`: a model cannot use
 /// them whole, and the journal would keep every copy.
@@ -19,6 +21,24 @@ fn input<T: for<'de> Deserialize<'de>>(tool: &str, input: Value) -> Result<T> {
 
 fn io_error(tool: &str, path: &str, what: &str, e: std::io::Error) -> Error {
     Error::Tool { tool: tool.into(), message: format!("cannot {what} `{path}` ({e})") }
+}
+
+/// The text of `path`, read through the jail; refused when larger than
+/// [`MAX_READ_BYTES`] or not UTF-8 text.
+pub fn read_text(ws: &Workspace, tool: &str, path: &str) -> Result<String> {
+    let file = ws.open(path, Open::Read).map_err(|e| e.for_tool(tool, path, "read"))?;
+    let len = file.metadata().map_err(|e| io_error(tool, path, "read", e))?.len();
+    if len > MAX_READ_BYTES {
+        return Err(Error::Tool { tool: tool.into(), message: format!("`{path}` is {len} bytes, more than the {MAX_READ_BYTES} a read may return") });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io_error(tool, path, "read", e))?;
+    // A NUL byte is valid UTF-8 but never text (archives, images pad
+    // with it), and no model prompt can hold one.
+    String::from_utf8(bytes)
+        .ok()
+        .filter(|text| !text.contains('\0'))
+        .ok_or_else(|| Error::Tool { tool: tool.into(), message: format!("`{path}` is binary, not UTF-8 text") })
 }
 
 pub struct ReadFile(pub Workspace);
@@ -44,21 +64,7 @@ impl Tool for ReadFile {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let PathInput { path } = input(self.name(), value)?;
-        let real = self.0.resolve(&path)?;
-        let meta = std::fs::metadata(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
-        if meta.len() > MAX_READ_BYTES {
-            return Err(Error::Tool {
-                tool: self.name().into(),
-                message: format!("`{path}` is {} bytes, more than the {MAX_READ_BYTES} a read may return", meta.len()),
-            });
-        }
-        let bytes = std::fs::read(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
-        // A NUL byte is valid UTF-8 but never text (archives, images pad
-        // with it), and no model prompt can hold one.
-        let content = String::from_utf8(bytes)
-            .ok()
-            .filter(|text| !text.contains('\0'))
-            .ok_or_else(|| Error::Tool { tool: self.name().into(), message: format!("`{path}` is binary, not UTF-8 text") })?;
+        let content = read_text(&self.0, self.name(), &path)?;
         Ok(json!({"path": path, "content": content}))
     }
 }
@@ -88,11 +94,7 @@ impl Tool for WriteFile {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let WriteInput { path, content } = input(self.name(), value)?;
-        let real = self.0.resolve(&path)?;
-        if let Some(parent) = real.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(self.name(), &path, "create the folder of", e))?;
-        }
-        std::fs::write(&real, content.as_bytes()).map_err(|e| io_error(self.name(), &path, "write", e))?;
+        self.0.write(&path, content.as_bytes()).map_err(|e| e.for_tool(self.name(), &path, "write"))?;
         Ok(json!({"path": path, "bytes": content.len()}))
     }
 }
@@ -115,19 +117,9 @@ impl Tool for ListDir {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let PathInput { path } = input(self.name(), value)?;
-        let real = self.0.resolve(&path)?;
-        let entries = std::fs::read_dir(&real).map_err(|e| io_error(self.name(), &path, "list", e))?;
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    format!("{name}/")
-                } else {
-                    name
-                }
-            })
-            .collect();
+        let dir = self.0.open(&path, Open::Dir).map_err(|e| e.for_tool(self.name(), &path, "list"))?;
+        let entries = crate::beneath::list(&dir).map_err(|e| io_error(self.name(), &path, "list", e))?;
+        let mut names: Vec<String> = entries.into_iter().map(|(name, is_dir)| if is_dir { format!("{name}/") } else { name }).collect();
         names.sort();
         Ok(json!({"path": path, "entries": names}))
     }
@@ -151,8 +143,7 @@ impl Tool for CreateDir {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let PathInput { path } = input(self.name(), value)?;
-        let real = self.0.resolve(&path)?;
-        std::fs::create_dir_all(&real).map_err(|e| io_error(self.name(), &path, "create the folder", e))?;
+        self.0.create_dir_all(&path).map_err(|e| e.for_tool(self.name(), &path, "create the folder"))?;
         Ok(json!({"path": path, "created": true}))
     }
 }
@@ -185,10 +176,9 @@ impl Tool for EditFile {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let EditInput { path, edits } = input(self.name(), value)?;
-        let real = self.0.resolve(&path)?;
-        let before = std::fs::read_to_string(&real).map_err(|e| io_error(self.name(), &path, "read", e))?;
+        let before = read_text(&self.0, self.name(), &path)?;
         let after = apply_edits(&before, &edits).map_err(|message| Error::Tool { tool: self.name().into(), message: format!("`{path}`: {message}") })?;
-        std::fs::write(&real, after.as_bytes()).map_err(|e| io_error(self.name(), &path, "write", e))?;
+        self.0.write(&path, after.as_bytes()).map_err(|e| e.for_tool(self.name(), &path, "write"))?;
         Ok(json!({"path": path, "applied": edits.len()}))
     }
 }

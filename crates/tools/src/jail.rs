@@ -2,11 +2,21 @@
 //! workspace root and refused if it could lead outside — by `..`, by an
 //! absolute path elsewhere, by a symlink, or by a hard link (the same file
 //! reachable from outside, so a write would change it there too).
+//!
+//! [`Workspace::resolve`] checks a path and names the real file, for
+//! messages and plans; the tools themselves open through
+//! [`Workspace::open`], which the kernel resolves beneath the root in the
+//! same call (`beneath`), so nothing swapped in after a check can redirect
+//! them.
 
+use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use agentloop_core::{Error, Result};
+
+use crate::beneath;
+pub use crate::beneath::Open;
 
 /// A workspace root that tools may not leave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,17 +45,7 @@ impl Workspace {
     /// it), refused when it leads outside. The file need not exist; its
     /// nearest existing ancestor is what gets checked then.
     pub fn resolve(&self, path: &str) -> Result<PathBuf> {
-        if path.trim().is_empty() {
-            return Err(refuse(path, "the path is empty"));
-        }
-        if path.contains('\0') {
-            return Err(refuse(path, "the path contains a NUL byte"));
-        }
-        let joined = self.root.join(path);
-        let lexical = normalize(&joined).ok_or_else(|| refuse(path, "it climbs above the file system's root"))?;
-        if !lexical.starts_with(&self.root) {
-            return Err(refuse(path, "it is outside the workspace"));
-        }
+        let lexical = self.root.join(self.relative(path)?);
         // Follow what exists: symlinks anywhere on the way are resolved and
         // must land inside too.
         let (existing, rest) = split_existing(&lexical);
@@ -61,6 +61,71 @@ impl Workspace {
             }
         }
         Ok(full)
+    }
+
+    /// Opens `path` beneath the root in one step the kernel checks. A file
+    /// opened to read or write must be a regular file with no other hard
+    /// link; a write starts from an empty file.
+    pub fn open(&self, path: &str, how: Open) -> std::result::Result<File, OpenError> {
+        let file = self.beneath(path, |rel, links| beneath::open(&self.root, rel, how, links))?;
+        if matches!(how, Open::Read | Open::Write) {
+            let meta = file.metadata().map_err(OpenError::Io)?;
+            if !meta.is_file() {
+                return Err(OpenError::Refused(refuse(path, "it is not a regular file")));
+            }
+            if meta.nlink() > 1 {
+                return Err(OpenError::Refused(refuse(path, "the file has other hard links, which may be outside the workspace")));
+            }
+            if matches!(how, Open::Write) {
+                file.set_len(0).map_err(OpenError::Io)?;
+            }
+        }
+        Ok(file)
+    }
+
+    /// Makes the folder `path` and those above it, beneath the root.
+    pub fn create_dir_all(&self, path: &str) -> std::result::Result<(), OpenError> {
+        self.beneath(path, |rel, links| beneath::create_dir_all(&self.root, rel, links))
+    }
+
+    /// Writes `content` to `path`, making its folder first.
+    pub fn write(&self, path: &str, content: &[u8]) -> std::result::Result<(), OpenError> {
+        self.relative(path)?;
+        let parent = Path::new(path).parent().map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty());
+        if let Some(parent) = parent {
+            self.create_dir_all(&parent)?;
+        }
+        let mut file = self.open(path, Open::Write)?;
+        std::io::Write::write_all(&mut file, content).map_err(OpenError::Io)
+    }
+
+    /// Runs `op` on `path` relative to the root, letting the kernel follow
+    /// only relative symlinks that stay beneath it. The kernel refuses an
+    /// absolute symlink even when it points inside, so such a path is
+    /// resolved here first and `op` runs again on the real path with no
+    /// symlink allowed: whatever is swapped in meanwhile, it stays beneath.
+    fn beneath<T>(&self, path: &str, op: impl Fn(&Path, beneath::Links) -> std::io::Result<T>) -> std::result::Result<T, OpenError> {
+        let rel = self.relative(path)?;
+        match op(&rel, beneath::Links::Beneath) {
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                let real = self.resolve(path)?;
+                let real_rel = real.strip_prefix(&self.root).map_err(|_| refuse(path, "it is outside the workspace"))?;
+                op(real_rel, beneath::Links::None).map_err(|e| escape(path, e))
+            }
+            other => other.map_err(|e| escape(path, e)),
+        }
+    }
+
+    /// `path` relative to the root, checked without touching the disk.
+    fn relative(&self, path: &str) -> Result<PathBuf> {
+        if path.trim().is_empty() {
+            return Err(refuse(path, "the path is empty"));
+        }
+        if path.contains('\0') {
+            return Err(refuse(path, "the path contains a NUL byte"));
+        }
+        let lexical = normalize(&self.root.join(path)).ok_or_else(|| refuse(path, "it climbs above the file system's root"))?;
+        lexical.strip_prefix(&self.root).map(Path::to_path_buf).map_err(|_| refuse(path, "it is outside the workspace"))
     }
 
     /// `path` as the model should see it: relative to the root.
@@ -123,6 +188,38 @@ pub struct Entry {
     /// Relative to the root.
     pub path: String,
     pub is_dir: bool,
+}
+
+/// Why a file could not be opened: the jail refused it, or the system failed.
+#[derive(Debug)]
+pub enum OpenError {
+    Refused(Error),
+    Io(std::io::Error),
+}
+
+impl From<Error> for OpenError {
+    fn from(e: Error) -> Self {
+        OpenError::Refused(e)
+    }
+}
+
+impl OpenError {
+    /// The error a tool reports: the refusal as it is, or "cannot `what` `path`".
+    pub fn for_tool(self, tool: &str, path: &str, what: &str) -> Error {
+        match self {
+            OpenError::Refused(e) => e,
+            OpenError::Io(e) => Error::Tool { tool: tool.into(), message: format!("cannot {what} `{path}` ({e})") },
+        }
+    }
+}
+
+/// A failed open beneath the root: leaving it is a refusal, the rest the system's.
+fn escape(path: &str, e: std::io::Error) -> OpenError {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) => OpenError::Refused(refuse(path, "a symlink or `..` on the way leads outside the workspace")),
+        Some(libc::ELOOP) => OpenError::Refused(refuse(path, "a symlink on the way cannot be followed safely")),
+        _ => OpenError::Io(e),
+    }
 }
 
 fn refuse(path: &str, why: &str) -> Error {

@@ -5,6 +5,7 @@
 //! session (`python`) keeps its variables between runs.
 
 mod approval;
+mod beneath;
 mod command;
 mod edit;
 mod files;
@@ -19,8 +20,8 @@ use agentloop_core::Tools;
 pub use approval::{ApprovalPolicy, Approvals, Verdict};
 pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
-pub use files::{CreateDir, EditFile, ListDir, ReadFile, WriteFile};
-pub use jail::{Entry, Workspace};
+pub use files::{read_text, CreateDir, EditFile, ListDir, ReadFile, WriteFile};
+pub use jail::{Entry, Open, OpenError, Workspace};
 pub use python::{Execution, PyError, Python, PythonSession};
 pub use sandbox::{Sandbox, SandboxConfig};
 

@@ -103,6 +103,45 @@ async fn a_hard_link_to_a_file_outside_is_refused() {
     assert_eq!(std::fs::read_to_string(s.outside.join("secret.txt")).unwrap(), "do not read");
 }
 
+/// A folder and a symlink leading out swap places over and over while the
+/// tools write and make folders through that name: a check followed by a
+/// second open by path would sometimes write outside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapping_a_folder_for_a_symlink_mid_call_never_gets_a_write_outside() {
+    let s = setup();
+    let root = s.ws.root().to_path_buf();
+    std::fs::create_dir(root.join("d")).unwrap();
+    symlink(&s.outside, root.join("swap")).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, root) = (stop.clone(), root.clone());
+        std::thread::spawn(move || {
+            let (a, b) =
+                (std::ffi::CString::new(root.join("d").to_str().unwrap()).unwrap(), std::ffi::CString::new(root.join("swap").to_str().unwrap()).unwrap());
+            let mut swaps = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || swaps < 10_000 {
+                // SAFETY: both paths are NUL-ended and outlive the call.
+                let r = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+                assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (write, mkdir) = (WriteFile(s.ws.clone()), CreateDir(s.ws.clone()));
+    let mut written = 0;
+    for i in 0..3000 {
+        written += write.call(json!({"path": format!("d/f{i}.txt"), "content": "x"})).await.is_ok() as usize;
+        let _ = mkdir.call(json!({"path": format!("d/sub{i}/deeper")})).await;
+        let _ = ReadFile(s.ws.clone()).call(json!({"path": "d/secret.txt"})).await.map(|v| assert_ne!(v["content"], "do not read"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    let outside: Vec<_> = std::fs::read_dir(&s.outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(outside, [std::ffi::OsString::from("secret.txt")], "after {swaps} swaps and {written} writes inside");
+    assert!(swaps >= 10_000 && written > 0, "{swaps} swaps, {written} writes");
+}
+
 #[test]
 fn a_missing_workspace_is_a_clear_error() {
     let err = Workspace::new("/no/such/workspace").unwrap_err().to_string();

@@ -430,7 +430,7 @@ fn fence_for(path: &str) -> &'static str {
 /// A text file of the workspace, if it exists and the jail allows it (one
 /// holding a NUL byte is binary, and no prompt can hold it).
 fn read(ws: &Workspace, path: &str) -> Option<String> {
-    ws.resolve(path).ok().and_then(|p| std::fs::read_to_string(p).ok()).filter(|text| !text.contains('\0'))
+    agentloop_tools::read_text(ws, "read_file", path).ok()
 }
 
 /// Each changed file before and after, for REVIEW.

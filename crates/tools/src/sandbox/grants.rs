@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 
 /// The paths that together cover `root` except every `denied` path.
 /// Paths are compared canonically, so a symlink into a denied folder is
-/// split like the folder itself.
-pub fn around(root: &Path, denied: &[PathBuf]) -> Vec<PathBuf> {
+/// split like the folder itself. Each `enumerated` folder is always split
+/// into its entries, so an entry made in it later is not covered.
+pub fn around(root: &Path, denied: &[PathBuf], enumerated: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    split(&root, denied, &mut out, 0);
+    let mut cut: Vec<PathBuf> = denied.to_vec();
+    // A path below each enumerated folder that no entry is: the folder is
+    // split, and none of its entries is dropped for it.
+    cut.extend(enumerated.iter().map(|e| e.join("\0")));
+    split(&root, &cut, &mut out, 0);
     out
 }
 
@@ -48,11 +53,13 @@ mod tests {
         }
         std::fs::write(root.join("home/notes.txt"), "").unwrap();
         std::os::unix::fs::symlink(root.join("home/.ssh"), root.join("etc/keys")).unwrap();
-        let got = around(&root, &[root.join("home/.ssh")]);
+        let got = around(&root, &[root.join("home/.ssh")], &[]);
         assert_eq!(got, vec![root.join("etc"), root.join("home/code"), root.join("home/notes.txt")]);
         // A symlink into the denied folder inside a granted one is not followed
         // by the grant, but a grant on the link itself is split like the target.
-        assert!(around(&root.join("etc/keys"), &[root.join("home/.ssh")]).is_empty());
-        assert_eq!(around(&root, &[]), vec![root.clone()]);
+        assert!(around(&root.join("etc/keys"), &[root.join("home/.ssh")], &[]).is_empty());
+        assert_eq!(around(&root, &[], &[]), vec![root.clone()]);
+        // An enumerated folder is granted by its entries even with nothing denied in it.
+        assert_eq!(around(&root.join("home"), &[], &[root.join("home")]), vec![root.join("home/.ssh"), root.join("home/code"), root.join("home/notes.txt")]);
     }
 }

@@ -1,13 +1,17 @@
 //! The OS sandbox every command an agent runs goes through: it may write
 //! only in its workspace and a private temp folder, read the system but not
 //! the user's secrets, and — unless the network is switched on — open no
-//! socket but a local Unix one. Linux enforces it (Landlock for files,
-//! seccomp for sockets), so nothing the command starts can step out either.
+//! socket but a local Unix one. It runs in a session of its own with no
+//! controlling terminal and no capabilities. Linux enforces it (Landlock
+//! for files, seccomp for sockets and terminal requests, an emptied
+//! capability bounding set), so nothing the command starts can step out
+//! either.
 //! A kernel without Landlock is refused with one clear sentence, never run
 //! unconfined behind the user's back: `mode = "off"` is the only way out.
 
 mod grants;
 mod landlock;
+mod privileges;
 mod refusal;
 mod seccomp;
 
@@ -20,8 +24,39 @@ use serde::{Deserialize, Serialize};
 
 pub use landlock::abi as landlock_abi;
 
-/// Under the user's home: what commands never get to read.
-pub const HOME_SECRETS: [&str; 10] = [".ssh", ".gnupg", ".aws", ".config/gh", ".config/gcloud", ".azure", ".docker", ".kube", ".netrc", ".git-credentials"];
+/// Under the user's home: what commands never get to read, even inside a
+/// dot-folder they may read.
+pub const HOME_SECRETS: [&str; 11] =
+    [".ssh", ".gnupg", ".aws", ".config/gh", ".config/gcloud", ".azure", ".docker", ".kube", ".netrc", ".git-credentials", ".local/share/keyrings"];
+
+/// The home's dot-entries commands may read by default: toolchains and the
+/// shell's own settings. Every other dot-entry of the home — one created
+/// during a session too — stays unreadable unless `[sandbox] read_home`
+/// names it.
+pub const HOME_TOOLCHAINS: [&str; 22] = [
+    ".cargo",
+    ".rustup",
+    ".local",
+    ".cache",
+    ".npm",
+    ".nvm",
+    ".pyenv",
+    ".rbenv",
+    ".gem",
+    ".m2",
+    ".gradle",
+    ".sdkman",
+    ".deno",
+    ".bun",
+    ".dotnet",
+    ".conda",
+    ".condarc",
+    ".profile",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".gitconfig",
+];
 
 /// Devices every program expects to open.
 const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
@@ -34,6 +69,14 @@ pub struct SandboxConfig {
     pub network: Network,
     /// More paths commands may not read (`~/` is the home folder).
     pub deny_read: Vec<PathBuf>,
+    /// Dot-entries of the home commands may read besides [`HOME_TOOLCHAINS`]
+    /// (`".m2"`, `".config"`); secrets inside them stay out.
+    pub read_home: Vec<String>,
+    /// When not empty, the only environment variables commands get (besides
+    /// their temp folder's): the user's choice wins over the secret filter.
+    pub env_allow: Vec<String>,
+    /// Variables commands never get, besides those that look secret.
+    pub env_deny: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +105,11 @@ pub struct Policy {
     pub temp: PathBuf,
     /// Existing paths no command may read.
     pub deny_read: Vec<PathBuf>,
+    /// Folders granted entry by entry (the home): what is created in them
+    /// later is not readable.
+    pub enumerated: Vec<PathBuf>,
+    /// The entries of `enumerated` folders granted when the policy was built.
+    pub enumerated_grants: Vec<PathBuf>,
     pub network: bool,
     /// False for a command that may only look: the workspace is then read,
     /// never written (the temp folder stays writable).
@@ -91,16 +139,26 @@ impl Policy {
         self.deny_read.iter().find(|d| path.starts_with(d) && root.is_none_or(|r| d.starts_with(r))).map(PathBuf::as_path)
     }
 
+    /// The folder granted entry by entry that `path` lies under, when its
+    /// entry there was not granted (hidden, or made after the policy).
+    pub fn ungranted(&self, path: &Path) -> Option<&Path> {
+        if self.roots().iter().any(|r| path.starts_with(r)) {
+            return None;
+        }
+        let folder = self.enumerated.iter().find(|e| path.starts_with(e) && path != e.as_path())?;
+        (!self.enumerated_grants.iter().any(|g| path.starts_with(g))).then_some(folder.as_path())
+    }
+
     pub fn writable(&self, path: &Path) -> bool {
         self.roots().iter().any(|r| path.starts_with(r) && self.access(r) == landlock::Access::Write) && self.secret(path).is_none()
     }
 
     fn grants(&self) -> Vec<(PathBuf, landlock::Access)> {
         let mut out: Vec<(PathBuf, landlock::Access)> =
-            grants::around(Path::new("/"), &self.deny_read).into_iter().map(|p| (p, landlock::Access::Read)).collect();
+            grants::around(Path::new("/"), &self.deny_read, &self.enumerated).into_iter().map(|p| (p, landlock::Access::Read)).collect();
         for root in self.roots() {
             let inside: Vec<PathBuf> = self.deny_read.iter().filter(|d| d.starts_with(root)).cloned().collect();
-            out.extend(grants::around(root, &inside).into_iter().map(|p| (p, self.access(root))));
+            out.extend(grants::around(root, &inside, &[]).into_iter().map(|p| (p, self.access(root))));
         }
         out.extend(DEVICES.iter().map(|d| (PathBuf::from(d), landlock::Access::Device)));
         out
@@ -116,6 +174,7 @@ pub struct Sandbox {
 
 struct Inner {
     policy: Policy,
+    env: EnvFilter,
     /// `None` when the user switched the sandbox off.
     enforced: Option<Enforced>,
     _temp: tempfile::TempDir,
@@ -124,7 +183,9 @@ struct Inner {
 struct Enforced {
     abi: u32,
     ruleset: landlock::Ruleset,
-    filter: Option<seccomp::Filter>,
+    filter: seccomp::Filter,
+    /// agentloop runs as root: the command's capabilities must be dropped.
+    root: bool,
 }
 
 impl Sandbox {
@@ -136,8 +197,16 @@ impl Sandbox {
             workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
         let (temp, temp_path) = private_temp()?;
         let mut denied: Vec<PathBuf> = Vec::new();
+        let home = home.and_then(|h| h.canonicalize().ok());
+        let home = home.as_deref();
         if let Some(home) = home {
             denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+            denied.extend(
+                hidden_entries(home)
+                    .into_iter()
+                    .filter(|name| !HOME_TOOLCHAINS.contains(&name.as_str()) && !config.read_home.contains(name))
+                    .map(|n| home.join(n)),
+            );
         }
         denied.extend(data_dir.map(Path::to_path_buf));
         denied.extend(config.deny_read.iter().map(|p| match (p.strip_prefix("~"), home) {
@@ -147,8 +216,17 @@ impl Sandbox {
         let mut deny_read: Vec<PathBuf> = denied.iter().filter_map(|p| p.canonicalize().ok()).collect();
         deny_read.sort();
         deny_read.dedup();
-        let policy = Policy { workspace, temp: temp_path, deny_read, network: config.network == Network::On, workspace_writable: true };
-        Self::build(policy, temp, config.mode)
+        let enumerated: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
+        let enumerated_grants = enumerated
+            .iter()
+            .filter_map(|e| std::fs::read_dir(e).ok())
+            .flat_map(|entries| entries.filter_map(|entry| entry.ok().map(|entry| entry.path())))
+            .filter(|p| !deny_read.iter().any(|d| p.starts_with(d) || d == p))
+            .collect();
+        let policy =
+            Policy { workspace, temp: temp_path, deny_read, enumerated, enumerated_grants, network: config.network == Network::On, workspace_writable: true };
+        let env = EnvFilter { allow: config.env_allow.clone(), deny: config.env_deny.clone() };
+        Self::build(policy, env, temp, config.mode)
     }
 
     /// The same sandbox for commands that may only look: they read the
@@ -157,12 +235,12 @@ impl Sandbox {
     pub fn read_only(&self) -> Result<Self> {
         let (temp, temp_path) = private_temp()?;
         let policy = Policy { temp: temp_path, workspace_writable: false, ..self.inner.policy.clone() };
-        Self::build(policy, temp, if self.confines() { Mode::On } else { Mode::Off })
+        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off })
     }
 
-    fn build(policy: Policy, temp: tempfile::TempDir, mode: Mode) -> Result<Self> {
+    fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode) -> Result<Self> {
         if mode == Mode::Off {
-            return Ok(Self { inner: Arc::new(Inner { policy, enforced: None, _temp: temp }) });
+            return Ok(Self { inner: Arc::new(Inner { policy, env, enforced: None, _temp: temp }) });
         }
         let abi = landlock::abi().map_err(|e| {
             Error::other(format!(
@@ -171,8 +249,10 @@ impl Sandbox {
         })?;
         let ruleset = landlock::Ruleset::new(abi, &policy.grants(), !policy.network)
             .map_err(|e| Error::other(format!("cannot build the sandbox's Landlock rules ({e})")))?;
-        let filter = (!policy.network).then(seccomp::Filter::no_network);
-        Ok(Self { inner: Arc::new(Inner { policy, enforced: Some(Enforced { abi, ruleset, filter }), _temp: temp }) })
+        let filter = seccomp::Filter::new(policy.network);
+        // SAFETY: geteuid only reads the caller's id.
+        let root = unsafe { libc::geteuid() } == 0;
+        Ok(Self { inner: Arc::new(Inner { policy, env, enforced: Some(Enforced { abi, ruleset, filter, root }), _temp: temp }) })
     }
 
     /// [`Sandbox::new`] for the person running agentloop: their `$HOME`.
@@ -192,26 +272,29 @@ impl Sandbox {
 
     /// Prepares `cmd` to run confined: an environment without secrets and
     /// with the private temp folder, and the restrictions applied in the
-    /// child just before it becomes the command.
+    /// child just before it becomes the command. Whatever the mode, the
+    /// command starts a session of its own with no controlling terminal,
+    /// so it cannot type into the user's (its process group is the
+    /// session: kill `-pid` reaches all it started there).
     pub fn confine(&self, cmd: &mut std::process::Command) {
-        cmd.env_clear().envs(std::env::vars().filter(|(name, _)| !looks_secret(name)));
-        if self.inner.enforced.is_none() {
-            return;
-        }
-        for var in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(var, &self.inner.policy.temp);
+        cmd.env_clear().envs(std::env::vars().filter(|(name, value)| self.inner.env.passes(name, value)));
+        if self.inner.enforced.is_some() {
+            for var in ["TMPDIR", "TMP", "TEMP"] {
+                cmd.env(var, &self.inner.policy.temp);
+            }
         }
         let inner = Arc::clone(&self.inner);
         // SAFETY: the closure makes system calls only (no allocation, no
         // locks), as code between fork and exec must.
         unsafe {
             cmd.pre_exec(move || {
-                let Some(enforced) = &inner.enforced else { return Ok(()) };
-                landlock::restrict_self(enforced.ruleset.raw_fd())?;
-                if let Some(filter) = &enforced.filter {
-                    filter.apply()?;
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
-                Ok(())
+                let Some(enforced) = &inner.enforced else { return Ok(()) };
+                privileges::drop_all(enforced.root)?;
+                landlock::restrict_self(enforced.ruleset.raw_fd())?;
+                enforced.filter.apply()
             });
         }
     }
@@ -234,7 +317,10 @@ impl Sandbox {
         let writes = if p.workspace_writable { format!("{} and the temp folder", p.workspace.display()) } else { "only the temp folder".to_string() };
         let mut lines = vec![format!("writes: {writes} {} (TMPDIR)", p.temp.display()), "reads: the whole system except the paths below".into()];
         lines.extend(p.deny_read.iter().map(|d| format!("  denied: {}", d.display())));
+        lines.extend(p.enumerated.iter().map(|e| format!("  denied: whatever is made in {} from now on", e.display())));
         lines.push(if p.network { "network: on".into() } else { "network: off (local Unix sockets only)".into() });
+        lines.push("terminal: none (a session of its own; TIOCSTI and TIOCLINUX refused)".into());
+        lines.push("capabilities: none (the bounding set is emptied when agentloop runs as root)".into());
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));
         lines
     }
@@ -248,11 +334,75 @@ fn private_temp() -> Result<(tempfile::TempDir, PathBuf)> {
     Ok((temp, path))
 }
 
-/// Variables whose names suggest credentials stay out of a command's
-/// environment.
-pub fn looks_secret(name: &str) -> bool {
+/// The names of the dot-entries directly in `home`.
+fn hidden_entries(home: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(home) else { return Vec::new() };
+    entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect()
+}
+
+/// Which of agentloop's environment variables a command gets.
+#[derive(Clone, Debug, Default)]
+struct EnvFilter {
+    allow: Vec<String>,
+    deny: Vec<String>,
+}
+
+impl EnvFilter {
+    fn passes(&self, name: &str, value: &str) -> bool {
+        if !self.allow.is_empty() {
+            return self.allow.iter().any(|a| a == name);
+        }
+        !self.deny.iter().any(|d| d == name) && !looks_secret(name, value)
+    }
+}
+
+/// Words that, anywhere in a variable's name, say it holds a credential.
+const SECRET_NAME_PARTS: [&str; 8] = ["KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "COOKIE", "SESSION", "AUTH"];
+/// Words that say so only as a whole `_`-separated part (`GITHUB_PAT`, not `PATH`).
+const SECRET_NAME_WORDS: [&str; 4] = ["PAT", "DSN", "PRIVATE", "CERT"];
+/// How well-known tokens begin.
+const SECRET_PREFIXES: [&str; 24] = [
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "xapp-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ya29.",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "-----BEGIN",
+];
+
+/// A variable that holds, or by its name probably holds, a credential:
+/// its name says so, or its value is a URL with a user in it
+/// (`postgres://user:pass@host`) or starts like a well-known token.
+pub fn looks_secret(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION", "AUTH"].iter().any(|w| upper.contains(w))
+    let named = SECRET_NAME_PARTS.iter().any(|w| upper.contains(w)) || upper.split('_').any(|part| SECRET_NAME_WORDS.contains(&part));
+    named || url_with_credentials(value) || SECRET_PREFIXES.iter().any(|p| value.trim_start().starts_with(p))
+}
+
+/// `scheme://user[:password]@host…` anywhere in `value` (a list of URLs too).
+fn url_with_credentials(value: &str) -> bool {
+    value.match_indices("://").any(|(i, _)| {
+        let authority = value[i + 3..].split(['/', '?', '#', ' ', ',', ';']).next().unwrap_or_default();
+        authority.contains('@')
+    })
 }
 
 #[cfg(test)]
@@ -260,9 +410,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secret_looking_names_are_dropped() {
-        assert!(looks_secret("OPENAI_API_KEY") && looks_secret("github_token") && looks_secret("AWS_SECRET_ACCESS_KEY"));
-        assert!(!looks_secret("PATH") && !looks_secret("HOME") && !looks_secret("CARGO_HOME"));
+    fn secrets_are_known_by_name_or_by_value() {
+        for name in ["OPENAI_API_KEY", "github_token", "AWS_SECRET_ACCESS_KEY", "PGPASS", "DB_PASS", "GITHUB_PAT", "SENTRY_DSN", "TLS_PRIVATE"] {
+            assert!(looks_secret(name, "x"), "{name}");
+        }
+        for value in ["postgres://user:pass@db:5432/app", "https://token@github.com/x.git", "sk-abc", "ghp_123", "github_pat_1", "xoxb-1", "AKIAIOSFODNN7"] {
+            assert!(looks_secret("SOMETHING", value), "{value}");
+        }
+        for (name, value) in [("PATH", "/usr/bin:/bin"), ("HOME", "/root"), ("CARGO_HOME", "/c"), ("PWD", "/w"), ("URL", "https://example.com/a@b")] {
+            assert!(!looks_secret(name, value), "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn the_allow_list_is_all_that_passes_and_the_deny_list_drops_more() {
+        let allow = EnvFilter { allow: vec!["PATH".into(), "DATABASE_URL".into()], deny: vec![] };
+        assert!(allow.passes("PATH", "/bin") && allow.passes("DATABASE_URL", "postgres://u:p@h/db") && !allow.passes("HOME", "/root"));
+        let deny = EnvFilter { allow: vec![], deny: vec!["INTERNAL_HOST".into()] };
+        assert!(!deny.passes("INTERNAL_HOST", "10.0.0.1") && deny.passes("HOME", "/root") && !deny.passes("API_KEY", "x"));
     }
 
     #[test]

@@ -22,6 +22,16 @@ pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
             if let Some(secret) = policy.deny_read.iter().find(|d| path.starts_with(d)) {
                 push(&mut sentences, format!("the sandbox refused access to {}: {} is kept from commands as secret", path.display(), secret.display()));
                 said = true;
+            } else if let Some(home) = policy.ungranted(path) {
+                push(
+                    &mut sentences,
+                    format!(
+                        "the sandbox refused access to {}: of {} commands read only what was there when the session started, and of its hidden entries only toolchains and those `read_home` under [sandbox] names",
+                        path.display(),
+                        home.display()
+                    ),
+                );
+                said = true;
             } else if denied && !policy.workspace_writable && path.starts_with(&policy.workspace) {
                 push(&mut sentences, format!("the sandbox refused a write to {}: this command may only look at the workspace, not change it", path.display()));
                 said = true;
@@ -38,7 +48,10 @@ pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
             }
         }
         let networky = ["socket", "connect", "network", "Errno 1]", "urlopen"].iter().any(|w| line.contains(w));
-        if !said && not_permitted && !policy.network && (paths.is_empty() || networky) {
+        let signal = ["kill", "signal", "ptrace"].iter().any(|w| line.contains(w));
+        if !said && not_permitted && signal {
+            push(&mut sentences, "the sandbox refused to let the command signal or trace a process it did not start".into());
+        } else if !said && not_permitted && !policy.network && networky {
             push(&mut sentences, "the sandbox refused a network connection: the network is off for commands (set `network = \"on\"` under [sandbox] in agentloop.toml to allow it)".into());
         }
     }
@@ -106,6 +119,8 @@ mod tests {
             workspace: PathBuf::from("/w"),
             temp: PathBuf::from("/tmp/sb"),
             deny_read: vec![PathBuf::from("/home/me/.ssh")],
+            enumerated: vec![PathBuf::from("/home/me")],
+            enumerated_grants: vec![PathBuf::from("/home/me/code")],
             network: false,
             workspace_writable: true,
         }
@@ -126,5 +141,12 @@ mod tests {
         assert!(explain(&p, "sh: 1: cannot create /w/ro.txt: Permission denied").is_empty());
         assert!(explain(&p, "cannot create ../../etc/y: Permission denied")[0].contains("/etc/y"));
         assert!(explain(&Policy { network: true, ..policy() }, "PermissionError: [Errno 1] Operation not permitted").is_empty());
+        // A read of a home entry made after the start is not called a write,
+        // and a refused signal is not called the network.
+        let late = explain(&p, "cat: /home/me/.ssh2/id: Permission denied");
+        assert!(late[0].starts_with("the sandbox refused access to /home/me/.ssh2/id: of /home/me"), "{late:?}");
+        assert!(explain(&p, "cat: /home/me/code/x: Permission denied")[0].contains("a write"), "a granted entry's denial is a write");
+        let kill = explain(&p, "sh: 1: kill: Operation not permitted");
+        assert_eq!(kill, ["the sandbox refused to let the command signal or trace a process it did not start"]);
     }
 }

@@ -1,7 +1,9 @@
-//! The network switch: a seccomp filter under which `socket` succeeds only
-//! for Unix sockets (local pipes between processes) and io_uring, which
-//! could open sockets without calling `socket`, cannot be set up. Every
-//! refused call fails with EPERM; nothing is killed.
+//! The seccomp filter every confined command runs under. Always: `ioctl`
+//! may not push keystrokes into a terminal (`TIOCSTI`) or drive the
+//! console (`TIOCLINUX`). With the network off: `socket` succeeds only for
+//! Unix sockets (local pipes between processes), and io_uring, which could
+//! open sockets without calling `socket`, cannot be set up. Every refused
+//! call fails with EPERM; nothing is killed.
 
 use std::io;
 
@@ -20,62 +22,91 @@ const X32_BIT: u32 = 0x4000_0000;
 const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
 const OFFSET_ARG0: u32 = 16;
+/// The low word of the second argument (little-endian): `ioctl` takes its
+/// request as a 32-bit number, so the high word never matters to the kernel.
+const OFFSET_ARG1_LOW: u32 = 24;
 
 const LD_W_ABS: u16 = 0x20;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const RET_K: u16 = 0x06;
 
+/// Terminal requests no command may make.
+const REFUSED_IOCTLS: [u32; 2] = [libc::TIOCSTI as u32, libc::TIOCLINUX as u32];
+
 /// A compiled filter program, kept alive by its owner while children start.
 #[derive(Debug)]
 pub struct Filter(Vec<sock_filter>);
 
-fn op(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
-    sock_filter { code, jt, jf, k }
+/// Where a jump goes, resolved once the program is laid out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Label {
+    Next,
+    Allow,
+    Deny,
+    Ioctl,
+    Socket,
+}
+
+/// An instruction whose jump targets are labels.
+struct Op {
+    code: u16,
+    k: u32,
+    yes: Label,
+    no: Label,
+}
+
+fn load(offset: u32) -> Op {
+    Op { code: LD_W_ABS, k: offset, yes: Label::Next, no: Label::Next }
+}
+
+fn jump_if(code: u16, k: u32, yes: Label, no: Label) -> Op {
+    Op { code, k, yes, no }
+}
+
+fn ret(value: u32) -> Op {
+    Op { code: RET_K, k: value, yes: Label::Next, no: Label::Next }
 }
 
 impl Filter {
-    /// The filter that turns the network off.
-    pub fn no_network() -> Self {
-        let refused = [libc::SYS_io_uring_setup, libc::SYS_io_uring_enter, libc::SYS_io_uring_register];
-        let mut p = vec![op(LD_W_ABS, OFFSET_ARCH, 0, 0)];
-        // A foreign architecture's calls are refused outright: placeholder
-        // jumps, fixed once the two endings' positions are known.
-        p.push(op(JEQ_K, NATIVE_ARCH, 0, 0));
-        let mut to_deny = vec![p.len() - 1];
-        p.push(op(LD_W_ABS, OFFSET_NR, 0, 0));
+    /// The filter for a command: terminal injection always refused, and
+    /// sockets other than Unix ones too when `network` is off.
+    pub fn new(network: bool) -> Self {
+        let mut ops = vec![load(OFFSET_ARCH), jump_if(JEQ_K, NATIVE_ARCH, Label::Next, Label::Deny), load(OFFSET_NR)];
         #[cfg(target_arch = "x86_64")]
-        {
-            p.push(op(JGE_K, X32_BIT, 0, 0));
-            to_deny.push(p.len() - 1);
+        ops.push(jump_if(JGE_K, X32_BIT, Label::Deny, Label::Next));
+        ops.push(jump_if(JEQ_K, libc::SYS_ioctl as u32, Label::Ioctl, Label::Next));
+        if !network {
+            for nr in [libc::SYS_io_uring_setup, libc::SYS_io_uring_enter, libc::SYS_io_uring_register] {
+                ops.push(jump_if(JEQ_K, nr as u32, Label::Deny, Label::Next));
+            }
+            ops.push(jump_if(JEQ_K, libc::SYS_socket as u32, Label::Socket, Label::Next));
         }
-        for nr in refused {
-            p.push(op(JEQ_K, nr as u32, 0, 0));
-            to_deny.push(p.len() - 1);
+        let mut at = vec![(Label::Allow, ops.len())];
+        ops.push(ret(libc::SECCOMP_RET_ALLOW));
+        at.push((Label::Ioctl, ops.len()));
+        ops.push(load(OFFSET_ARG1_LOW));
+        for request in REFUSED_IOCTLS {
+            ops.push(jump_if(JEQ_K, request, Label::Deny, Label::Next));
         }
-        // Not `socket`: allowed (the jump to ALLOW is fixed below).
-        p.push(op(JEQ_K, libc::SYS_socket as u32, 0, 0));
-        let socket_check = p.len() - 1;
-        p.push(op(LD_W_ABS, OFFSET_ARG0, 0, 0));
-        p.push(op(JEQ_K, libc::AF_UNIX as u32, 0, 0));
-        let family_check = p.len() - 1;
-        let deny = p.len();
-        p.push(op(RET_K, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32, 0, 0));
-        let allow = p.len();
-        p.push(op(RET_K, libc::SECCOMP_RET_ALLOW, 0, 0));
+        ops.push(ret(libc::SECCOMP_RET_ALLOW));
+        if !network {
+            at.push((Label::Socket, ops.len()));
+            ops.push(load(OFFSET_ARG0));
+            ops.push(jump_if(JEQ_K, libc::AF_UNIX as u32, Label::Allow, Label::Deny));
+        }
+        at.push((Label::Deny, ops.len()));
+        ops.push(ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32));
 
-        let rel = |from: usize, to: usize| u8::try_from(to - from - 1).unwrap_or(u8::MAX);
-        // The architecture check jumps to DENY when it does not match.
-        let arch = to_deny[0];
-        p[arch].jt = 0;
-        p[arch].jf = rel(arch, deny);
-        for &i in &to_deny[1..] {
-            p[i].jt = rel(i, deny);
-        }
-        p[socket_check].jf = rel(socket_check, allow);
-        p[family_check].jt = rel(family_check, allow);
-        p[family_check].jf = rel(family_check, deny);
-        Self(p)
+        let target = |from: usize, label: Label| -> u8 {
+            let to = match label {
+                Label::Next => from + 1,
+                other => at.iter().find(|(l, _)| *l == other).map_or(from + 1, |(_, i)| *i),
+            };
+            // Every target lies ahead and the program is far shorter than 256.
+            u8::try_from(to.saturating_sub(from + 1)).unwrap_or(u8::MAX)
+        };
+        Self(ops.iter().enumerate().map(|(i, op)| sock_filter { code: op.code, jt: target(i, op.yes), jf: target(i, op.no), k: op.k }).collect())
     }
 
     /// Installs the filter on the calling process. Only system calls: safe
