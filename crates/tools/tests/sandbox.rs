@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -186,4 +187,102 @@ async fn the_sandbox_can_be_switched_off_and_says_so() {
     let on = m.sandbox(&SandboxConfig::default());
     let lines = on.describe().join("\n");
     assert!(lines.contains(&format!("denied: {}", m.home.join(".ssh").display())) && lines.contains("network: off"), "{lines}");
+}
+
+/// A command holding a terminal (here a pseudo-terminal this test opens)
+/// tries to push a command line into it, as into the shell that ran
+/// agentloop. It has no controlling terminal and `TIOCSTI` is refused.
+#[test]
+fn a_command_cannot_type_into_a_terminal() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    // SAFETY: plain calls on the descriptors this test owns.
+    let (master, slave) = unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0 && libc::grantpt(master) == 0 && libc::unlockpt(master) == 0);
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(master)).to_owned();
+        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(slave >= 0);
+        (master, std::os::fd::OwnedFd::from_raw_fd(slave))
+    };
+    let script = "import fcntl, os, sys, termios\n\
+                  print('tty' if os.isatty(0) else 'no tty')\n\
+                  try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x')\n    print('typed')\n\
+                  except OSError as e:\n    print('refused', e.errno)\n";
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", script]).current_dir(&m.ws).stdin(std::process::Stdio::from(slave)).stdout(std::process::Stdio::piped());
+    sb.confine(&mut cmd);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("tty\n") && stdout.contains("refused"), "{stdout}");
+    // Nothing waits on the terminal's input side.
+    // SAFETY: a non-blocking read on the master this test owns.
+    let waiting = unsafe {
+        libc::fcntl(master, libc::F_SETFL, libc::O_NONBLOCK);
+        let mut buf = [0u8; 16];
+        let n = libc::read(master, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(master);
+        n
+    };
+    assert!(waiting <= 0, "the command typed into the terminal");
+}
+
+/// As root, a command has no capabilities: it cannot read the environment
+/// of the process that started it, and it runs setuid programs without
+/// gaining any. (As another user this holds without the drop.)
+#[tokio::test]
+async fn a_command_has_no_capabilities_and_cannot_read_its_parents_environment() {
+    let m = Machine::new();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let out = run(&sb, "grep -a -c . /proc/$PPID/environ; grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status").await;
+    let stdout = out["stdout"].as_str().unwrap();
+    for line in ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000"] {
+        assert!(stdout.contains(line), "{line} in {stdout}");
+    }
+    assert!(out["stderr"].as_str().unwrap().contains("Permission denied"), "{out}");
+}
+
+/// Secrets by value: a database URL with a password and a token by its
+/// prefix stay out of the command's environment, whatever their names.
+#[tokio::test]
+async fn variables_holding_credentials_are_dropped_by_value_too() {
+    let m = Machine::new();
+    // SAFETY: this test binary sets the variables before any command reads them.
+    unsafe {
+        std::env::set_var("AGENTLOOP_TEST_DATABASE_URL", "postgres://app:hunter2@db:5432/app");
+        std::env::set_var("AGENTLOOP_TEST_HELPER", "ghp_0123456789abcdef");
+        std::env::set_var("AGENTLOOP_TEST_PLAIN", "visible");
+    }
+    let out = run(&m.sandbox(&SandboxConfig::default()), "env").await;
+    let env = out["stdout"].as_str().unwrap();
+    assert!(!env.contains("hunter2") && !env.contains("ghp_") && env.contains("AGENTLOOP_TEST_PLAIN=visible"), "{env}");
+    let only = SandboxConfig { env_allow: vec!["AGENTLOOP_TEST_PLAIN".into()], ..SandboxConfig::default() };
+    let env = run(&m.sandbox(&only), "env").await["stdout"].as_str().unwrap().to_string();
+    assert!(env.contains("AGENTLOOP_TEST_PLAIN=visible") && !env.contains("PATH="), "{env}");
+}
+
+/// A secret folder made in the home after the session started is not
+/// readable, nor is a hidden folder that is no toolchain; one the config
+/// names is.
+#[tokio::test]
+async fn a_secret_folder_made_after_the_start_and_hidden_folders_stay_unreadable() {
+    let m = Machine::new();
+    std::fs::create_dir_all(m.home.join(".private-notes")).unwrap();
+    std::fs::write(m.home.join(".private-notes/n.txt"), "hidden").unwrap();
+    std::fs::create_dir_all(m.home.join(".cargo")).unwrap();
+    std::fs::write(m.home.join(".cargo/config.toml"), "toolchain").unwrap();
+    std::fs::remove_dir_all(m.home.join(".ssh")).unwrap();
+    let sb = m.sandbox(&SandboxConfig::default());
+    // After the sandbox was built, as a key generated mid-session would be.
+    std::fs::create_dir_all(m.home.join(".ssh")).unwrap();
+    std::fs::write(m.home.join(".ssh/id_late"), "LATE KEY").unwrap();
+    let h = m.home.display();
+    let out = run(&sb, &format!("cat {h}/.ssh/id_late; cat {h}/.private-notes/n.txt; cat {h}/.cargo/config.toml; cat {h}/notes.txt")).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("LATE KEY") && !stdout.contains("hidden"), "{out}");
+    assert!(stdout.contains("toolchain") && stdout.contains("plain notes"), "{out}");
+    assert!(shown(&out).contains(&format!("the sandbox refused access to {h}/.ssh/id_late")), "{}", shown(&out));
+    let named = SandboxConfig { read_home: vec![".private-notes".into()], ..SandboxConfig::default() };
+    let out = run(&m.sandbox(&named), &format!("cat {h}/.private-notes/n.txt")).await;
+    assert_eq!(out["stdout"], "hidden", "{out}");
 }
