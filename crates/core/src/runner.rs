@@ -96,19 +96,33 @@ impl<S: State> Runner<S> {
             input: options.input,
         };
         let snapshot = serde_json::to_string(&state)?;
+        self.store.acquire(&id)?;
         let (handle, env) = self.handle(&id, &meta.termination, 0);
         let batch = vec![
             Pending::Write(Write::Meta(Box::new(meta.clone()))),
             Pending::Write(Write::Snapshot { step: 0, state: snapshot.clone() }),
             Pending::Event(EngineEvent::SessionStart { session_id: id.clone(), max_iterations: meta.max_iterations }.draft()),
         ];
-        env.commit(0, batch, false)?;
-        let machine = Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, options.exit_when_paused)?;
+        let machine = env
+            .commit(0, batch, false)
+            .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, options.exit_when_paused))
+            .inspect_err(|_| {
+                let _ = self.store.release(&id);
+            })?;
         Ok(handle.spawn(machine))
     }
 
-    /// Continues a stored session where its journal ends.
+    /// Continues a stored session where its journal ends. One runner per
+    /// session: a second one is refused (naming the first) before it writes
+    /// anything, and the journal is read only once the session is ours.
     pub fn resume(&self, id: &str, exit_when_paused: bool) -> Result<SessionHandle> {
+        self.store.acquire(id)?;
+        self.resume_held(id, exit_when_paused).inspect_err(|_| {
+            let _ = self.store.release(id);
+        })
+    }
+
+    fn resume_held(&self, id: &str, exit_when_paused: bool) -> Result<SessionHandle> {
         let loaded = self.store.load(id)?;
         let mut meta = loaded.meta;
         if meta.agent != self.graph.name() {
@@ -245,14 +259,18 @@ impl<S: State> Machine<S> {
     }
 
     async fn run(mut self) -> Result<Outcome> {
-        match self.drive().await {
+        let result = match self.drive().await {
             Ok(outcome) => Ok(outcome),
             Err(e) => {
                 // Record why the session ended; the original error wins if that fails too.
                 let _ = self.finish(SessionStatus::Error, "error", Some(e.to_string()));
                 Err(e)
             }
-        }
+        };
+        // Whoever resumes it next may take it; a failure here only leaves a
+        // lease that dies with this process.
+        let _ = self.env.store.release(&self.env.session_id);
+        result
     }
 
     async fn drive(&mut self) -> Result<Outcome> {

@@ -32,4 +32,14 @@ pub trait Store: Send + Sync {
     fn pending_interrupt(&self, session_id: &str) -> Result<Option<InterruptRecord>>;
     /// Records a human's reply; the waiting runner (in any process) picks it up.
     fn answer(&self, session_id: &str, interrupt_id: &str, reply: &Value) -> Result<()>;
+    /// Takes the session's lease for this store before a run writes to it.
+    /// Refused with one sentence naming the holder while another live
+    /// holder has it; from then on every `write` for the session must still
+    /// find this lease, so a holder that lost it writes nothing more.
+    fn acquire(&self, session_id: &str) -> Result<()>;
+    /// Gives the lease up: the run ended here.
+    fn release(&self, session_id: &str) -> Result<()>;
+    /// Who holds the session now, when a live holder does ("process 42 on
+    /// box since 12:03:05 UTC").
+    fn holder(&self, session_id: &str) -> Result<Option<String>>;
 }

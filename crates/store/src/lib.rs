@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod durability;
+mod lease;
 mod migrate;
 mod row_id;
 mod sqlite;

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::durability::Durability;
+use crate::lease::{Holder, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
 
@@ -35,6 +36,10 @@ pub struct SqliteStore {
     /// Shown in errors: the file, or "the in-memory store".
     what: String,
     durability: Durability,
+    /// This process, as lease holders are recorded.
+    me: Holder,
+    /// Tells this store's leases from those of other stores in the same process.
+    token: String,
 }
 
 struct Inner {
@@ -42,6 +47,8 @@ struct Inner {
     commits: u64,
     /// Session id → integer key, so journal rows stay small.
     keys: HashMap<String, i64>,
+    /// Sessions whose lease this store holds, with its epoch.
+    held: HashMap<String, i64>,
 }
 
 impl SqliteStore {
@@ -97,7 +104,14 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", durability.synchronous())?;
         migrate(&mut conn, what)?;
-        Ok(Self { inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new() }), checkpointer: None, what: what.to_string(), durability })
+        Ok(Self {
+            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new(), held: HashMap::new() }),
+            checkpointer: None,
+            what: what.to_string(),
+            durability,
+            me: Holder::me(),
+            token: uuid::Uuid::new_v4().simple().to_string(),
+        })
     }
 
     pub fn path_description(&self) -> &str {
@@ -273,6 +287,37 @@ impl SqliteStore {
         }
     }
 
+    /// Renews this store's lease in the commit's own transaction; an error
+    /// when another holder has taken the session since (its epoch moved on).
+    fn still_held(&self, tx: &Connection, session_id: &str, epoch: i64) -> Result<()> {
+        let until = Utc::now().timestamp_millis() + TTL_MS;
+        let renewed = tx
+            .prepare_cached("UPDATE leases SET until = ?1 WHERE session = ?2 AND epoch = ?3")
+            .and_then(|mut s| s.execute(params![until, session_id, epoch]))
+            .map_err(self.err("renew the session's lease"))?;
+        if renewed == 0 {
+            return Err(Error::Store(format!(
+                "session `{session_id}` was taken over by another process, so this one stops without writing to it; follow it with `agentloop sessions show {session_id}`"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The live holder of `session_id` other than this store, described.
+    fn other_holder(&self, conn: &Connection, session_id: &str) -> Result<Option<(String, i64)>> {
+        type Row = (i64, String, i64, i64, i64, String, String);
+        let row: Option<Row> = conn
+            .query_row("SELECT epoch, host, pid, started, until, since, token FROM leases WHERE session = ?1", [session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+            })
+            .optional()
+            .map_err(self.err("read the session's lease"))?;
+        Ok(row.and_then(|(epoch, host, pid, started, until, since, token)| {
+            let holder = Holder { host, pid, started };
+            (token != self.token && holder.alive(until)).then(|| (holder.describe(&since), epoch))
+        }))
+    }
+
     fn rows<T: DeserializeOwned>(&self, inner: &Inner, sql: &str, params: &[&dyn rusqlite::ToSql], id: &str, what: &str) -> Result<Vec<T>> {
         let mut stmt = inner.conn.prepare_cached(sql).map_err(self.err("read the journal"))?;
         let texts = stmt
@@ -281,6 +326,11 @@ impl SqliteStore {
             .map_err(self.err("read the journal"))?;
         texts.iter().map(|t| decode(&self.what, what, id, t)).collect()
     }
+}
+
+/// This store's own lease on `session_id`, described as a holder.
+fn inner_holds(held: &HashMap<String, i64>, session_id: &str, me: &Holder) -> Option<(String, i64)> {
+    held.get(session_id).map(|epoch| (me.describe(""), *epoch))
 }
 
 impl Store for SqliteStore {
@@ -292,7 +342,12 @@ impl Store for SqliteStore {
             inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
         }
         let known = inner.keys.get(session_id).copied();
+        let epoch = inner.held.get(session_id).copied();
+        let lost = std::cell::Cell::new(false);
         let result = self.in_transaction(&inner.conn, |tx| {
+            if let Some(epoch) = epoch {
+                self.still_held(tx, session_id, epoch).inspect_err(|_| lost.set(true))?;
+            }
             let mut key = known;
             for w in batch {
                 if let Write::Meta(m) = w {
@@ -314,6 +369,9 @@ impl Store for SqliteStore {
         });
         if raise {
             inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
+        }
+        if lost.get() {
+            inner.held.remove(session_id);
         }
         let key = result?;
         inner.keys.insert(session_id.to_string(), key);
@@ -407,11 +465,58 @@ impl Store for SqliteStore {
         rows.into_iter().map(|(key, text)| self.up_to_date(&guard.conn, key, decode(&self.what, "session row", "(any)", &text)?)).collect()
     }
 
+    fn acquire(&self, session_id: &str) -> Result<()> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("take the session's lease"))?;
+        if let Some((holder, _)) = self.other_holder(&tx, session_id)? {
+            return Err(Error::Other(format!(
+                "session `{session_id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"
+            )));
+        }
+        let epoch: i64 = tx
+            .query_row("SELECT epoch FROM leases WHERE session = ?1", [session_id], |r| r.get(0))
+            .optional()
+            .map_err(self.err("take the session's lease"))?
+            .unwrap_or(0)
+            + 1;
+        let me = &self.me;
+        tx.execute(
+            "INSERT OR REPLACE INTO leases (session, epoch, host, pid, started, until, since, token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![session_id, epoch, me.host, me.pid, me.started, Utc::now().timestamp_millis() + TTL_MS, Utc::now().to_rfc3339(), self.token],
+        )
+        .map_err(self.err("take the session's lease"))?;
+        tx.commit().map_err(self.err("take the session's lease"))?;
+        inner.held.insert(session_id.to_string(), epoch);
+        Ok(())
+    }
+
+    fn release(&self, session_id: &str) -> Result<()> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        if let Some(epoch) = inner.held.remove(session_id) {
+            inner.conn.execute("DELETE FROM leases WHERE session = ?1 AND epoch = ?2", params![session_id, epoch]).map_err(self.err("give up the session's lease"))?;
+        }
+        Ok(())
+    }
+
+    fn holder(&self, session_id: &str) -> Result<Option<String>> {
+        let guard = self.lock()?;
+        if guard.held.contains_key(session_id) {
+            return Ok(Some(self.me.describe("")));
+        }
+        Ok(self.other_holder(&guard.conn, session_id)?.map(|(holder, _)| holder))
+    }
+
     fn delete(&self, session_id: &str) -> Result<()> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        let tx = inner.conn.transaction().map_err(self.err("delete a session"))?;
+        let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("delete a session"))?;
+        if let Some((holder, _)) = self.other_holder(&tx, session_id)?.or_else(|| inner_holds(&inner.held, session_id, &self.me)) {
+            return Err(Error::Other(format!("session `{session_id}` is being run by {holder}: pause or terminate it first, then delete it")));
+        }
+        tx.execute("DELETE FROM leases WHERE session = ?1", [session_id]).map_err(self.err("delete a session"))?;
         for table in ["snapshots", "calls", "interrupts"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
