@@ -26,14 +26,15 @@ pub fn millis(ms: u64) -> String {
     }
 }
 
-/// One line per session for `sessions list`.
-pub fn session_row(m: &SessionMeta) -> String {
+/// One line per session for `sessions list`; `interrupted`: stored as
+/// running, but no live process runs it.
+pub fn session_row(m: &SessionMeta, interrupted: bool) -> String {
     let limit = m.max_iterations.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
     format!(
-        "{:<36}  {:<14}  {:<10}  {:>5}/{:<5}  {:<19}  {}",
+        "{:<36}  {:<14}  {:<11}  {:>5}/{:<5}  {:<19}  {}",
         m.id,
         m.agent,
-        m.status.as_str(),
+        if interrupted { "interrupted" } else { m.status.as_str() },
         m.current_iteration,
         limit,
         short_time(&m.started_at),
@@ -42,7 +43,7 @@ pub fn session_row(m: &SessionMeta) -> String {
 }
 
 pub fn session_header() -> String {
-    format!("{:<36}  {:<14}  {:<10}  {:>11}  {:<19}  {}", "ID", "AGENT", "STATUS", "ITERATIONS", "STARTED", "FINISH")
+    format!("{:<36}  {:<14}  {:<11}  {:>11}  {:<19}  {}", "ID", "AGENT", "STATUS", "ITERATIONS", "STARTED", "FINISH")
 }
 
 /// `sessions show`: the whole session, iteration by iteration.

@@ -38,6 +38,6 @@ pub use schemars::{self, JsonSchema};
 pub use session::{Iteration, MessageRecord, MessageUsage, Session, SessionStatus, ToolCallRecord};
 pub use state::{Fields, Marks, State};
 pub use step::{json_schema_of, parse_json, reply_is, Step};
-pub use store::Store;
+pub use store::{interrupted, Store};
 pub use termination::{Budget, Stop, Termination, Verdict};
 pub use tool::{Effect, Tool, Tools};

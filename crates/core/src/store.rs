@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
-use crate::session::Session;
+use crate::session::{Session, SessionStatus};
 use crate::Result;
 
 pub trait Store: Send + Sync {
@@ -42,4 +42,11 @@ pub trait Store: Send + Sync {
     /// Who holds the session now, when a live holder does ("process 42 on
     /// box since 12:03:05 UTC").
     fn holder(&self, session_id: &str) -> Result<Option<String>>;
+}
+
+/// A session stored as running that no live process holds: its process
+/// died mid-run, and it waits to be resumed. Shown as "interrupted", never
+/// as running.
+pub fn interrupted(store: &dyn Store, meta: &SessionMeta) -> bool {
+    meta.status == SessionStatus::Running && store.holder(&meta.id).is_ok_and(|h| h.is_none())
 }

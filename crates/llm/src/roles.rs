@@ -56,7 +56,7 @@ pub const DEFAULT_SWITCH_AFTER: u32 = 2;
 
 /// One role's model, as written in the config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "provider", rename_all = "lowercase")]
+#[serde(tag = "provider", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ModelSpec {
     Llama {
         /// A known model's name or a GGUF path; the default model when absent.
@@ -316,5 +316,7 @@ mod tests {
     fn an_unknown_provider_is_a_parse_error() {
         let err = toml::from_str::<BTreeMap<String, ModelSpec>>("[default]\nprovider = \"gpt\"\n").unwrap_err().to_string();
         assert!(err.contains("unknown variant"), "{err}");
+        let err = toml::from_str::<BTreeMap<String, ModelSpec>>("[default]\nprovider = \"llama\"\ntemprature = 0.1\n").unwrap_err().to_string();
+        assert!(err.contains("temprature"), "a misspelt key is named: {err}");
     }
 }

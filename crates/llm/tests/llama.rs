@@ -111,7 +111,9 @@ async fn a_file_that_is_not_gguf_is_refused_with_a_sentence() {
     let path = dir.path().join("broken.gguf");
     std::fs::write(&path, b"this is not a model").unwrap();
     let err = LlamaModel::load(LlamaConfig::new(&path)).err().unwrap().to_string();
-    assert!(err.contains("could not be loaded as a GGUF model"), "{err}");
+    assert!(err.contains("is not a GGUF model file") && !err.contains("fetch-models"), "{err}");
+    let err = LlamaModel::load(LlamaConfig::new("/etc/passwd")).err().unwrap().to_string();
+    assert!(err.contains("/etc/passwd is not a GGUF model file") && err.contains("models list"), "{err}");
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -124,11 +124,12 @@ async fn take_up(app: &Arc<AppState>, id: &str) -> ApiResult<Controller> {
     if meta.status.is_final() {
         return Err(ApiError::conflict(format!("session {id} is {} already: there is nothing to resume", meta.status.as_str())));
     }
-    if meta.status != agentloop_core::SessionStatus::Paused {
-        return Err(ApiError::conflict(format!(
-            "session {id} is {} in another process: steer it there (or, if that process died, run `agentloop sessions resume {id}`)",
-            meta.status.as_str()
-        )));
+    if let Some(holder) = app.reads().holder(id)? {
+        return Err(ApiError::conflict(format!("session {id} is being run by {holder}: steer it there")));
+    }
+    // Paused, or interrupted (its process died mid-run): either is taken up here.
+    if meta.status != agentloop_core::SessionStatus::Paused && !agentloop_core::interrupted(app.reads().as_ref(), &meta) {
+        return Err(ApiError::conflict(format!("session {id} is {}: there is nothing to resume", meta.status.as_str())));
     }
     let agent = app.config.registry.agent_of(&meta)?;
     let env = app.env(agent).await?;

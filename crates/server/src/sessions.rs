@@ -73,6 +73,7 @@ pub fn row(app: &AppState, m: &SessionMeta) -> Value {
         "maxIterations": m.max_iterations,
         "finishReason": m.finish_reason,
         "live": app.live(&m.id).is_some(),
+        "interrupted": agentloop_core::interrupted(app.reads().as_ref(), m),
     })
 }
 

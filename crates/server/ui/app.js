@@ -143,7 +143,7 @@ function sessionRow(r) {
   const open = () => { location.hash = `#/s/${encodeURIComponent(r.sessionId)}`; };
   const iterations = r.maxIterations ? `${r.currentIteration}/${r.maxIterations}` : `${r.currentIteration}`;
   return h("tr", { class: "row", tabindex: "0", "data-id": r.sessionId, onclick: open, onkeydown: (e) => { if (e.key === "Enter") open(); } },
-    h("td", {}, statusBadge(r.status)), h("td", {}, r.agent), h("td", {}, shorten(r.task || "", 120)),
+    h("td", { title: r.interrupted ? "its process ended mid-run: open it and resume" : "" }, statusBadge(r.interrupted ? "interrupted" : r.status)), h("td", {}, r.agent), h("td", {}, shorten(r.task || "", 120)),
     h("td", {}, when(r.startedAt)), h("td", {}, duration(r.durationMs)), h("td", { class: "iterations" }, iterations));
 }
 

@@ -495,7 +495,10 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         if let Some(epoch) = inner.held.remove(session_id) {
-            inner.conn.execute("DELETE FROM leases WHERE session = ?1 AND epoch = ?2", params![session_id, epoch]).map_err(self.err("give up the session's lease"))?;
+            inner
+                .conn
+                .execute("DELETE FROM leases WHERE session = ?1 AND epoch = ?2", params![session_id, epoch])
+                .map_err(self.err("give up the session's lease"))?;
         }
         Ok(())
     }

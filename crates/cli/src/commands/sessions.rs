@@ -22,7 +22,10 @@ pub fn list(store: &dyn Store, json: bool) -> Result<ExitCode> {
     } else {
         println!("{}", render::session_header());
         for m in &sessions {
-            println!("{}", render::session_row(m));
+            println!("{}", render::session_row(m, agentloop_core::interrupted(store, m)));
+        }
+        if sessions.iter().any(|m| agentloop_core::interrupted(store, m)) {
+            println!("(interrupted: its process ended mid-run; `agentloop sessions resume ID` continues it)");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -55,6 +55,12 @@ pub fn spawn(config: LlamaConfig, name: String) -> Result<mpsc::Sender<Job>> {
             crate::catalog::FETCH_COMMAND
         )));
     }
+    if !is_gguf(&config.path) {
+        return Err(fail(format!(
+            "{} is not a GGUF model file (it does not begin with `GGUF`): pass a .gguf file with --model, or a name from `agentloop models list`",
+            config.path.display()
+        )));
+    }
     let (jobs, inbox) = mpsc::channel::<Job>();
     let (ready_tx, ready) = mpsc::sync_channel(1);
     let thread_name = name.clone();
@@ -67,6 +73,13 @@ pub fn spawn(config: LlamaConfig, name: String) -> Result<mpsc::Sender<Job>> {
         Ok(Err(message)) => Err(fail(message)),
         Err(_) => Err(fail("the model's thread stopped while loading".into())),
     }
+}
+
+/// The file begins with GGUF's magic: anything else (a text file, a
+/// model of another format) is not worth handing to llama.cpp.
+fn is_gguf(path: &std::path::Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"GGUF"
 }
 
 fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::Result<(), String>>, inbox: mpsc::Receiver<Job>) {
