@@ -132,3 +132,48 @@ fn a_killed_session_resumes_without_losing_or_repeating_anything() {
         crash_and_resume(round);
     }
 }
+
+/// `sessions list` without `--json`: the status column of session `id`.
+fn listed_status(data: &Path, id: &str) -> String {
+    let out = agentloop(data).args(["sessions", "list"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines().find(|l| l.starts_with(id)).and_then(|l| l.split_whitespace().nth(2)).unwrap_or_default().to_string()
+}
+
+/// A killed session is listed as interrupted, not running; of two
+/// processes that resume it, the second is refused with a sentence naming
+/// the first, and a running session is not deleted.
+#[test]
+fn one_process_runs_a_session_and_a_dead_ones_session_shows_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let id = "held";
+    let db = data.join("agentloop.sqlite");
+    let long = ["bench", "engine", "--iterations", "2000000"];
+    let mut first = agentloop(&data).args(long).arg("--db").arg(&db).args(["--session-id", id]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while listed_status(&data, id) != "running" && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(listed_status(&data, id), "running");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(listed_status(&data, id), "interrupted", "its process is gone");
+
+    let mut resumed = agentloop(&data).args(["sessions", "resume", id]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while listed_status(&data, id) != "running" && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = agentloop(&data).args(["sessions", "resume", id]).output().unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("is being run by process {}", resumed.id())), "{said}");
+    let delete = agentloop(&data).args(["sessions", "delete", id]).output().unwrap();
+    assert_ne!(delete.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&delete.stderr).contains("pause or terminate it first"));
+    resumed.kill().unwrap();
+    resumed.wait().unwrap();
+    assert_eq!(listed_status(&data, id), "interrupted");
+}
