@@ -9,7 +9,7 @@ use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentloop_tools::sandbox::{Network, SandboxConfig};
+use agentloop_tools::sandbox::{Mode, Network, SandboxConfig};
 use agentloop_tools::{run_command, PythonSession, Sandbox};
 use serde_json::Value;
 
@@ -135,7 +135,8 @@ async fn a_child_that_forks_and_tries_again_is_still_confined() {
     );
     std::fs::write(m.ws.join("fork.py"), script).unwrap();
     let out = run(&sb, "python3 fork.py; sh -c 'sh -c \"touch ../outside/grandchild.txt\"'").await;
-    assert!(out["stdout"].as_str().unwrap().contains("child refused 13"), "{out}");
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.contains("child refused 13") || stdout.contains("child refused 30"), "{out}");
     assert!(!target.exists() && !m.outside.join("grandchild.txt").exists());
 }
 
@@ -228,18 +229,22 @@ fn a_command_cannot_type_into_a_terminal() {
 }
 
 /// As root, a command has no capabilities: it cannot read the environment
-/// of the process that started it, and it runs setuid programs without
-/// gaining any. (As another user this holds without the drop.)
+/// of agentloop's process, and it runs setuid programs without gaining
+/// any; so too with its namespaces switched off. (As another user this
+/// holds without the drop.)
 #[tokio::test]
-async fn a_command_has_no_capabilities_and_cannot_read_its_parents_environment() {
+async fn a_command_has_no_capabilities_and_cannot_read_agentloops_environment() {
     let m = Machine::new();
-    let sb = m.sandbox(&SandboxConfig::default());
-    let out = run(&sb, "grep -a -c . /proc/$PPID/environ; grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status").await;
-    let stdout = out["stdout"].as_str().unwrap();
-    for line in ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000"] {
-        assert!(stdout.contains(line), "{line} in {stdout}");
+    let me = std::process::id();
+    for namespaces in [Mode::On, Mode::Off] {
+        let sb = m.sandbox(&SandboxConfig { namespaces, ..SandboxConfig::default() });
+        let out = run(&sb, &format!("grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status; grep -a -c . /proc/{me}/environ")).await;
+        let stdout = out["stdout"].as_str().unwrap();
+        for line in ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000"] {
+            assert!(stdout.contains(line), "{namespaces:?}: {line} in {out}");
+        }
+        assert!(out["stderr"].as_str().unwrap().contains("Permission denied"), "{namespaces:?}: {out}");
     }
-    assert!(out["stderr"].as_str().unwrap().contains("Permission denied"), "{out}");
 }
 
 /// Secrets by value: a database URL with a password and a token by its
@@ -285,4 +290,69 @@ async fn a_secret_folder_made_after_the_start_and_hidden_folders_stay_unreadable
     let named = SandboxConfig { read_home: vec![".private-notes".into()], ..SandboxConfig::default() };
     let out = run(&m.sandbox(&named), &format!("cat {h}/.private-notes/n.txt")).await;
     assert_eq!(out["stdout"], "hidden", "{out}");
+}
+
+/// Landlock does not cover metadata: a file the user owns outside the
+/// workspace (a key in the denied `~/.ssh` too) keeps its mode, times and
+/// attributes, since every mount but the writable folders is read-only in
+/// the command's view. Inside the workspace all of it works.
+#[tokio::test]
+async fn metadata_outside_the_workspace_cannot_be_changed() {
+    use std::os::unix::fs::MetadataExt;
+    let m = Machine::new();
+    let file = m.outside.join("owned.txt");
+    std::fs::write(&file, "mine").unwrap();
+    let key = m.home.join(".ssh/id_ed25519");
+    let before: Vec<(u32, i64)> = [&file, &key].iter().map(|p| std::fs::metadata(p).map(|md| (md.mode(), md.mtime())).unwrap()).collect();
+    let script = "import os, sys\n\
+                  for p in sys.argv[1:]:\n\
+                  \x20   for name, act in [('chmod', lambda: os.chmod(p, 0o777)), ('utime', lambda: os.utime(p, (0, 0))),\n\
+                  \x20                     ('chown', lambda: os.chown(p, 1, 1)), ('xattr', lambda: os.setxattr(p, 'user.x', b'1'))]:\n\
+                  \x20       try:\n            act(); print(name, 'changed', p)\n\
+                  \x20       except OSError as e:\n            print(name, 'refused', e.errno)\n";
+    std::fs::write(m.ws.join("meta.py"), script).unwrap();
+    std::fs::write(m.ws.join("inside.txt"), "x").unwrap();
+    let sb = m.sandbox(&SandboxConfig::default());
+    let out =
+        run(&sb, &format!("python3 meta.py {} {}; chmod 700 inside.txt && touch -d 2001-01-01 inside.txt && echo inside-ok", file.display(), key.display()))
+            .await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("changed") && stdout.matches("refused").count() == 8, "{out}");
+    assert!(stdout.contains("inside-ok"), "{out}");
+    let after: Vec<(u32, i64)> = [&file, &key].iter().map(|p| std::fs::metadata(p).map(|md| (md.mode(), md.mtime())).unwrap()).collect();
+    assert_eq!(before, after);
+}
+
+fn connect_unix(path: &std::path::Path) -> String {
+    format!("python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"", path.display())
+}
+
+/// An agent's socket outside the workspace (as `ssh-agent`'s) cannot be
+/// reached unless `unix_sockets` names it; one the command makes in its
+/// workspace works.
+#[tokio::test]
+async fn a_unix_socket_outside_the_workspace_is_unreachable_unless_allowed() {
+    let m = Machine::new();
+    let agent = m.outside.join("agent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&agent).unwrap();
+    let out = run(&m.sandbox(&SandboxConfig::default()), &connect_unix(&agent)).await;
+    assert!(!out["stdout"].as_str().unwrap().contains("connected"), "{out}");
+    let allowed = SandboxConfig { unix_sockets: vec![agent.clone()], ..SandboxConfig::default() };
+    let out = run(&m.sandbox(&allowed), &connect_unix(&agent)).await;
+    assert_eq!(out["stdout"], "connected\n", "{out}");
+    let own = "python3 -c \"import socket, threading; l = socket.socket(socket.AF_UNIX); l.bind('own.sock'); l.listen(); \
+               c = socket.socket(socket.AF_UNIX); c.connect('own.sock'); print('connected')\"";
+    let out = run(&m.sandbox(&SandboxConfig::default()), own).await;
+    assert_eq!(out["stdout"], "connected\n", "{out}");
+}
+
+/// A process the command starts in a session of its own, with its output
+/// elsewhere, dies when the command ends.
+#[tokio::test]
+async fn nothing_the_command_started_outlives_it() {
+    let m = Machine::new();
+    let out = run(&m.sandbox(&SandboxConfig::default()), "setsid sh -c 'sleep 1; touch survivor' >/dev/null 2>&1 < /dev/null & echo started").await;
+    assert_eq!(out["stdout"], "started\n", "{out}");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(!m.ws.join("survivor").exists(), "a process outlived the command");
 }

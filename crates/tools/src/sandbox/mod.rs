@@ -11,6 +11,7 @@
 
 mod grants;
 mod landlock;
+mod namespace;
 mod privileges;
 mod refusal;
 mod seccomp;
@@ -77,6 +78,13 @@ pub struct SandboxConfig {
     pub env_allow: Vec<String>,
     /// Variables commands never get, besides those that look secret.
     pub env_deny: Vec<String>,
+    /// Pathname Unix sockets outside the workspace commands may connect to
+    /// (every other one listening when a command starts is covered).
+    pub unix_sockets: Vec<PathBuf>,
+    /// `"off"`: no user, mount and PID namespace per command (for systems
+    /// that forbid them); metadata outside the workspace, outside sockets
+    /// and processes a command leaves behind are then not confined.
+    pub namespaces: Mode,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +122,8 @@ pub struct Policy {
     /// False for a command that may only look: the workspace is then read,
     /// never written (the temp folder stays writable).
     pub workspace_writable: bool,
+    /// Outside sockets commands may still reach.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -186,6 +196,8 @@ struct Enforced {
     filter: seccomp::Filter,
     /// agentloop runs as root: the command's capabilities must be dropped.
     root: bool,
+    /// The namespaces each command gets, unless switched off.
+    namespace: Option<namespace::Plan>,
 }
 
 impl Sandbox {
@@ -223,10 +235,18 @@ impl Sandbox {
             .flat_map(|entries| entries.filter_map(|entry| entry.ok().map(|entry| entry.path())))
             .filter(|p| !deny_read.iter().any(|d| p.starts_with(d) || d == p))
             .collect();
-        let policy =
-            Policy { workspace, temp: temp_path, deny_read, enumerated, enumerated_grants, network: config.network == Network::On, workspace_writable: true };
+        let policy = Policy {
+            workspace,
+            temp: temp_path,
+            deny_read,
+            enumerated,
+            enumerated_grants,
+            network: config.network == Network::On,
+            workspace_writable: true,
+            unix_sockets: config.unix_sockets.clone(),
+        };
         let env = EnvFilter { allow: config.env_allow.clone(), deny: config.env_deny.clone() };
-        Self::build(policy, env, temp, config.mode)
+        Self::build(policy, env, temp, config.mode, config.namespaces)
     }
 
     /// The same sandbox for commands that may only look: they read the
@@ -235,10 +255,11 @@ impl Sandbox {
     pub fn read_only(&self) -> Result<Self> {
         let (temp, temp_path) = private_temp()?;
         let policy = Policy { temp: temp_path, workspace_writable: false, ..self.inner.policy.clone() };
-        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off })
+        let namespaces = if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) { Mode::On } else { Mode::Off };
+        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off }, namespaces)
     }
 
-    fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode) -> Result<Self> {
+    fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode, namespaces: Mode) -> Result<Self> {
         if mode == Mode::Off {
             return Ok(Self { inner: Arc::new(Inner { policy, env, enforced: None, _temp: temp }) });
         }
@@ -252,7 +273,19 @@ impl Sandbox {
         let filter = seccomp::Filter::new(policy.network);
         // SAFETY: geteuid only reads the caller's id.
         let root = unsafe { libc::geteuid() } == 0;
-        Ok(Self { inner: Arc::new(Inner { policy, env, enforced: Some(Enforced { abi, ruleset, filter, root }), _temp: temp }) })
+        let namespace = match namespaces {
+            Mode::Off => None,
+            Mode::On if !namespace::available() => {
+                return Err(Error::other(
+                    "commands cannot be confined: this system does not let agentloop make user namespaces (a sysctl such as kernel.unprivileged_userns_clone or an AppArmor rule forbids them); allow them, or set `namespaces = \"off\"` under [sandbox] in agentloop.toml to confine commands without them",
+                ))
+            }
+            Mode::On => {
+                let writable: Vec<&Path> = policy.roots().into_iter().filter(|r| policy.access(r) == landlock::Access::Write).collect();
+                Some(namespace::Plan::new(&writable).map_err(|e| Error::other(format!("cannot plan the commands' namespaces ({e})")))?)
+            }
+        };
+        Ok(Self { inner: Arc::new(Inner { policy, env, enforced: Some(Enforced { abi, ruleset, filter, root, namespace }), _temp: temp }) })
     }
 
     /// [`Sandbox::new`] for the person running agentloop: their `$HOME`.
@@ -284,6 +317,12 @@ impl Sandbox {
             }
         }
         let inner = Arc::clone(&self.inner);
+        let policy = &self.inner.policy;
+        // Sockets listening now, each covered in the command's view.
+        let sockets = match self.inner.enforced.as_ref().and_then(|e| e.namespace.as_ref()) {
+            Some(_) => namespace::foreign_sockets(&policy.roots(), &policy.unix_sockets),
+            None => Vec::new(),
+        };
         // SAFETY: the closure makes system calls only (no allocation, no
         // locks), as code between fork and exec must.
         unsafe {
@@ -292,7 +331,12 @@ impl Sandbox {
                     return Err(std::io::Error::last_os_error());
                 }
                 let Some(enforced) = &inner.enforced else { return Ok(()) };
-                privileges::drop_all(enforced.root)?;
+                if let Some(plan) = &enforced.namespace {
+                    plan.enter(&sockets)?;
+                }
+                // Inside its own user namespace the command holds every
+                // capability there, so they are dropped whoever runs it.
+                privileges::drop_all(enforced.root || enforced.namespace.is_some())?;
                 landlock::restrict_self(enforced.ruleset.raw_fd())?;
                 enforced.filter.apply()
             });
@@ -321,6 +365,12 @@ impl Sandbox {
         lines.push(if p.network { "network: on".into() } else { "network: off (local Unix sockets only)".into() });
         lines.push("terminal: none (a session of its own; TIOCSTI and TIOCLINUX refused)".into());
         lines.push("capabilities: none (the bounding set is emptied when agentloop runs as root)".into());
+        if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) {
+            lines.push("namespaces: its own user, mount and PID namespace: every mount but the writable folders read-only, outside Unix sockets covered, its processes killed when it ends".into());
+            lines.extend(p.unix_sockets.iter().map(|s| format!("  socket allowed: {}", s.display())));
+        } else {
+            lines.push("namespaces: off (metadata outside the workspace, outside Unix sockets and processes left behind are not confined)".into());
+        }
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));
         lines
     }

@@ -11,7 +11,9 @@ use super::Policy;
 pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
     let mut sentences: Vec<String> = Vec::new();
     for line in output.lines() {
-        let denied = line.contains("Permission denied") || line.contains("[Errno 13]");
+        // Outside the writable folders the mounts are read-only in a
+        // command's view, so a write there fails as on a read-only disk.
+        let denied = ["Permission denied", "[Errno 13]", "Read-only file system", "[Errno 30]"].iter().any(|w| line.contains(w));
         let not_permitted = line.contains("Operation not permitted") || line.contains("[Errno 1]");
         if !denied && !not_permitted {
             continue;
@@ -123,6 +125,7 @@ mod tests {
             enumerated_grants: vec![PathBuf::from("/home/me/code")],
             network: false,
             workspace_writable: true,
+            unix_sockets: vec![],
         }
     }
 
@@ -134,6 +137,8 @@ mod tests {
         assert_eq!(said.len(), 2, "{said:?}");
         assert!(said[0].starts_with("the sandbox refused a write to /etc/x: outside the workspace"), "{said:?}");
         assert!(said[1].contains("/home/me/.ssh is kept from commands as secret"), "{said:?}");
+        let ro = explain(&p, "touch: cannot touch '/etc/x': Read-only file system");
+        assert!(ro[0].starts_with("the sandbox refused a write to /etc/x: outside the workspace"), "{ro:?}");
         let net = explain(&p, "PermissionError: [Errno 1] Operation not permitted");
         assert_eq!(net.len(), 1);
         assert!(net[0].starts_with("the sandbox refused a network connection"));

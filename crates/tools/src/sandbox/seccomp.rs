@@ -42,7 +42,6 @@ pub struct Filter(Vec<sock_filter>);
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Label {
     Next,
-    Allow,
     Deny,
     Ioctl,
     Socket,
@@ -82,7 +81,7 @@ impl Filter {
             }
             ops.push(jump_if(JEQ_K, libc::SYS_socket as u32, Label::Socket, Label::Next));
         }
-        let mut at = vec![(Label::Allow, ops.len())];
+        let mut at = Vec::new();
         ops.push(ret(libc::SECCOMP_RET_ALLOW));
         at.push((Label::Ioctl, ops.len()));
         ops.push(load(OFFSET_ARG1_LOW));
@@ -93,17 +92,19 @@ impl Filter {
         if !network {
             at.push((Label::Socket, ops.len()));
             ops.push(load(OFFSET_ARG0));
-            ops.push(jump_if(JEQ_K, libc::AF_UNIX as u32, Label::Allow, Label::Deny));
+            ops.push(jump_if(JEQ_K, libc::AF_UNIX as u32, Label::Next, Label::Deny));
+            ops.push(ret(libc::SECCOMP_RET_ALLOW));
         }
         at.push((Label::Deny, ops.len()));
         ops.push(ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32));
 
+        // Jumps only go forward; every label used lies ahead of its jumps
+        // (checked by the tests), and the program is far shorter than 256.
         let target = |from: usize, label: Label| -> u8 {
             let to = match label {
                 Label::Next => from + 1,
                 other => at.iter().find(|(l, _)| *l == other).map_or(from + 1, |(_, i)| *i),
             };
-            // Every target lies ahead and the program is far shorter than 256.
             u8::try_from(to.saturating_sub(from + 1)).unwrap_or(u8::MAX)
         };
         Self(ops.iter().enumerate().map(|(i, op)| sock_filter { code: op.code, jt: target(i, op.yes), jf: target(i, op.no), k: op.k }).collect())
@@ -120,5 +121,50 @@ impl Filter {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the program on one call, as the kernel would.
+    fn verdict(filter: &Filter, nr: i64, arg0: u32, arg1: u32) -> u32 {
+        let data = |offset: u32| match offset {
+            OFFSET_ARCH => NATIVE_ARCH,
+            OFFSET_NR => nr as u32,
+            OFFSET_ARG0 => arg0,
+            OFFSET_ARG1_LOW => arg1,
+            _ => 0,
+        };
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let op = &filter.0[pc];
+            match op.code {
+                LD_W_ABS => acc = data(op.k),
+                RET_K => return op.k,
+                JEQ_K | JGE_K => {
+                    let yes = if op.code == JEQ_K { acc == op.k } else { acc >= op.k };
+                    pc += usize::from(if yes { op.jt } else { op.jf });
+                }
+                _ => panic!("unknown instruction"),
+            }
+            pc += 1;
+        }
+    }
+
+    #[test]
+    fn unix_sockets_pass_others_and_terminal_injection_do_not() {
+        let deny = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        let off = Filter::new(false);
+        assert_eq!(verdict(&off, libc::SYS_socket, libc::AF_UNIX as u32, 0), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(verdict(&off, libc::SYS_socket, libc::AF_INET as u32, 0), deny);
+        assert_eq!(verdict(&off, libc::SYS_io_uring_setup, 0, 0), deny);
+        assert_eq!(verdict(&off, libc::SYS_ioctl, 0, libc::TIOCSTI as u32), deny);
+        assert_eq!(verdict(&off, libc::SYS_ioctl, 0, libc::TIOCGWINSZ as u32), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(verdict(&off, libc::SYS_read, 0, 0), libc::SECCOMP_RET_ALLOW);
+        let on = Filter::new(true);
+        assert_eq!(verdict(&on, libc::SYS_socket, libc::AF_INET as u32, 0), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(verdict(&on, libc::SYS_ioctl, 0, libc::TIOCLINUX as u32), deny);
     }
 }
