@@ -5,6 +5,7 @@
 
 pub mod coder;
 pub mod engine;
+mod escapes;
 mod harness;
 pub mod humaneval;
 mod jail_fuzz;

@@ -1,6 +1,7 @@
 //! `bench sandbox`: what confinement costs per command (the median start of
-//! `true`, confined against unconfined) and how fast the file tools' jail
-//! is fuzzed without an escape.
+//! `true`, confined against unconfined), the escape catalogue (every way
+//! out an outside probe tried, each run for real), and how fast the file
+//! tools' jail is fuzzed without an escape.
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -11,7 +12,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::harness::{bar, median, round, scratch_dir};
-use crate::{jail_fuzz, BenchEnv};
+use crate::{escapes, jail_fuzz, BenchEnv};
 
 /// Milliseconds a confined command may add to its start.
 const TARGET_ADDED_MS: f64 = 5.0;
@@ -40,6 +41,12 @@ pub async fn run(env: &BenchEnv, args: SandboxArgs) -> Result<()> {
     let confined = starts(Some(&sandbox), &ws, args.runs)?;
     let added = confined - unconfined;
 
+    let catalogue = escapes::run(&scratch.join("escapes")).await?;
+    let escaped: Vec<serde_json::Value> = catalogue.iter().filter(|a| !a.held).map(|a| json!({"attempt": a.name, "what": a.detail})).collect();
+    for a in &catalogue {
+        eprintln!("{} {}", if a.held { "held   " } else { "ESCAPED" }, a.name);
+    }
+
     let progress = bar(usize::try_from(args.cases).unwrap_or(usize::MAX));
     progress.set_message("jail fuzz");
     let fuzz_started = Instant::now();
@@ -59,6 +66,9 @@ pub async fn run(env: &BenchEnv, args: SandboxArgs) -> Result<()> {
             "meets_target": added <= TARGET_ADDED_MS,
             "policy_build_ms": round(build_ms, 3),
             "landlock_abi": agentloop_tools::sandbox::landlock_abi().ok(),
+            "escape_attempts": catalogue.len(),
+            "escapes_refused": catalogue.len() - escaped.len(),
+            "escaped": escaped,
             "fuzz_cases": fuzzed.cases,
             "fuzz_seed": args.seed,
             "fuzz_escapes": 0,
