@@ -116,9 +116,9 @@ fn running_here(app: &AppState, id: &str) -> ApiResult<Controller> {
     })
 }
 
-/// Resumes a stored, paused session in this process. One that reads as
-/// running belongs to another process (or one that died: `agentloop
-/// sessions resume` takes it up), and running it here too would run it twice.
+/// Resumes a stored session in this process: a paused one, or one whose
+/// process died mid-run (interrupted). One another live process runs is
+/// left to it: running it here too would run it twice.
 async fn take_up(app: &Arc<AppState>, id: &str) -> ApiResult<Controller> {
     let meta = app.reads().load(id)?.meta;
     if meta.status.is_final() {

@@ -98,6 +98,7 @@ pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> Ap
     v["pending"] = json!(pending.map(|p| json!({"id": p.id, "step": p.step, "request": p.request, "question": question})));
     v["summary"] = serde_json::to_value(app.config.registry.summary(&loaded))?;
     v["live"] = json!(app.live(&id).is_some());
+    v["interrupted"] = json!(agentloop_core::interrupted(store.as_ref(), &loaded.meta));
     Ok(Json(v))
 }
 

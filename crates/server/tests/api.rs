@@ -378,6 +378,40 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
     handle.wait().await.unwrap();
 }
 
+/// Another process runs a session: the server will not resume it too. Once
+/// that process is gone (its run stopped, its lease with it, the session
+/// still stored as running) the session reads as interrupted and the
+/// server takes it up to the end.
+#[tokio::test]
+async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let other: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
+    // A model slow enough that the session is still running when it is looked at.
+    let models = Models::new(Arc::new(planner_model(Duration::from_secs(3))));
+    let env = agentloop_agents::registry::AgentEnv { store: other, models, data_dir: s.dir.path().to_path_buf(), tokens: None, sandbox: Default::default() };
+    let root = s.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&root).unwrap();
+    let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});
+    let handle = Registry::standard().get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
+    let id = handle.id().to_string();
+    let (status, v) = s.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("is being run by process"), "{v}");
+    assert_eq!(s.get(&format!("/api/sessions/{id}")).await.1["interrupted"], false);
+
+    // The process dies mid-run: its task stops and its lease is gone.
+    handle.abort();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rusqlite::Connection::open(&s.db).unwrap().execute("DELETE FROM leases", []).unwrap();
+    let (_, list) = s.get("/api/sessions").await;
+    assert_eq!(list["sessions"][0]["interrupted"], true, "{list}");
+    assert_eq!(list["sessions"][0]["status"], "running");
+    let (status, v) = s.post(&format!("/api/sessions/{id}/terminate"), json!({"ending": "terminated", "reason": "enough"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    let v = s.until(&id, "terminated", |v| is_status(v, "terminated")).await;
+    assert_eq!(v["interrupted"], false);
+}
+
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_in_a_sentence() {
     let s = start_server(planner_model(Duration::ZERO), None).await;

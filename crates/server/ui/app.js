@@ -53,7 +53,7 @@ const fail = (e) => toast(e.message || String(e));
 
 // ---------- formatting
 
-const STATUS_ICON = { running: "spinner", idle: "spinner", paused: "‖", completed: "✓", error: "✗", terminated: "▲" };
+const STATUS_ICON = { running: "spinner", idle: "spinner", paused: "‖", interrupted: "↯", completed: "✓", error: "✗", terminated: "▲" };
 
 function statusBadge(status) {
   const icon = STATUS_ICON[status] || "•";
@@ -316,20 +316,22 @@ function showSession(id) {
     const max = s.maxIterations;
     stepEl.textContent = max ? `Step ${s.currentIteration}/${max}` : `Step ${s.currentIteration}`;
     const pct = s.status === "completed" ? 100 : max ? Math.min(100, (100 * s.currentIteration) / max) : 0;
-    statusEl.replaceChildren(statusBadge(s.status));
+    // Stored as running, but its process died mid-run: it waits to be resumed.
+    const shown = s.interrupted ? "interrupted" : s.status;
+    statusEl.replaceChildren(statusBadge(shown));
     metaEl.textContent = `${s.agent} · ${duration(s.duration)}`;
     reasonEl.textContent = s.finishReason || "";
-    bar.className = `bar ${s.status}`;
+    bar.className = `bar ${shown}`;
     bar.setAttribute("aria-valuemax", String(max || 0));
     bar.setAttribute("aria-valuenow", String(s.currentIteration));
     fill.style.width = `${pct}%`;
     panel.hidden = !detailsOpen;
-    const key = `${s.status}|${detailsOpen}`;
+    const key = `${shown}|${detailsOpen}`;
     if (key === buttonsFor) return;
     buttonsFor = key;
     const buttons = [];
-    if (s.status === "running" || s.status === "idle") buttons.push(h("button", { type: "button", id: "pause", onclick: () => act("pause") }, "Pause"));
-    if (s.status === "paused") buttons.push(h("button", { type: "button", id: "resume", onclick: () => act("resume") }, "Resume"));
+    if (shown === "running" || shown === "idle") buttons.push(h("button", { type: "button", id: "pause", onclick: () => act("pause") }, "Pause"));
+    if (shown === "paused" || shown === "interrupted") buttons.push(h("button", { type: "button", id: "resume", onclick: () => act("resume") }, "Resume"));
     if (!["completed", "error", "terminated"].includes(s.status)) buttons.push(h("button", { type: "button", id: "terminate", class: "danger", onclick: openTerminate }, "Terminate"));
     buttons.push(h("button", { type: "button", id: "toggle-details", "aria-expanded": String(detailsOpen), "aria-controls": "details", onclick: () => { detailsOpen = !detailsOpen; localStorage.setItem("details", detailsOpen ? "open" : "closed"); renderProgress(); } }, detailsOpen ? "Hide details" : "Show details"));
     buttonsEl.replaceChildren(...buttons);
