@@ -116,10 +116,22 @@ pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<S
     loop {
         // The reply goes to the question already waiting, or else to the
         // first one the resumed run asks (it then returns, and we go round).
+        let mut answered = false;
         if let Some(q) = store.pending_interrupt(id)? {
             if let Some(reply) = answer.take() {
                 store.answer(id, &q.id, &json!(reply))?;
+                answered = true;
             }
+        }
+        // Another live process runs it (a server waiting on the question):
+        // the answer reaches it through the store, and it goes on there.
+        if let (true, Some(holder)) = (answered, store.holder(id)?) {
+            if json {
+                println!("{}", json!({"sessionId": id, "answered": true, "runBy": holder}));
+            } else {
+                println!("answered: session {id} is run by {holder}, which goes on with it");
+            }
+            return Ok(ExitCode::SUCCESS);
         }
         let meta = store.load(id)?.meta;
         // With nobody at the terminal, return when the session pauses instead of waiting.
