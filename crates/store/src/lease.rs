@@ -10,6 +10,10 @@ use chrono::{DateTime, Utc};
 /// How long a lease lasts past its last renewal, for holders on other hosts.
 pub const TTL_MS: i64 = 30_000;
 
+/// A step commit renews the lease when the last renewal is this old (a
+/// quarter of the lease); the others only check it, which writes nothing.
+pub const RENEW_EVERY: std::time::Duration = std::time::Duration::from_millis(TTL_MS as u64 / 4);
+
 /// A process that may hold leases: this one, or one read from the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {

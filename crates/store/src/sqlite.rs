@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::durability::Durability;
-use crate::lease::{Holder, TTL_MS};
+use crate::lease::{Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
 
@@ -47,8 +47,9 @@ struct Inner {
     commits: u64,
     /// Session id → integer key, so journal rows stay small.
     keys: HashMap<String, i64>,
-    /// Sessions whose lease this store holds, with its epoch.
-    held: HashMap<String, i64>,
+    /// Sessions whose lease this store holds: the epoch, and when the
+    /// lease was last renewed.
+    held: HashMap<String, (i64, Instant)>,
 }
 
 impl SqliteStore {
@@ -287,15 +288,23 @@ impl SqliteStore {
         }
     }
 
-    /// Renews this store's lease in the commit's own transaction; an error
-    /// when another holder has taken the session since (its epoch moved on).
-    fn still_held(&self, tx: &Connection, session_id: &str, epoch: i64) -> Result<()> {
-        let until = Utc::now().timestamp_millis() + TTL_MS;
-        let renewed = tx
-            .prepare_cached("UPDATE leases SET until = ?1 WHERE session = ?2 AND epoch = ?3")
-            .and_then(|mut s| s.execute(params![until, session_id, epoch]))
-            .map_err(self.err("renew the session's lease"))?;
-        if renewed == 0 {
+    /// Checks, in the commit's own transaction, that this store still holds
+    /// the session (the epoch has not moved on to another holder), and
+    /// renews the lease when `renew`. The check only reads, so a step
+    /// commit writes no extra page but now and then.
+    fn still_held(&self, tx: &Connection, session_id: &str, epoch: i64, renew: bool) -> Result<()> {
+        let held = if renew {
+            let until = Utc::now().timestamp_millis() + TTL_MS;
+            tx.prepare_cached("UPDATE leases SET until = ?1 WHERE session = ?2 AND epoch = ?3")
+                .and_then(|mut s| s.execute(params![until, session_id, epoch]))
+                .map_err(self.err("renew the session's lease"))?
+                == 1
+        } else {
+            tx.prepare_cached("SELECT 1 FROM leases WHERE session = ?1 AND epoch = ?2")
+                .and_then(|mut s| s.exists(params![session_id, epoch]))
+                .map_err(self.err("check the session's lease"))?
+        };
+        if !held {
             return Err(Error::Store(format!(
                 "session `{session_id}` was taken over by another process, so this one stops without writing to it; follow it with `agentloop sessions show {session_id}`"
             )));
@@ -329,8 +338,8 @@ impl SqliteStore {
 }
 
 /// This store's own lease on `session_id`, described as a holder.
-fn inner_holds(held: &HashMap<String, i64>, session_id: &str, me: &Holder) -> Option<(String, i64)> {
-    held.get(session_id).map(|epoch| (me.describe(""), *epoch))
+fn inner_holds(held: &HashMap<String, (i64, Instant)>, session_id: &str, me: &Holder) -> Option<(String, i64)> {
+    held.get(session_id).map(|(epoch, _)| (me.describe(""), *epoch))
 }
 
 impl Store for SqliteStore {
@@ -342,12 +351,10 @@ impl Store for SqliteStore {
             inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
         }
         let known = inner.keys.get(session_id).copied();
-        let epoch = inner.held.get(session_id).copied();
+        let held = inner.held.get(session_id).copied();
+        let renew = held.is_some_and(|(_, renewed)| renewed.elapsed() >= RENEW_EVERY);
         let lost = std::cell::Cell::new(false);
         let result = self.in_transaction(&inner.conn, |tx| {
-            if let Some(epoch) = epoch {
-                self.still_held(tx, session_id, epoch).inspect_err(|_| lost.set(true))?;
-            }
             let mut key = known;
             for w in batch {
                 if let Write::Meta(m) = w {
@@ -365,6 +372,13 @@ impl Store for SqliteStore {
             for w in batch {
                 self.apply(tx, key, w)?;
             }
+            // Checked last: the writes above took the write lock on the
+            // newest snapshot, so no other holder can slip in before the
+            // commit, and a read first could not take the lock after a
+            // commit of another session in between.
+            if let Some((epoch, _)) = held {
+                self.still_held(tx, session_id, epoch, renew).inspect_err(|_| lost.set(true))?;
+            }
             Ok(key)
         });
         if raise {
@@ -372,6 +386,8 @@ impl Store for SqliteStore {
         }
         if lost.get() {
             inner.held.remove(session_id);
+        } else if let (true, Some(h)) = (renew && result.is_ok(), inner.held.get_mut(session_id)) {
+            h.1 = Instant::now();
         }
         let key = result?;
         inner.keys.insert(session_id.to_string(), key);
@@ -487,14 +503,14 @@ impl Store for SqliteStore {
         )
         .map_err(self.err("take the session's lease"))?;
         tx.commit().map_err(self.err("take the session's lease"))?;
-        inner.held.insert(session_id.to_string(), epoch);
+        inner.held.insert(session_id.to_string(), (epoch, Instant::now()));
         Ok(())
     }
 
     fn release(&self, session_id: &str) -> Result<()> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
-        if let Some(epoch) = inner.held.remove(session_id) {
+        if let Some((epoch, _)) = inner.held.remove(session_id) {
             inner
                 .conn
                 .execute("DELETE FROM leases WHERE session = ?1 AND epoch = ?2", params![session_id, epoch])
