@@ -99,6 +99,14 @@ fn bad_arguments_exit_2_and_a_broken_database_exits_1_with_what_to_do() {
 }
 
 #[test]
+fn serving_without_a_token_is_refused_off_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["serve", "--no-token", "--addr", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-token is only for a loopback address"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn models_list_shows_what_is_installed_and_the_roles() {
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
