@@ -91,6 +91,26 @@ pub fn create_dir_all(root: &Path, rel: &Path, links: Links) -> io::Result<()> {
     open_at(&root_fd, rel, Open::Dir, links).map(drop)
 }
 
+/// Removes the file or empty folder `name` in the folder `parent` beneath
+/// `root`: the entry itself, never what a symlink there points to.
+pub fn remove(root: &Path, parent: &Path, name: &OsStr, links: Links) -> io::Result<()> {
+    let root_fd = open_root(root)?;
+    let parent = open_at(&root_fd, parent, Open::Dir, links)?;
+    let c_name = c_string(name)?;
+    // SAFETY: plain system calls on a descriptor and a NUL-ended name.
+    let removed = unsafe {
+        let mut r = libc::unlinkat(parent.as_raw_fd(), c_name.as_ptr(), 0);
+        if r != 0 && *libc::__errno_location() == libc::EISDIR {
+            r = libc::unlinkat(parent.as_raw_fd(), c_name.as_ptr(), libc::AT_REMOVEDIR);
+        }
+        r
+    };
+    if removed != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn open_root(root: &Path) -> io::Result<OwnedFd> {
     let c_root = c_string(root.as_os_str())?;
     // SAFETY: a plain system call with a NUL-ended path.

@@ -88,6 +88,15 @@ impl Workspace {
         self.beneath(path, |rel, links| beneath::create_dir_all(&self.root, rel, links))
     }
 
+    /// Removes the file (or empty folder) `path`, beneath the root; a
+    /// symlink is removed itself, never what it points to.
+    pub fn remove(&self, path: &str) -> std::result::Result<(), OpenError> {
+        let rel = self.relative(path)?;
+        let name = rel.file_name().ok_or_else(|| refuse(path, "it names no file"))?.to_os_string();
+        let parent = rel.parent().map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty()).unwrap_or_else(|| ".".into());
+        self.beneath(&parent, |prel, links| beneath::remove(&self.root, prel, &name, links))
+    }
+
     /// Writes `content` to `path`, making its folder first.
     pub fn write(&self, path: &str, content: &[u8]) -> std::result::Result<(), OpenError> {
         self.relative(path)?;

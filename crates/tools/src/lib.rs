@@ -12,6 +12,7 @@ mod files;
 mod jail;
 mod python;
 pub mod sandbox;
+mod scratch;
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ pub use files::{read_text, CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::{Entry, Open, OpenError, Workspace};
 pub use python::{Execution, PyError, Python, PythonSession};
 pub use sandbox::{Sandbox, SandboxConfig};
+pub use scratch::{Change, ScratchCopy};
 
 /// The file tools (`create_dir` included) and `run_command` for one
 /// workspace, its commands confined by `sandbox`.
