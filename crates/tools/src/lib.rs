@@ -13,6 +13,7 @@ mod jail;
 mod python;
 pub mod sandbox;
 mod scratch;
+mod try_change;
 
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ pub use jail::{Entry, Open, OpenError, Workspace};
 pub use python::{Execution, PyError, Python, PythonSession};
 pub use sandbox::{Sandbox, SandboxConfig};
 pub use scratch::{Change, ScratchCopy};
+pub use try_change::TryChange;
 
 /// The file tools (`create_dir` included) and `run_command` for one
 /// workspace, its commands confined by `sandbox`.

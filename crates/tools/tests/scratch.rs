@@ -48,3 +48,24 @@ async fn a_good_result_is_carried_over_as_observed() {
     assert_eq!(std::fs::read_to_string(ws.root().join("notes.txt")).unwrap(), "NEW word\nsecond line\n");
     assert_eq!(std::fs::read_to_string(ws.root().join("out/log.txt")).unwrap(), "done\n");
 }
+
+/// A candidate tried against the tests in a copy: its verdict comes back,
+/// the workspace keeps its own files.
+#[tokio::test]
+async fn a_candidate_is_tried_against_the_tests_without_touching_the_workspace() {
+    use agentloop_core::Tool;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(dir.path().join("test_calc.py"), "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n").unwrap();
+    let ws = Workspace::new(dir.path()).unwrap();
+    let sandbox = Sandbox::new(ws.root(), &SandboxConfig::default(), None, None).unwrap();
+    let tool = agentloop_tools::TryChange::new(ws.clone(), sandbox, Duration::from_secs(30));
+    let call = |content: &str| serde_json::json!({"files": [{"path": "calc.py", "content": content}], "command": "python3 test_calc.py"});
+    let wrong = tool.call(call("def add(a, b):\n    return a * b\n")).await.unwrap();
+    assert_ne!(wrong["exitCode"], 0);
+    assert!(wrong["shown"].as_str().unwrap().contains("add is wrong"), "{wrong}");
+    let right = tool.call(call("def add(a, b):\n    return a + b\n")).await.unwrap();
+    assert_eq!(right["exitCode"], 0, "{right}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), "def add(a, b):\n    return a - b\n");
+    assert!(tool.call(serde_json::json!({"files": [{"path": "../out.py", "content": "x"}], "command": "true"})).await.is_err(), "the copy's jail holds");
+}

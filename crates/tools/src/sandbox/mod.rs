@@ -259,6 +259,17 @@ impl Sandbox {
         Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off }, namespaces)
     }
 
+    /// The same policy for commands in another folder (a scratch copy of
+    /// the workspace): written there and in a temp folder of their own.
+    pub fn elsewhere(&self, workspace: &Path) -> Result<Self> {
+        let workspace =
+            workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
+        let (temp, temp_path) = private_temp()?;
+        let policy = Policy { workspace, temp: temp_path, ..self.inner.policy.clone() };
+        let namespaces = if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) { Mode::On } else { Mode::Off };
+        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off }, namespaces)
+    }
+
     fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode, namespaces: Mode) -> Result<Self> {
         if mode == Mode::Off {
             return Ok(Self { inner: Arc::new(Inner { policy, env, enforced: None, _temp: temp }) });
