@@ -17,9 +17,15 @@ fn effect_of(tool: &str) -> Effect {
 /// through an interrupt. A denial is not an error: it comes back as
 /// `{"denied": reason}` so the agent can take it into account.
 pub async fn call(step: &mut Step, approvals: &mut Approvals, tool: &str, input: Value) -> Result<Value> {
-    if approvals.needs_asking(tool, effect_of(tool), &input) {
-        let reply = step.interrupt(Approvals::question(tool, &input)).await?;
-        if let Verdict::Denied(why) = approvals.record(tool, &input, &reply) {
+    // A command tried in a scratch copy is asked about (and remembered) as
+    // the command it runs.
+    let (asked_tool, asked) = match tool {
+        "try_change" => ("run_command", json!({"command": input["command"]})),
+        _ => (tool, input.clone()),
+    };
+    if approvals.needs_asking(asked_tool, effect_of(asked_tool), &asked) {
+        let reply = step.interrupt(Approvals::question(asked_tool, &asked)).await?;
+        if let Verdict::Denied(why) = approvals.record(asked_tool, &asked, &reply) {
             return Ok(json!({"denied": why}));
         }
     }

@@ -576,3 +576,45 @@ async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
     assert!(said.contains(".ssh is kept from commands as secret"), "{said}");
     assert!(said.contains("refused a network connection"), "{said}");
 }
+
+/// With candidates, CODE tries changes against the tests in scratch copies
+/// — the first wrong, the second right — stops at the one that passes, and
+/// writes only that one: the workspace never holds the wrong change, and
+/// TEST then observes the kept one on the real files.
+#[tokio::test]
+async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
+    let config = LoopConfig { candidates: 3, ..LoopConfig::default() };
+    let r = run(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(FIXED)).with("review", accept()), config).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the search stopped at the passing candidate");
+    assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
+    let s = state(&r);
+    assert_eq!(s.attempts.len(), 1, "one attempt: the kept candidate");
+    assert!(s.attempts[0].passed);
+    let events = r.store.events(&r.out.session_id, 0, 1000).unwrap();
+    let candidates: Vec<&Value> = events.iter().filter(|e| e.name == "coder:candidate").map(|e| &e.payload).collect();
+    assert_eq!(candidates.len(), 2);
+    assert_eq!((candidates[0]["passed"].clone(), candidates[0]["passing"].clone(), candidates[0]["ran"].clone()), (json!(false), json!(0), json!(1)));
+    assert_eq!(candidates[1]["passed"], true);
+    let kept = events.iter().find(|e| e.name == "coder:candidate_kept").unwrap();
+    assert_eq!(kept.payload, json!({"number": 2, "tried": 2}));
+    let tries = r.store.calls(&r.out.session_id).unwrap().into_iter().filter(|c| c.name == "try_change").count();
+    assert_eq!(tries, 2, "each candidate's trial is journaled");
+}
+
+/// When no candidate passes, the one passing the most tests is kept.
+#[tokio::test]
+async fn when_no_candidate_passes_the_one_passing_most_is_kept() {
+    let two = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\nif __name__ == '__main__':\n    unittest.main()\n";
+    let config = LoopConfig { candidates: 2, max_iterations: 1, ..LoopConfig::default() };
+    let half = "def add(a, b):\n    return a * b + 0\n";
+    let r = run_with_tests(
+        Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(half)).with("reflect", reflection("fix", 0.9)),
+        config,
+        two,
+    )
+    .await;
+    let events = r.store.events(&r.out.session_id, 0, 1000).unwrap();
+    let kept = events.iter().find(|e| e.name == "coder:candidate_kept").unwrap();
+    assert_eq!(kept.payload, json!({"number": 1, "tried": 2}), "both pass test_zero; the earliest of equals is kept");
+}

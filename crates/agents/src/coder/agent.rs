@@ -45,6 +45,10 @@ pub struct CoderFlags {
     /// Seconds a command (the tests included) may run before it is killed (default 300).
     #[arg(long)]
     pub command_timeout: Option<u64>,
+    /// Changes to try against the tests in scratch copies per CODE or FIX,
+    /// the best written to the workspace (default 1: one change, written and tested).
+    #[arg(long)]
+    pub candidates: Option<u32>,
 }
 
 /// `[coder]` in agentloop.toml.
@@ -56,6 +60,7 @@ pub struct CoderConfig {
     pub confidence_threshold: Option<f64>,
     pub approval: Option<String>,
     pub command_timeout: Option<u64>,
+    pub candidates: Option<u32>,
 }
 
 /// What a coder session is started with.
@@ -82,6 +87,9 @@ pub struct CoderInput {
     /// Seconds a command may run before it is killed.
     #[serde(default)]
     pub command_timeout_secs: u64,
+    /// Changes tried against the tests in scratch copies per CODE or FIX (0: 1).
+    #[serde(default)]
+    pub candidates: u32,
 }
 
 /// Seconds a test command may run unless configured.
@@ -94,6 +102,7 @@ impl CoderInput {
             max_replans: self.max_replans,
             confidence_threshold: self.confidence_threshold,
             edit_tests: self.edit_tests,
+            candidates: self.candidates.max(1),
         }
     }
 }
@@ -119,6 +128,7 @@ impl AgentSpec for Coder {
             edit_tests: flags.edit_tests,
             approval: flags.approval.or(config.approval).unwrap_or_default(),
             command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            candidates: flags.candidates.or(config.candidates).unwrap_or(defaults.candidates),
         };
         Self::prepare(input, data_dir)
     }
@@ -157,6 +167,7 @@ impl AgentSpec for Coder {
         if input.command_timeout_secs == 0 {
             input.command_timeout_secs = DEFAULT_COMMAND_TIMEOUT;
         }
+        input.candidates = input.candidates.max(1);
         Ok(input)
     }
 

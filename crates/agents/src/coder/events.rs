@@ -24,6 +24,13 @@ pub enum CoderEvent {
     /// undone (passing counts: `None` when the tests did not run).
     #[serde(rename = "coder:undone")]
     Undone { attempt: usize, back_to: String, passing_now: Option<u32>, passing_best: Option<u32> },
+    /// A candidate change was tried against the tests in a scratch copy
+    /// (`passing` of `ran` tests; `None` when the output does not say).
+    #[serde(rename = "coder:candidate")]
+    Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool },
+    /// The candidate written to the workspace, the best of those tried.
+    #[serde(rename = "coder:candidate_kept")]
+    CandidateKept { number: usize, tried: usize },
 }
 
 impl EventKind for CoderEvent {}
@@ -45,6 +52,14 @@ impl CoderEvent {
                 let n = |v: &Option<u32>| v.map_or_else(|| "none (the tests did not run)".to_string(), |v| v.to_string());
                 format!("    ↶ attempt {attempt} undone: {} test(s) passing against {} for {back_to}", n(passing_now), n(passing_best))
             }
+            Self::Candidate { number, of, passing, ran, passed } => {
+                let tests = match (passing, ran) {
+                    (Some(p), Some(r)) => format!("{p} of {r} tests"),
+                    _ => "the tests did not say".to_string(),
+                };
+                format!("    candidate {number}/{of} · {tests}{}", if *passed { " · passes" } else { "" })
+            }
+            Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
             Self::Refused { reason, asking_again } => {
                 format!("    ✗ answer refused: {reason}{}", if *asking_again { "; asking again" } else { "" })
             }

@@ -76,7 +76,8 @@ pub fn graph() -> Result<CompiledGraph<CoderState>> {
 /// A runner for the coder on `workspace` with `models` and `store`, its
 /// commands confined by `sandbox`.
 pub fn runner(workspace: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
-    Ok(Runner::new(graph()?, store).models(models).tools(workspace_tools(workspace, sandbox, command_timeout)))
+    let tools = workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
+    Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 
 /// The coder's termination: `max_iterations` and `stuck` from the engine.

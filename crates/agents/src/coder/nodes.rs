@@ -263,14 +263,29 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     }
     let writable: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| s.config.edit_tests || !change::is_test_file(p)).collect();
     request.grammar = Some(change::grammar(&writable));
+    let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
+    let mut tried: Vec<Candidate> = Vec::new();
     let mut why = String::new();
-    for asked in 0..ANSWERS_PER_CHANGE {
+    // Each candidate may be refused once and asked for again, as one change is.
+    for asked in 0..wanted * ANSWERS_PER_CHANGE {
+        if tried.len() == wanted || tried.last().is_some_and(|c| c.passed) {
+            break;
+        }
         let answer = step.chat_as(CODER_ROLE, request.clone()).await?;
-        match usable(s, &answer.content, files) {
-            Ok(change) => return apply_change(s, step, change, kind).await,
+        let change = usable(s, &answer.content, files).and_then(|c| new_among(c, &tried));
+        match change {
+            Ok(change) if wanted == 1 => return apply_change(s, step, change, kind).await,
+            Ok(change) => {
+                match try_candidate(s, step, change, tried.len() + 1, wanted).await? {
+                    Ok(candidate) => tried.push(candidate),
+                    // Trying was declined: the change is written and tested as one change is.
+                    Err(declined) => return apply_change(s, step, declined, kind).await,
+                }
+                request.temperature = Some(CANDIDATE_TEMPERATURES[tried.len() % CANDIDATE_TEMPERATURES.len()]);
+            }
             Err(reason) => {
                 step.reject_answer(CODER_ROLE)?;
-                step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked + 1 < ANSWERS_PER_CHANGE });
+                step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked + 1 < wanted * ANSWERS_PER_CHANGE });
                 if let Some(last) = request.messages.last_mut() {
                     last.content.push_str(&format!("\n\n{REFUSED_BEFORE}{reason}. Answer with the whole change."));
                 }
@@ -278,6 +293,11 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
                 why = reason;
             }
         }
+    }
+    if let Some(best) = best_candidate(&tried) {
+        step.emit(CoderEvent::CandidateKept { number: best + 1, tried: tried.len() });
+        let kept = tried.swap_remove(best);
+        return apply_change(s, step, kept.change, kind).await;
     }
     let attempt = Attempt {
         iteration: step.progress().iterations,
@@ -292,6 +312,62 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     };
     s.attempts.push(attempt);
     Ok(())
+}
+
+/// Temperatures of the candidates after the first: spread, so that the
+/// samples differ from one another as well as from the greedy answer.
+const CANDIDATE_TEMPERATURES: [f32; 4] = [0.8, 1.0, 0.6, 1.2];
+
+/// A change tried against the tests in a scratch copy.
+struct Candidate {
+    change: change::Files,
+    passed: bool,
+    score: Option<(u32, u32)>,
+}
+
+/// A change the search already tried is not tried again.
+fn new_among(change: change::Files, tried: &[Candidate]) -> std::result::Result<change::Files, String> {
+    match tried.iter().position(|c| fingerprint(&c.change) == fingerprint(&change)) {
+        Some(i) => Err(format!("it is the same change as candidate {}: write a different one", i + 1)),
+        None => Ok(change),
+    }
+}
+
+/// Tries `change` against the test command in a scratch copy (through the
+/// approval policy, as the command it runs); the change back when that was
+/// declined. A failing candidate is a miss for the model that wrote it, so
+/// a chain moves on to its stronger model as it would after a failed test.
+async fn try_candidate(
+    s: &mut CoderState,
+    step: &mut Step,
+    change: change::Files,
+    number: usize,
+    of: usize,
+) -> Result<std::result::Result<Candidate, change::Files>> {
+    let files: Vec<Value> = change.iter().map(|(path, content)| json!({"path": path, "content": content})).collect();
+    let out = approved::call(step, &mut s.approvals, "try_change", json!({"files": files, "command": s.test_command})).await?;
+    if out.get("denied").is_some() {
+        return Ok(Err(change));
+    }
+    let passed = out["exitCode"] == 0;
+    let score = best::score(out["shown"].as_str().unwrap_or_default());
+    step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed });
+    if !passed {
+        step.reject_answer(CODER_ROLE)?;
+    }
+    Ok(Ok(Candidate { change, passed, score }))
+}
+
+/// The index of the best candidate: one that passes, else the most tests
+/// passing (then run); the earliest among equals.
+fn best_candidate(tried: &[Candidate]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, c) in tried.iter().enumerate() {
+        if best.is_none_or(|b| (c.passed, c.score) > (tried[b].passed, tried[b].score)) {
+            best = Some(i);
+        }
+    }
+    best
 }
 
 /// What the second asking for a change adds to the prompt, before the reason.

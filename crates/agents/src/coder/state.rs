@@ -20,11 +20,19 @@ pub struct LoopConfig {
     /// will otherwise "fix" the tests.
     #[serde(default)]
     pub edit_tests: bool,
+    /// Changes CODE and FIX try against the tests in scratch copies before
+    /// the best one is written (1: the one change is written and tested).
+    #[serde(default = "one")]
+    pub candidates: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false }
+        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 1 }
     }
 }
 
