@@ -600,6 +600,9 @@ async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
     assert_eq!(kept.payload, json!({"number": 2, "tried": 2}));
     let tries = r.store.calls(&r.out.session_id).unwrap().into_iter().filter(|c| c.name == "try_change").count();
     assert_eq!(tries, 2, "each candidate's trial is journaled");
+    let records = &s.attempts[0].candidates;
+    assert_eq!(records.iter().map(|c| (c.passed, c.kept)).collect::<Vec<_>>(), [(false, false), (true, true)]);
+    assert!(records[0].patch.contains("-    return a - b") && records[0].patch.contains("+    return a * b"), "{}", records[0].patch);
 }
 
 /// When no candidate passes, the one passing the most tests is kept.

@@ -170,6 +170,9 @@ pub enum SessionsCommand {
         /// Only attempt N (from 1); default: every attempt, labelled.
         #[arg(long)]
         attempt: Option<usize>,
+        /// With --attempt: only candidate K (from 1) of that attempt's search.
+        #[arg(long, requires = "attempt")]
+        candidate: Option<usize>,
     },
     /// Delete a session and its journal.
     Delete { id: String },

@@ -62,7 +62,7 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
             SessionsCommand::Events { id, after, follow, json } => sessions::events(&*app.store()?, &id, after, follow, json.json).await,
             SessionsCommand::Export { id, output } => sessions::export(&*app.store()?, &id, output.as_deref()),
             SessionsCommand::Resume { id, answer, json } => sessions::resume(&app, app.store()?, &id, answer, json.json).await,
-            SessionsCommand::Diff { id, attempt } => sessions::diff(&app, &*app.store()?, &id, attempt),
+            SessionsCommand::Diff { id, attempt, candidate } => sessions::diff(&app, &*app.store()?, &id, attempt, candidate),
             SessionsCommand::Delete { id } => sessions::delete(&*app.store()?, &id),
         },
     }

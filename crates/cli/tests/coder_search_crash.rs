@@ -118,4 +118,13 @@ async fn a_search_killed_midway_resumes_and_repeats_no_journaled_call() {
     assert!((2..=3).contains(&tries), "{after:?}");
     assert!(asked <= tries + 1, "the model was asked for {asked} changes ({asked_before} before the kill), {tries} tried");
     assert_eq!(std::fs::read_to_string(ws.join("calc.py")).unwrap(), FIXED);
+
+    // Each candidate can be looked at on its own.
+    let first = agentloop(&["sessions", "diff", &id, "--attempt", "1", "--candidate", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&first.stdout);
+    assert!(text.starts_with(&format!("# candidate 1/{tries}: 0 of 1 test(s) passing")) && text.contains("+    return a * b"), "{text}");
+    let last = agentloop(&["sessions", "diff", &id, "--attempt", "1", "--candidate", &tries.to_string()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&last.stdout).contains("tests pass, kept"));
+    let none = agentloop(&["sessions", "diff", &id, "--attempt", "1", "--candidate", "9"]).output().unwrap();
+    assert_eq!(none.status.code(), Some(1));
 }

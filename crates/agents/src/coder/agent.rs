@@ -199,7 +199,12 @@ impl AgentSpec for Coder {
                 .notes
                 .push(format!("{undone} change(s) that passed no more tests than the files before them were undone; the files are at their best state"));
         }
-        summary.patches = state.attempts.iter().enumerate().map(|(i, a)| Patch { label: super::best::label(i, a), diff: a.patch.clone() }).collect();
+        summary.patches = state
+            .attempts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Patch { label: super::best::label(i, a), diff: a.patch.clone(), candidates: super::best::candidate_patches(a) })
+            .collect();
     }
 
     fn line(event: &CoderEvent) -> String {

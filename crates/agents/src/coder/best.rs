@@ -138,6 +138,24 @@ pub fn patch(before: &BTreeMap<String, Option<String>>, after: &[(String, String
     out
 }
 
+/// The candidates an attempt's search tried, labelled, for `sessions diff --candidate`.
+pub fn candidate_patches(a: &Attempt) -> Vec<crate::registry::Patch> {
+    let of = a.candidates.len();
+    a.candidates
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let tests = match (c.passed, c.score) {
+                (true, _) => "tests pass".to_string(),
+                (false, Some((n, ran))) => format!("{n} of {ran} test(s) passing"),
+                (false, None) => "tests did not say".to_string(),
+            };
+            let label = format!("candidate {}/{of}: {tests}{}", k + 1, if c.kept { ", kept" } else { "" });
+            crate::registry::Patch { label, diff: c.patch.clone(), candidates: Vec::new() }
+        })
+        .collect()
+}
+
 /// An attempt's label in `sessions diff`.
 pub fn label(i: usize, a: &Attempt) -> String {
     let outcome = if a.after.is_empty() {

@@ -15,7 +15,7 @@ use super::events::CoderEvent;
 use super::failures;
 use super::new_files;
 use super::prompts;
-use super::state::{Attempt, CoderState, Recommendation, Reflection, RootCause};
+use super::state::{Attempt, CandidateRecord, CoderState, Recommendation, Reflection, RootCause};
 use super::CODER_ROLE;
 use crate::approved;
 use agentloop_tools::Workspace;
@@ -296,8 +296,17 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     }
     if let Some(best) = best_candidate(&tried) {
         step.emit(CoderEvent::CandidateKept { number: best + 1, tried: tried.len() });
+        let records: Vec<CandidateRecord> = tried
+            .iter()
+            .enumerate()
+            .map(|(i, c)| CandidateRecord { patch: best::patch(&files_before(s, &c.change), &c.change), passed: c.passed, score: c.score, kept: i == best })
+            .collect();
         let kept = tried.swap_remove(best);
-        return apply_change(s, step, kept.change, kind).await;
+        apply_change(s, step, kept.change, kind).await?;
+        if let Some(a) = s.attempts.last_mut() {
+            a.candidates = records;
+        }
+        return Ok(());
     }
     let attempt = Attempt {
         iteration: step.progress().iterations,
@@ -356,6 +365,19 @@ async fn try_candidate(
         step.reject_answer(CODER_ROLE)?;
     }
     Ok(Ok(Candidate { change, passed, score }))
+}
+
+/// What the files a change touches hold before it: the change being worked
+/// on, else the original (`None`: the file does not exist yet).
+fn files_before(s: &CoderState, change: &change::Files) -> std::collections::BTreeMap<String, Option<String>> {
+    let ws = Workspace::new(&s.workspace).ok();
+    change
+        .iter()
+        .map(|(path, _)| {
+            let now = s.files.get(path).cloned().or_else(|| s.originals.get(path).cloned().flatten()).or_else(|| ws.as_ref().and_then(|w| read(w, path)));
+            (path.clone(), now)
+        })
+        .collect()
 }
 
 /// The index of the best candidate: one that passes, else the most tests

@@ -98,6 +98,22 @@ pub struct Attempt {
     /// It passed fewer tests than the best state before it and was undone.
     #[serde(default)]
     pub undone: bool,
+    /// The candidates tried in scratch copies before this change was kept
+    /// (empty without a search), in the order tried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<CandidateRecord>,
+}
+
+/// One candidate of a search, as tried: its change against the files
+/// before it, and how the tests took it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateRecord {
+    pub patch: String,
+    pub passed: bool,
+    /// Tests passing and run; `None` when the output did not say.
+    pub score: Option<(u32, u32)>,
+    pub kept: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -64,6 +64,10 @@ pub struct Patch {
     /// Which attempt and how it went, in words.
     pub label: String,
     pub diff: String,
+    /// The candidates tried before this change was kept, each its own
+    /// labelled patch (empty without a search).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Patch>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -49,7 +49,7 @@ pub fn show(app: &App, store: &dyn Store, id: &str, json: bool) -> Result<ExitCo
 
 /// `sessions diff`: each attempt's change, or one attempt's alone (its diff
 /// only, so it can be piped to `git apply`).
-pub fn diff(app: &App, store: &dyn Store, id: &str, attempt: Option<usize>) -> Result<ExitCode> {
+pub fn diff(app: &App, store: &dyn Store, id: &str, attempt: Option<usize>, candidate: Option<usize>) -> Result<ExitCode> {
     let loaded = store.load(id)?;
     let patches = app.registry.summary(&loaded).patches;
     if patches.is_empty() {
@@ -60,12 +60,28 @@ pub fn diff(app: &App, store: &dyn Store, id: &str, attempt: Option<usize>) -> R
             let Some(p) = n.checked_sub(1).and_then(|i| patches.get(i)) else {
                 anyhow::bail!("session {id} has {} attempt(s): pass --attempt 1 to {}", patches.len(), patches.len());
             };
-            print!("{}", p.diff);
+            match candidate {
+                None => print!("{}", p.diff),
+                Some(k) => {
+                    let Some(c) = k.checked_sub(1).and_then(|i| p.candidates.get(i)) else {
+                        anyhow::bail!(
+                            "attempt {n} of session {id} tried {} candidate(s){}",
+                            p.candidates.len(),
+                            if p.candidates.is_empty() { " (it ran no search)" } else { "" }
+                        );
+                    };
+                    println!("# {}", c.label);
+                    print!("{}", c.diff);
+                }
+            }
         }
         None => {
             for p in &patches {
                 println!("# {}", p.label);
                 print!("{}", if p.diff.is_empty() { "# (no change)\n" } else { &p.diff });
+                for c in &p.candidates {
+                    println!("#   {}", c.label);
+                }
             }
         }
     }
