@@ -621,3 +621,24 @@ async fn when_no_candidate_passes_the_one_passing_most_is_kept() {
     let kept = events.iter().find(|e| e.name == "coder:candidate_kept").unwrap();
     assert_eq!(kept.payload, json!({"number": 1, "tried": 2}), "both pass test_zero; the earliest of equals is kept");
 }
+
+/// A reflection that repeats an earlier diagnosis word for word adds
+/// nothing: it is set aside without asking again, and FIX works from the
+/// failing test's name and what it expected.
+#[tokio::test]
+async fn a_repeated_reflection_gives_way_to_the_failing_tests() {
+    let mut changes = vec![change(FIXED), change("def add(a, b):\n    return a - b - 0\n"), change(WRONG_TOO)];
+    let (model, sent) = recording(move |phase| match phase {
+        "plan" => plan(),
+        "code" | "fix" => changes.pop().unwrap(),
+        "reflect" => reflection("fix", 0.9),
+        _ => accept(),
+    });
+    let (out, store, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert_eq!(sent_in(&sent, "reflect").len(), 2, "the repeat was not asked for again");
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    assert_eq!(events.iter().filter(|e| e.name == "coder:reflection_repeated").count(), 1);
+    let second_fix = sent_in(&sent, "fix")[1].messages.last().unwrap().content.clone();
+    assert!(second_fix.contains("make test_add pass: AssertionError: -1 != 5"), "{second_fix}");
+}

@@ -28,6 +28,10 @@ pub enum CoderEvent {
     /// (`passing` of `ran` tests; `None` when the output does not say).
     #[serde(rename = "coder:candidate")]
     Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool },
+    /// A reflection repeated an earlier diagnosis word for word: it was set
+    /// aside for the failing tests' names and what they expected.
+    #[serde(rename = "coder:reflection_repeated")]
+    ReflectionRepeated { diagnosis: String },
     /// The candidate written to the workspace, the best of those tried.
     #[serde(rename = "coder:candidate_kept")]
     CandidateKept { number: usize, tried: usize },
@@ -60,6 +64,7 @@ impl CoderEvent {
                 format!("    candidate {number}/{of} · {tests}{}", if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
+            Self::ReflectionRepeated { diagnosis } => format!("    reflection repeats an earlier one ({diagnosis}): working from the failing tests instead"),
             Self::Refused { reason, asking_again } => {
                 format!("    ✗ answer refused: {reason}{}", if *asking_again { "; asking again" } else { "" })
             }

@@ -45,6 +45,29 @@ pub fn passed(output: &str) -> Option<u32> {
     (!passed.is_empty()).then(|| passed.iter().sum())
 }
 
+/// The lines of a test run that say what a failing test expected: Python's
+/// `AssertionError: …` and pytest's `E   …`, Rust's `panicked at` and
+/// `left:`/`right:`, Go's and Jest's `expected`/`Expected` lines; at most
+/// `limit`, each once.
+pub fn assertions(output: &str, limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in output.lines().map(str::trim) {
+        let says = line.starts_with("AssertionError")
+            || line.starts_with("E   ")
+            || line.contains("panicked at")
+            || line.starts_with("left:")
+            || line.starts_with("right:")
+            || line.to_ascii_lowercase().starts_with("expected");
+        if says && !out.iter().any(|o| o == line) {
+            out.push(line.to_string());
+        }
+        if out.len() == limit {
+            break;
+        }
+    }
+    out
+}
+
 /// The names of the failing tests, in the order the runner reports them:
 /// unittest's `FAIL: name (…)` / `ERROR: name (…)`, pytest's
 /// `FAILED path::name`, cargo's and go's `--- FAIL: name` / `test name ...
@@ -75,7 +98,7 @@ pub fn names(output: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{count, names, passed};
+    use super::{assertions, count, names, passed};
 
     #[test]
     fn each_runner_s_summary() {
@@ -106,5 +129,12 @@ mod tests {
         assert_eq!(names("test tests::parses ... FAILED\ntest tests::ok ... ok\ntest result: FAILED."), vec!["tests::parses"]);
         assert_eq!(names("--- FAIL: TestA (0.00s)"), vec!["TestA"]);
         assert!(names("Ran 2 tests\nOK").is_empty());
+    }
+
+    #[test]
+    fn assertion_lines_say_what_was_expected() {
+        let out = "FAIL: test_add (t.T)\nTraceback…\nAssertionError: -1 != 5\n\nRan 1 test\nFAILED (failures=1)";
+        assert_eq!(assertions(out, 5), ["AssertionError: -1 != 5"]);
+        assert_eq!(assertions("E   assert 6 == 5\nE   assert 6 == 5\nother", 5), ["E   assert 6 == 5"]);
     }
 }

@@ -79,11 +79,25 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
         if s.attempts.last().is_some_and(|a| a.undone) {
             why = format!("your last change passed no more tests than the files before it and was undone: the files below are the best version so far. {why}");
         }
+        if let Some(best) = s.attempts.last().and_then(|a| a.candidates.iter().find(|c| c.kept).map(|c| (a.candidates.len(), c))) {
+            why.push_str(&best_candidate_note(best.0, best.1));
+        }
         let files = workspace_files(s)?;
         let request = prompts::fix(s, &render(&files), &why);
         write_change(s, step, request, &files, "fix").await
     })
 }
+
+/// What FIX is told of the last search: the kept candidate's change and
+/// how many tests it passed (its files are the ones shown).
+fn best_candidate_note(tried: usize, kept: &CandidateRecord) -> String {
+    let tests = kept.score.map_or_else(|| "the tests did not say how many passed".to_string(), |(p, r)| format!("{p} of {r} tests passed"));
+    let patch: String = kept.patch.chars().take(BEST_PATCH_CHARS).collect();
+    format!("\nThe best of the {tried} changes tried last ({tests}) is in the files below; it changed:\n```diff\n{}\n```", patch.trim_end())
+}
+
+/// How much of the kept candidate's diff FIX is shown.
+const BEST_PATCH_CHARS: usize = 1500;
 
 /// After CODE or FIX: test the change, unless it repeats an earlier one or
 /// could not be written.
@@ -139,8 +153,8 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
                 confidence: 1.0,
             },
             None => {
-                let files = render(&workspace_files(s)?);
-                let r = second_opinion_if_doubtful(s, step, prompts::reflect(s, &files)).await?;
+                let files = workspace_files(s)?;
+                let r = second_opinion_if_doubtful(s, step, prompts::reflect(s, &render(&files)), &files).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };
@@ -201,9 +215,14 @@ pub fn review<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Re
 /// miss for the model that wrote it (a chain may move on to its stronger
 /// model), and the reflection is asked once more, freshly sampled; the
 /// second answer stands.
-async fn second_opinion_if_doubtful(s: &CoderState, step: &mut Step, request: ChatRequest) -> Result<Reflection> {
+async fn second_opinion_if_doubtful(s: &CoderState, step: &mut Step, request: ChatRequest, files: &[(String, String)]) -> Result<Reflection> {
     let first: Reflection = step.chat_json_as(CODER_ROLE, request.clone()).await?;
-    if first.confidence >= s.config.confidence_threshold && !prompts::echoes_instructions(&first.diagnosis) {
+    if repeats_a_diagnosis(s, &first) {
+        step.emit(CoderEvent::ReflectionRepeated { diagnosis: first.diagnosis.clone() });
+        step.reject_answer(CODER_ROLE)?;
+        return Ok(observed_failures(s));
+    }
+    if first.confidence >= s.config.confidence_threshold && !prompts::echoes_instructions(&first.diagnosis) && !prompts::copies_prose(&first.diagnosis, files) {
         return Ok(first);
     }
     step.emit(CoderEvent::Reflection {
@@ -216,6 +235,26 @@ async fn second_opinion_if_doubtful(s: &CoderState, step: &mut Step, request: Ch
     let mut again = request;
     again.temperature = Some(RETRY_TEMPERATURE);
     step.chat_json_as(CODER_ROLE, again).await
+}
+
+/// A fix whose diagnosis an earlier reflection already gave, word for
+/// word: it adds nothing, and asking again would spend a model call for
+/// more of the same. (A repeated replan or abort still carries a decision.)
+fn repeats_a_diagnosis(s: &CoderState, r: &Reflection) -> bool {
+    r.recommendation == Recommendation::Fix
+        && s.attempts.iter().filter_map(|a| a.reflection.as_ref()).any(|earlier| earlier.diagnosis.trim() == r.diagnosis.trim())
+}
+
+/// A reflection made of what the last test run observed, in place of a
+/// repeated one: the failing tests by name and what they expected. It is a
+/// fix: the next change (or search) works from the facts.
+fn observed_failures(s: &CoderState) -> Reflection {
+    let output = s.attempts.last().map(|a| a.test_output.as_str()).unwrap_or_default();
+    let names = failures::names(output);
+    let expected = failures::assertions(output, 5);
+    let failing = if names.is_empty() { "the tests".to_string() } else { names.join(", ") };
+    let feedback = if expected.is_empty() { format!("make {failing} pass") } else { format!("make {failing} pass: {}", expected.join("; ")) };
+    Reflection { diagnosis: format!("failing: {failing}"), root_cause: RootCause::Code, recommendation: Recommendation::Fix, feedback, confidence: 1.0 }
 }
 
 /// A replan throws the approach away; when the last attempt failed fewer

@@ -144,12 +144,30 @@ pub fn reflect(s: &CoderState, files: &str) -> ChatRequest {
 /// Whether a reflection's diagnosis copies the instructions it was given
 /// (a run of six words or more) rather than saying what went wrong.
 pub fn echoes_instructions(diagnosis: &str) -> bool {
+    shares_a_run(diagnosis, REFLECT_SYSTEM)
+}
+
+/// Whether `said` repeats a run of six words or more of `source`.
+pub fn shares_a_run(said: &str, source: &str) -> bool {
     let words = |text: &str| {
         text.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).filter(|w| !w.is_empty()).collect::<Vec<_>>()
     };
-    let (said, given) = (words(diagnosis), words(REFLECT_SYSTEM));
-    let runs: Vec<&[String]> = given.windows(ECHO_WORDS).collect();
-    said.windows(ECHO_WORDS).any(|w| runs.contains(&w))
+    let (said, given) = (words(said), words(source));
+    let runs: std::collections::HashSet<&[String]> = given.windows(ECHO_WORDS).collect();
+    said.windows(ECHO_WORDS).any(|w| runs.contains(w))
+}
+
+/// Whether a diagnosis copies the prose of the workspace (a README's
+/// description of the bugs, say) instead of reading the test output: a
+/// document told the model nothing it could check.
+pub fn copies_prose(diagnosis: &str, files: &[(String, String)]) -> bool {
+    files.iter().filter(|(path, _)| is_prose(path)).any(|(_, text)| shares_a_run(diagnosis, text))
+}
+
+/// Documents rather than code or tests.
+fn is_prose(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    name.ends_with(".md") || name.ends_with(".txt") || name.ends_with(".rst") || name.starts_with("readme")
 }
 
 /// Words in a row shared with the instructions that make a diagnosis an echo.
@@ -179,5 +197,15 @@ mod tests {
         assert!(echoes_instructions("The code in `merge` is flawed: `fix` for such a bug, `replan` only when the approach itself cannot work."));
         assert!(!echoes_instructions("test_touching fails: line 7 compares with < where touching intervals need <=."));
         assert!(!echoes_instructions("The bug is in the code: line 3 subtracts."));
+    }
+
+    #[test]
+    fn a_diagnosis_copying_a_readme_is_prose_not_a_diagnosis() {
+        let files = vec![
+            ("README.md".to_string(), "merge() has three bugs: it does not sort the intervals first and drops the last one.".to_string()),
+            ("intervals.py".to_string(), "def merge(intervals):\n    return intervals  # it does not sort the intervals first\n".to_string()),
+        ];
+        assert!(copies_prose("It does not sort the intervals first and drops the last one.", &files));
+        assert!(!copies_prose("test_merge fails: line 2 returns the input unsorted.", &files));
     }
 }
