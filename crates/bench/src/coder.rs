@@ -46,6 +46,9 @@ pub struct CoderArgs {
     /// Per-project results, one JSON object per line (default: <data dir>/benchmarks/coder-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Changes tried against the tests per CODE or FIX (the coder's default unless given).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub candidates: Option<u32>,
 }
 
 /// Where a set's projects are, in the source tree this binary was built from.
@@ -86,7 +89,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ws = if args.runs == 1 { scratch.join(&name) } else { scratch.join(format!("{name}-{run}")) };
         copy_dir(project, &ws)?;
         let started = Instant::now();
-        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.max_iterations).await?;
+        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), loop_config(&args)).await?;
         let took = started.elapsed().as_secs_f64();
         solved += u32::from(record.solved);
         false_completions += u32::from(record.said_passed && !record.solved);
@@ -106,6 +109,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         "{}",
         json!({
             "set": args.set,
+            "candidates": loop_config(&args).candidates,
             "projects": projects.len(),
             "sessions": n,
             "solved": fraction(solved, n),
@@ -130,10 +134,15 @@ struct Solved {
     tests_tail: String,
 }
 
-async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, max_iterations: u32) -> Result<Solved> {
+/// The coder's limits for a bench run: the defaults, with the flags'.
+fn loop_config(args: &CoderArgs) -> LoopConfig {
+    let defaults = LoopConfig::default();
+    LoopConfig { max_iterations: args.max_iterations, candidates: args.candidates.unwrap_or(defaults.candidates), ..defaults }
+}
+
+async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: LoopConfig) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
-    let config = LoopConfig { max_iterations, ..LoopConfig::default() };
     let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(300))?;
     let state = CoderState::new(&workspace, TASK, &command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
