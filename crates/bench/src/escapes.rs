@@ -237,7 +237,7 @@ async fn file_race(room: &Room) -> Result<Attempt> {
 /// A request naming another host, as a page that re-points its name at
 /// 127.0.0.1 would send.
 async fn rebinding() -> Result<Attempt> {
-    let dir = tempfile_dir("rebind")?;
+    let dir = crate::harness::scratch_dir("escape-rebind")?;
     let store: Arc<dyn Store> = Arc::new(agentloop_store::SqliteStore::open(dir.join("s.sqlite"), Default::default())?);
     let config = agentloop_server::ServerConfig {
         registry: Arc::new(agentloop_agents::registry::Registry::standard()),
@@ -292,8 +292,4 @@ fn two_owners(root: &Path) -> Result<Attempt> {
         }
     }
     Ok(attempt("sessions: two processes resuming one session, 100 times", doubled == 0, format!("{doubled} races had no single winner")))
-}
-
-fn tempfile_dir(name: &str) -> Result<PathBuf> {
-    crate::harness::scratch_dir(&format!("escape-{name}"))
 }

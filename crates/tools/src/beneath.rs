@@ -75,7 +75,7 @@ pub fn create_dir_all(root: &Path, rel: &Path, links: Links) -> io::Result<()> {
     let mut so_far = std::path::PathBuf::new();
     for part in rel.components() {
         let Component::Normal(name) = part else { continue };
-        let parent = if so_far.as_os_str().is_empty() { dup(&root_fd)? } else { open_at(&root_fd, &so_far, Open::Dir, links)? };
+        let parent = if so_far.as_os_str().is_empty() { root_fd.try_clone()? } else { open_at(&root_fd, &so_far, Open::Dir, links)? };
         let c_name = c_string(name)?;
         // SAFETY: a plain system call on a descriptor and a NUL-ended name.
         let made = unsafe { libc::mkdirat(parent.as_raw_fd(), c_name.as_ptr(), 0o777) };
@@ -174,10 +174,6 @@ fn reopen_dir(root: &OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: a plain system call; "." names the folder itself.
     let fd = unsafe { libc::openat(root.as_raw_fd(), c".".as_ptr(), Open::Dir.flags()) };
     owned(fd)
-}
-
-fn dup(fd: &OwnedFd) -> io::Result<OwnedFd> {
-    fd.try_clone()
 }
 
 fn owned(fd: RawFd) -> io::Result<OwnedFd> {

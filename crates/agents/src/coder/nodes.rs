@@ -492,14 +492,12 @@ async fn apply_change(s: &mut CoderState, step: &mut Step, mut files: change::Fi
     let change_hash = fingerprint(&files);
     let names: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
     let mut attempt = Attempt { iteration, kind: kind.into(), change_hash, files: names, ..Attempt::default() };
-    let mut before: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+    let before = files_before(s, &files);
     for (path, content) in &files {
         if !s.originals.contains_key(path) {
             let original = Workspace::new(&s.workspace).ok().and_then(|ws| read(&ws, path));
             s.originals.insert(path.clone(), original);
         }
-        let current = s.files.get(path).cloned().or_else(|| s.originals.get(path).cloned().flatten());
-        before.insert(path.clone(), current);
         let out = approved::call(step, &mut s.approvals, "write_file", json!({"path": path, "content": content})).await;
         match out {
             Ok(v) if v.get("denied").is_some() => attempt.test_output = format!("writing {path} was not allowed: {}", v["denied"]),

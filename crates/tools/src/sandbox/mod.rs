@@ -211,13 +211,19 @@ impl Sandbox {
         let mut denied: Vec<PathBuf> = Vec::new();
         let home = home.and_then(|h| h.canonicalize().ok());
         let home = home.as_deref();
+        // The home's entries now: its hidden ones are denied unless allowed,
+        // and the rest are granted one by one (what comes later is not).
+        let home_entries = home.map(entries_of).unwrap_or_default();
         if let Some(home) = home {
             denied.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
             denied.extend(
-                hidden_entries(home)
-                    .into_iter()
-                    .filter(|name| !HOME_TOOLCHAINS.contains(&name.as_str()) && !config.read_home.contains(name))
-                    .map(|n| home.join(n)),
+                home_entries
+                    .iter()
+                    .filter(|entry| {
+                        let name = entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                        name.starts_with('.') && !HOME_TOOLCHAINS.contains(&name.as_str()) && !config.read_home.contains(&name)
+                    })
+                    .cloned(),
             );
         }
         denied.extend(data_dir.map(Path::to_path_buf));
@@ -229,12 +235,7 @@ impl Sandbox {
         deny_read.sort();
         deny_read.dedup();
         let enumerated: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
-        let enumerated_grants = enumerated
-            .iter()
-            .filter_map(|e| std::fs::read_dir(e).ok())
-            .flat_map(|entries| entries.filter_map(|entry| entry.ok().map(|entry| entry.path())))
-            .filter(|p| !deny_read.iter().any(|d| p.starts_with(d) || d == p))
-            .collect();
+        let enumerated_grants = home_entries.into_iter().filter(|p| !deny_read.iter().any(|d| p.starts_with(d))).collect();
         let policy = Policy {
             workspace,
             temp: temp_path,
@@ -253,10 +254,7 @@ impl Sandbox {
     /// workspace but cannot change it (a check run on the agent's work must
     /// not become more of that work). They get a temp folder of their own.
     pub fn read_only(&self) -> Result<Self> {
-        let (temp, temp_path) = private_temp()?;
-        let policy = Policy { temp: temp_path, workspace_writable: false, ..self.inner.policy.clone() };
-        let namespaces = if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) { Mode::On } else { Mode::Off };
-        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off }, namespaces)
+        self.rebuilt(|temp| Policy { temp, workspace_writable: false, ..self.inner.policy.clone() })
     }
 
     /// The same policy for commands in another folder (a scratch copy of
@@ -264,10 +262,16 @@ impl Sandbox {
     pub fn elsewhere(&self, workspace: &Path) -> Result<Self> {
         let workspace =
             workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
+        self.rebuilt(|temp| Policy { workspace, temp, ..self.inner.policy.clone() })
+    }
+
+    /// A sandbox like this one (same modes and environment) for the policy
+    /// `policy` makes around a fresh temp folder.
+    fn rebuilt(&self, policy: impl FnOnce(PathBuf) -> Policy) -> Result<Self> {
         let (temp, temp_path) = private_temp()?;
-        let policy = Policy { workspace, temp: temp_path, ..self.inner.policy.clone() };
-        let namespaces = if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) { Mode::On } else { Mode::Off };
-        Self::build(policy, self.inner.env.clone(), temp, if self.confines() { Mode::On } else { Mode::Off }, namespaces)
+        let on = |yes: bool| if yes { Mode::On } else { Mode::Off };
+        let namespaces = on(self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()));
+        Self::build(policy(temp_path), self.inner.env.clone(), temp, on(self.confines()), namespaces)
     }
 
     fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode, namespaces: Mode) -> Result<Self> {
@@ -395,10 +399,10 @@ fn private_temp() -> Result<(tempfile::TempDir, PathBuf)> {
     Ok((temp, path))
 }
 
-/// The names of the dot-entries directly in `home`.
-fn hidden_entries(home: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(home) else { return Vec::new() };
-    entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect()
+/// The paths of the entries directly in `folder`.
+fn entries_of(folder: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
+    entries.filter_map(|e| e.ok()).map(|e| e.path()).collect()
 }
 
 /// Which of agentloop's environment variables a command gets.
