@@ -95,7 +95,7 @@ fn case(name: &str, dir: &Path) -> Case {
         "planner" => {
             let root = dir.join("root");
             std::fs::create_dir_all(&root).unwrap();
-            let flags = vec![s("--root"), root.display().to_string(), s("--goal"), s("make a notes folder with a.txt saying hello"), s("--no-precheck")];
+            let flags = vec![s("--root"), root.display().to_string(), s("--goal"), s("make a notes folder with a.txt saying hello")];
             Case {
                 flags,
                 asks: Some("all"),

@@ -133,7 +133,7 @@ async fn run_goal(
         std::fs::write(&path, &seed.content).with_context(|| format!("cannot seed {}", path.display()))?;
     }
     let workspace = Workspace::new(root)?;
-    let config = PlannerConfig { max_iterations, precheck: false, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
+    let config = PlannerConfig { max_iterations, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
     let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));

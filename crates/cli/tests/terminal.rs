@@ -64,11 +64,15 @@ async fn the_plan_question_is_answered_at_the_prompt() {
     std::fs::create_dir_all(&root).unwrap();
     let server = planner_endpoint(&["CREATE_DIR made_here"]).await;
     let cmd = command(dir.path(), &server, &root, &[]);
+    let asked_root = root.clone();
     let done = tokio::task::spawn_blocking(move || {
         let mut p = rexpect::session::spawn_command(cmd, Some(20_000)).unwrap();
         p.exp_string("CREATE_DIR made_here").unwrap();
-        p.exp_string("[all] run every step").unwrap();
-        p.send_line("all").unwrap();
+        p.exp_string("observed in a copy of the root:").unwrap();
+        p.exp_string("+ made_here/").unwrap();
+        p.exp_string("[yes] apply this outcome").unwrap();
+        assert!(!asked_root.join("made_here").exists(), "the root is untouched until the outcome is approved");
+        p.send_line("yes").unwrap();
         p.exp_string("goal_verified").unwrap();
         p.exp_eof().unwrap();
         exit_code(&p)

@@ -18,7 +18,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 const GOAL: &str = "Read big.txt, then create the folders alpha and beta.";
 /// Long enough that the UI shortens the tool call's output.
 fn big_text() -> String {
-    let mut s: String = (0..60).map(|i| format!("line {i} of the big file\n")).collect();
+    let mut s: String = (0..40).map(|i| format!("line {i} of the big file\n")).collect();
     s.push_str("THE-END-OF-BIG");
     s
 }
@@ -269,7 +269,7 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     b.until("a shortened output", "return document.querySelector('details.iteration[open] .show-all')").await;
     let before = b.js("return document.querySelector('details.iteration[open]').textContent.includes('THE-END-OF-BIG')").await;
     assert_eq!(before, json!(false), "a long output is shortened at first");
-    b.click("details.iteration[open] .show-all").await;
+    b.js("document.querySelectorAll('details.iteration[open] .show-all').forEach((button) => button.click())").await;
     b.until("the whole output", "return document.querySelector('details.iteration[open]').textContent.includes('THE-END-OF-BIG')").await;
     b.shot("tool-call-output").await;
 
@@ -316,7 +316,13 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     let id = start_planner(&http, &base, &root, "ask").await;
     b.go(&format!("{base}/#/s/{id}")).await;
     b.until("the approval overlay", "const o=document.querySelector('#approval');return !o.hidden && o.textContent.includes('CREATE_DIR alpha')").await;
-    assert!(!root.join("alpha").exists(), "nothing runs before the approval");
+    let shown = b.js("return document.querySelector('#approval-what').textContent").await;
+    let shown = shown.as_str().unwrap_or_default();
+    assert!(
+        shown.contains("observed in a copy of the root") && shown.contains("+ alpha/") && shown.contains("+ beta/"),
+        "the approval shows the observed outcome: {shown}"
+    );
+    assert!(!root.join("alpha").exists(), "nothing reaches the root before the approval");
     b.shot("approval").await;
     b.type_into("#approval-reason", "name them in the other order").await;
     b.click("#decline").await;

@@ -33,8 +33,6 @@ fn phase_of(req: &ChatRequest) -> &'static str {
         "checklist"
     } else if system.contains("You check finished work") {
         "verify"
-    } else if prompt.contains("Next step:") {
-        "precheck"
     } else {
         "plan"
     }
@@ -47,7 +45,6 @@ fn planner_model(delay: Duration) -> ScriptedModel {
             "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
             "checklist" => json!({"requirements": []}).to_string(),
             "verify" => json!({"evidence": "alpha", "done": true}).to_string(),
-            "precheck" => "fine".to_string(),
             _ => format!(
                 "<json>{}</json>",
                 json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true,

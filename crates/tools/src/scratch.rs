@@ -16,6 +16,7 @@ use agentloop_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::jail::Workspace;
+use crate::patch::{fingerprint, Content, Patch, PatchStep};
 
 /// Folders a trial rebuilds: left out of the copy.
 const SKIPPED: [&str; 4] = ["target", "__pycache__", ".pytest_cache", ".mypy_cache"];
@@ -136,31 +137,42 @@ impl ScratchCopy {
         Ok(out)
     }
 
-    /// Puts the copy's changes into the source through its jail: folders
-    /// first, then files, then what was deleted, deepest first. Returns the
-    /// changes carried.
+    /// What the copy holds that the source does not, as a patch with each
+    /// file's whole content and what it replaces: what `carry_over` applies,
+    /// and what a session journals to apply later.
+    pub fn patch(&self) -> Result<Patch> {
+        let before = tree(self.source.root())?;
+        let after = tree(self.copy.root())?;
+        let old_file = |path: &str| match before.get(path) {
+            Some(Node::File(bytes)) => Some(fingerprint(bytes)),
+            _ => None,
+        };
+        let mut steps = Vec::new();
+        let gone = |path: &String, kind: &Node| !matches!((after.get(path), kind), (Some(Node::Folder), Node::Folder) | (Some(Node::File(_)), Node::File(_)));
+        for (path, node) in before.iter().filter(|(p, n)| gone(p, n)) {
+            if let Node::File(bytes) = node {
+                steps.push(PatchStep::Remove { path: path.clone(), before: fingerprint(bytes) });
+            }
+        }
+        let mut folders: Vec<&String> = before.iter().filter(|(p, n)| **n == Node::Folder && gone(p, n)).map(|(p, _)| p).collect();
+        folders.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        steps.extend(folders.into_iter().map(|path| PatchStep::RemoveFolder { path: path.clone() }));
+        for (path, node) in &after {
+            match (before.get(path), node) {
+                (Some(Node::Folder), Node::Folder) => {}
+                (_, Node::Folder) => steps.push(PatchStep::MakeFolder { path: path.clone() }),
+                (Some(Node::File(old)), Node::File(new)) if old == new => {}
+                (_, Node::File(new)) => steps.push(PatchStep::Write { path: path.clone(), content: Content::of(new.clone()), before: old_file(path) }),
+            }
+        }
+        Ok(Patch { steps })
+    }
+
+    /// Puts the copy's changes into the source through its jail. Returns
+    /// the changes carried.
     pub fn carry_over(&self) -> Result<Vec<Change>> {
         let changes = self.changes()?;
-        let jailed = |e: crate::jail::OpenError, path: &str, what: &str| e.for_tool("carry_over", path, what);
-        for c in &changes {
-            if let Change::FolderCreated { path } = c {
-                self.source.create_dir_all(path).map_err(|e| jailed(e, path, "create the folder"))?;
-            }
-        }
-        for c in changes.iter().filter(|c| matches!(c, Change::Deleted { .. })) {
-            self.source.remove(c.path()).map_err(|e| jailed(e, c.path(), "remove"))?;
-        }
-        for c in &changes {
-            if let Change::Created { path, .. } | Change::Changed { path, .. } = c {
-                let bytes = std::fs::read(self.copy.root().join(path)).map_err(|e| Error::other(format!("cannot read `{path}` in the scratch copy ({e})")))?;
-                self.source.write(path, &bytes).map_err(|e| jailed(e, path, "write"))?;
-            }
-        }
-        let mut folders: Vec<&Change> = changes.iter().filter(|c| matches!(c, Change::FolderDeleted { .. })).collect();
-        folders.sort_by_key(|c| std::cmp::Reverse(c.path().len()));
-        for c in folders {
-            self.source.remove(c.path()).map_err(|e| jailed(e, c.path(), "remove the folder"))?;
-        }
+        self.patch()?.apply(&self.source)?;
         Ok(changes)
     }
 }

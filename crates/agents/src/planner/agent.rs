@@ -25,8 +25,8 @@ pub struct PlannerFlags {
     /// What you want done, in plain words.
     #[arg(long)]
     pub goal: String,
-    /// all = run every step, step = ask before each, ask = show the plan and choose.
-    #[arg(long, default_value = "ask", value_parser = ["all", "step", "ask"])]
+    /// ask = show each verified outcome (tried in a copy of the root) and ask before applying it; all = apply without asking.
+    #[arg(long, default_value = "ask")]
     pub approve: String,
     /// Plans proposed at most (default 8, or `[planner] max_iterations`).
     #[arg(long)]
@@ -34,9 +34,6 @@ pub struct PlannerFlags {
     /// The shell RUN_COMMAND uses: sh or powershell (default sh, or `[planner] shell`).
     #[arg(long, value_parser = ["sh", "powershell"])]
     pub shell: Option<String>,
-    /// Skip the fast model's one-line summary before each step.
-    #[arg(long)]
-    pub no_precheck: bool,
     /// Seconds a RUN_COMMAND may run before it is killed.
     #[arg(long, default_value_t = 60)]
     pub command_timeout: u64,
@@ -55,8 +52,6 @@ pub struct PlannerFile {
     /// `sh` (default) or `powershell`.
     pub shell: Option<String>,
     pub max_iterations: Option<u32>,
-    /// Ask the fast model for a one-line summary before each step.
-    pub precheck: Option<bool>,
     /// The assists on top of the rules (default true).
     pub assist: Option<bool>,
 }
@@ -85,7 +80,7 @@ fn default_command_timeout() -> u64 {
 impl AgentSpec for Planner {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str =
-        "Restate a goal, write a validated plan of file and shell actions, run it with your approval, and replan from failures and feedback.";
+        "Restate a goal, write a validated plan of file and shell actions, try it in a copy of the folder, and apply the verified outcome with your approval.";
     type Input = PlannerInput;
     type Flags = PlannerFlags;
     type Config = PlannerFile;
@@ -106,7 +101,6 @@ impl AgentSpec for Planner {
             shell,
             name: file.name.unwrap_or(defaults.name),
             backstory: file.backstory.unwrap_or(defaults.backstory),
-            precheck: !flags.no_precheck && file.precheck.unwrap_or(true),
             command_timeout_secs: flags.command_timeout,
             assist: !flags.no_assist && file.assist.unwrap_or(true),
         };

@@ -20,7 +20,12 @@
 //! judge: a model reading text is easily persuaded that a file is "close
 //! enough", a command comparing it is not. A command that cannot run (bad
 //! syntax, a program this machine lacks) is set aside, and the judge alone
-//! decides that item.
+//! decides that item. But a command is derived by a model too, and can
+//! test the wrong thing (that a word the goal removes is still there): when
+//! two independent judgments and every check read off the goal's own words
+//! say the item is done, the item is disputed, and the outcome goes to the
+//! user with the dispute shown: the user's approval settles it, and with
+//! no one asked (`--approve all`) the command stands.
 
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -157,6 +162,11 @@ pub struct Judged {
     /// The item's command and how it went, when it had one.
     #[serde(default)]
     pub check: Option<CheckRun>,
+    /// The command failed, but both judgments and the goal's own checks
+    /// found the item done: the command may test the wrong thing, and the
+    /// user is shown the outcome to decide (see `Verification::disputed`).
+    #[serde(default)]
+    pub disputed: bool,
 }
 
 /// An item's command as run on the outcome.
@@ -179,20 +189,32 @@ impl CheckRun {
 impl Judged {
     /// The judge's verdict on an item whose command, if any, did not fail.
     pub fn new(requirement: String, verdict: ItemVerdict, check: Option<CheckRun>) -> Self {
-        Self { requirement, evidence: verdict.evidence, done: verdict.done && !check.as_ref().is_some_and(CheckRun::failed), check }
+        Self::twice(requirement, [verdict.clone(), verdict], check, false)
     }
 
-    /// An item whose command failed: not done, whatever a judge would say.
-    pub fn refuted(requirement: String, check: CheckRun) -> Self {
-        let printed = check.shown.trim();
-        let evidence =
-            if printed.is_empty() { format!("`{}` failed", check.command) } else { format!("`{}` failed: {}", check.command, shorten(printed, 120)) };
-        Self { requirement, evidence, done: false, check: Some(check) }
+    /// Two independent verdicts on an item: done only when both say so and
+    /// its command, if any, did not fail. A failed command that both
+    /// verdicts contradict, when the goal's own checks held
+    /// (`goal_checked`), leaves the item disputed rather than plainly not done.
+    pub fn twice(requirement: String, verdicts: [ItemVerdict; 2], check: Option<CheckRun>, goal_checked: bool) -> Self {
+        let [a, b] = verdicts;
+        let agreed = a.done && b.done;
+        let evidence = if !a.done || b.done { a.evidence } else { b.evidence };
+        match check {
+            Some(run) if run.failed() => {
+                let printed = run.shown.trim();
+                let evidence =
+                    if printed.is_empty() { format!("`{}` failed", run.command) } else { format!("`{}` failed: {}", run.command, shorten(printed, 120)) };
+                Self { requirement, evidence, done: false, check: Some(run), disputed: agreed && goal_checked }
+            }
+            check => Self { requirement, evidence, done: agreed, check, disputed: false },
+        }
     }
 
     /// The requirement marked done or not, for the user.
     pub fn line(&self) -> String {
-        format!("{} {}", if self.done { "✓" } else { "✗" }, self.missing())
+        let disputed = if self.disputed { " — disputed: two judgments and the goal's own checks say it is done" } else { "" };
+        format!("{} {}{disputed}", if self.done { "✓" } else { "✗" }, self.missing())
     }
 
     /// The requirement with what the judge saw of it (for one not done,
@@ -281,14 +303,26 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_command_outranks_the_judge_and_one_that_could_not_run_is_set_aside() {
+    fn a_failed_command_outranks_one_judge_and_one_that_could_not_run_is_set_aside() {
         let said_done = || ItemVerdict { evidence: "count.txt holds a number".into(), done: true };
         let run = |held| CheckRun { command: "test \"$(cat n.txt)\" = 3".into(), held, shown: String::new() };
         assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(true)))).done);
         assert!(!Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(false)))).done);
         assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(None))).done, "a command that could not run decides nothing");
-        let refuted = Judged::refuted("n.txt holds 3".into(), CheckRun { shown: "cat: n.txt: No such file".into(), ..run(Some(false)) });
+        let refuted = Judged::new("n.txt holds 3".into(), said_done(), Some(CheckRun { shown: "cat: n.txt: No such file".into(), ..run(Some(false)) }));
         assert!(!refuted.done && refuted.evidence.contains("failed: cat: n.txt: No such file"), "{refuted:?}");
+    }
+
+    #[test]
+    fn both_judgments_must_agree_and_with_the_goals_checks_they_dispute_a_failed_command() {
+        let verdict = |done| ItemVerdict { evidence: "the file holds NEW".into(), done };
+        let failed = || Some(CheckRun { command: "grep -q OLD a.txt".into(), held: Some(false), shown: String::new() });
+        assert!(!Judged::twice("r".into(), [verdict(true), verdict(false)], None, true).done, "one judgment is not enough");
+        assert!(!Judged::twice("r".into(), [verdict(true), verdict(true)], failed(), false).done, "without the goal's own checks the command stands");
+        let disputed = Judged::twice("r".into(), [verdict(true), verdict(true)], failed(), true);
+        assert!(!disputed.done && disputed.disputed, "{disputed:?}");
+        assert!(disputed.line().contains("`grep -q OLD a.txt` failed) — disputed"), "{}", disputed.line());
+        assert!(!Judged::twice("r".into(), [verdict(true), verdict(false)], failed(), true).disputed);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The planner's events and how the live view shows them: the restatement,
 //! each plan with its time and its diff to the previous one, rejections with
-//! their hints, pre-checks, and each step with its time.
+//! their hints, each step of a trial with its time, what the trial changed,
+//! and what applying it did.
 
 use agentloop_core::{EventKind, JsonSchema};
 use serde::{Deserialize, Serialize};
@@ -19,11 +20,18 @@ pub enum PlannerEvent {
     Plan(PlanProposed),
     #[serde(rename = "planner:retry_hints")]
     RetryHints { hints: Vec<String> },
-    #[serde(rename = "planner:precheck")]
-    Precheck { step: u32, summary: String },
-    /// A step ran: ok or not, how long it took, what it produced.
+    /// A step ran in the trial's copy: ok or not, how long it took, what it produced.
     #[serde(rename = "planner:step")]
     Step { step: u32, action: String, ok: bool, ms: u64, output: String },
+    /// A plan ran whole in a scratch copy of the root: whether every step
+    /// ran, what it changed there, and whether it ran without the network
+    /// the root's commands would have.
+    #[serde(rename = "planner:tried")]
+    Tried { ok: bool, changes: Vec<String>, offline: bool },
+    /// The approved outcome was applied to the root: whether the root now
+    /// holds what the trial showed, and what differs when it does not.
+    #[serde(rename = "planner:applied")]
+    Applied { ok: bool, changes: Vec<String>, problems: Vec<String> },
     #[serde(rename = "planner:cancelled")]
     Cancelled { steps_run: usize },
     /// VERIFY's judgement once a plan ran: each explicit check, what is
@@ -59,9 +67,16 @@ impl PlannerEvent {
             Self::Restatement { restatement } => format!("  goal restated:\n{}", indent(restatement, 4)),
             Self::Plan(p) => plan_lines(p),
             Self::RetryHints { hints } => format!("    hints: {}", hints.join(" | ")),
-            Self::Precheck { step, summary } => format!("    pre-check step {step}: {summary}"),
             Self::Step { step, action, ok, ms, output } => format!("  {} step {step} ({ms} ms): {action}\n{}", if *ok { "✓" } else { "✗" }, indent(output, 4)),
-            Self::Cancelled { steps_run } => format!("  cancelled: {steps_run} step(s) had run"),
+            Self::Tried { ok, changes, offline } => {
+                let head = if *ok { "ran in a copy of the root" } else { "failed in a copy of the root (the root is untouched)" };
+                let net = if *offline { ", without network" } else { "" };
+                let what = if changes.is_empty() { "no file changed".to_string() } else { changes.join("  ") };
+                format!("  {head}{net}: {what}")
+            }
+            Self::Applied { ok: true, changes, .. } => format!("  ✓ applied to the root and checked: {}", changes.join("  ")),
+            Self::Applied { ok: false, problems, .. } => format!("  ✗ applying to the root: {}", problems.join("; ")),
+            Self::Cancelled { steps_run } => format!("  cancelled: the root is untouched ({steps_run} step(s) had run in copies)"),
             Self::Verified { met, summary, checks, .. } => {
                 let mut out = format!("  {} {summary}", if *met { "✓" } else { "✗" });
                 for c in checks {
@@ -124,16 +139,35 @@ pub fn question(request: &serde_json::Value) -> Option<String> {
             for s in request["steps"].as_array().into_iter().flatten() {
                 out.push_str(&format!("  {}. {}   (expects: {})\n", s["step"], s["action"].as_str().unwrap_or(""), s["expects"].as_str().unwrap_or("")));
             }
-            out.push_str("[all] run every step, [step] ask before each, [cancel] run nothing — or say what to change");
+            out.push_str(&outcome_text(&request["outcome"]));
+            out.push_str("[yes] apply this outcome to the root, [cancel] leave the root as it is — or say what to change");
             Some(out)
         }
-        "planner_step" => Some(format!(
-            "step {}: {}\n  expects: {}\n  pre-check: {}\n[yes] run it, [no] skip and replan, [all] run the rest, [cancel] stop",
-            request["step"],
-            text("action"),
-            text("expects"),
-            text("precheck")
-        )),
         _ => None,
     }
+}
+
+/// The observed outcome of a trial, as the approval shows it.
+fn outcome_text(outcome: &serde_json::Value) -> String {
+    let strings = |key: &str| outcome[key].as_array().into_iter().flatten().filter_map(serde_json::Value::as_str).map(String::from).collect::<Vec<_>>();
+    let mut out = String::from("observed in a copy of the root:\n");
+    for c in outcome["changes"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  {}\n", c["line"].as_str().unwrap_or_default()));
+        if let Some(before) = c["before"].as_str() {
+            out.push_str(&format!("{}\n", indent(&format!("was:\n{}", indent(before, 2)), 4)));
+        }
+        if let Some(after) = c["after"].as_str() {
+            out.push_str(&format!("{}\n", indent(&format!("now:\n{}", indent(after, 2)), 4)));
+        }
+    }
+    for o in strings("outputs") {
+        out.push_str(&format!("  printed: {o}\n"));
+    }
+    for v in strings("verified") {
+        out.push_str(&format!("  {v}\n"));
+    }
+    for n in strings("notes") {
+        out.push_str(&format!("  {n}\n"));
+    }
+    out
 }

@@ -1,9 +1,10 @@
-//! Runs one validated action through the jailed tools. Loops expand here,
-//! one tool call per item, each journaled by `Step`.
+//! Runs one validated action through the jailed tools of a trial's scratch
+//! copy. Loops expand here, one tool call per item; the trial as a whole is
+//! the journaled step.
 
 use std::collections::BTreeMap;
 
-use agentloop_core::{Result, Step};
+use agentloop_core::{Result, Tools};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -15,23 +16,22 @@ use crate::text::shorten;
 const OUTPUT_SHOWN: usize = 400;
 
 /// The step's output, or why it failed (`Err` inside `Ok`: a failed step is
-/// something to replan from, not an engine error). Pauses, interrupts and
-/// stops still propagate as errors.
+/// something to replan from, not an engine error).
 pub fn run<'a>(
     action: &'a Action,
-    step: &'a mut Step,
+    tools: &'a Tools,
     root: &'a str,
     shell: Shell,
     stored: &'a mut BTreeMap<String, Vec<String>>,
 ) -> BoxFuture<'a, Result<std::result::Result<String, String>>> {
     Box::pin(async move {
         let outcome = match action {
-            Action::CreateDir { path } => call(step, "create_dir", json!({"path": path})).await?.map(|_| format!("created {path}")),
+            Action::CreateDir { path } => call(tools, "create_dir", json!({"path": path})).await?.map(|_| format!("created {path}")),
             Action::WriteFile { path, content } => {
-                call(step, "write_file", json!({"path": path, "content": content})).await?.map(|_| format!("wrote {} bytes to {path}", content.len()))
+                call(tools, "write_file", json!({"path": path, "content": content})).await?.map(|_| format!("wrote {} bytes to {path}", content.len()))
             }
-            Action::ReadFile { path } => call(step, "read_file", json!({"path": path})).await?.map(|v| v["content"].as_str().unwrap_or_default().to_string()),
-            Action::ListDir { path, key } => match call(step, "list_dir", json!({"path": path})).await? {
+            Action::ReadFile { path } => call(tools, "read_file", json!({"path": path})).await?.map(|v| v["content"].as_str().unwrap_or_default().to_string()),
+            Action::ListDir { path, key } => match call(tools, "list_dir", json!({"path": path})).await? {
                 Ok(v) => {
                     let base = absolute(root, path);
                     let entries: Vec<String> = v["entries"]
@@ -48,7 +48,7 @@ pub fn run<'a>(
                 let items = stored.get(key).cloned().unwrap_or_default();
                 let mut outputs = Vec::new();
                 for item in &items {
-                    match run(&body.fill(&Vars::item(item)), step, root, shell, stored).await? {
+                    match run(&body.fill(&Vars::item(item)), tools, root, shell, stored).await? {
                         Ok(out) => outputs.push(out),
                         Err(e) => return Ok(Err(format!("for {item}: {e}"))),
                     }
@@ -58,7 +58,7 @@ pub fn run<'a>(
             Action::Repeat { times, body } => {
                 let mut outputs = Vec::new();
                 for i in 0..*times {
-                    match run(&body.fill(&Vars::index(i)), step, root, shell, stored).await? {
+                    match run(&body.fill(&Vars::index(i)), tools, root, shell, stored).await? {
                         Ok(out) => outputs.push(out),
                         Err(e) => return Ok(Err(format!("at index {i}: {e}"))),
                     }
@@ -70,7 +70,7 @@ pub fn run<'a>(
                     Shell::Sh => command.clone(),
                     Shell::Powershell => format!("pwsh -NoProfile -Command '{}'", command.replace('\'', "'\\''")),
                 };
-                match call(step, "run_command", json!({"command": line})).await? {
+                match call(tools, "run_command", json!({"command": line})).await? {
                     Ok(v) if v["exitCode"] == 0 => Ok(v["shown"].as_str().unwrap_or_default().to_string()),
                     Ok(v) => Err(format!("`{command}` exited with {}: {}", v["exitCode"], v["shown"].as_str().unwrap_or_default().trim())),
                     Err(e) => Err(e),
@@ -81,14 +81,10 @@ pub fn run<'a>(
     })
 }
 
-/// A tool call whose ordinary failure (a refused path, a missing file) is the
-/// step's failure; only control flow is an error.
-async fn call(step: &mut Step, tool: &str, input: Value) -> Result<std::result::Result<Value, String>> {
-    match step.tool(tool, input).await {
-        Ok(v) => Ok(Ok(v)),
-        Err(e) if e.is_control_flow() => Err(e),
-        Err(e) => Ok(Err(e.to_string())),
-    }
+/// A tool call whose failure (a refused path, a missing file) is the step's.
+async fn call(tools: &Tools, tool: &str, input: Value) -> Result<std::result::Result<Value, String>> {
+    let Some(t) = tools.get(tool) else { return Ok(Err(format!("no tool `{tool}`"))) };
+    Ok(t.call(input).await.map_err(|e| e.to_string()))
 }
 
 fn absolute(root: &str, path: &str) -> String {

@@ -1,23 +1,27 @@
 //! The planner agent:
 //!
 //! ```text
-//! RESTATE → PLAN → VALIDATE ─valid→ APPROVE ─all/step→ EXECUTE ─next→ EXECUTE … → OBSERVE → VERIFY ─met→ END
-//!            ↑         └invalid→ DIAGNOSE ┘   ├cancel→ END    ├failed→ PLAN                ├missing→ REFLECT → PLAN
-//!            └──────────────────────────────── ┴declined→ PLAN (the user's reason)       └no plans left→ END (unverified)
+//! RESTATE → PLAN → VALIDATE ─valid→ TRY ─ran→ VERIFY ─met→ APPROVE ─yes→ APPLY → END
+//!            ↑         └invalid→ DIAGNOSE ┘    ├failed→ PLAN  ├missing→ REFLECT → PLAN
+//!            │                                                 └no plans left→ END (unverified)
+//!            └───────────────────────────────────── APPROVE ─declined→ PLAN (the user's reason); cancel→ END
 //! ```
 //!
 //! The `fast` model restates the goal (WHO/WHAT/WHEN/WHERE/WHY) and writes
 //! fix hints after each rejection; the `planner` model (the default one
 //! unless `agentloop.toml` names a chain) writes plans in a strict JSON
 //! contract of single-line actions (`action.rs`). Every plan passes every
-//! check in `validate.rs` — `rules` always, `assist` behind its switch — before any step runs, so nothing from an invalid
-//! plan is ever executed; steps run one per engine step, through the jailed
-//! tools, and a failed or declined step feeds the next plan. Once the last
-//! step ran, the planner looks at the outcome and checks it against the
-//! goal (`verify.rs`): only a verified goal completes the session.
+//! check in `validate.rs` — `rules` always, `assist` behind its switch —
+//! before it runs at all. A valid plan then runs whole in a scratch copy of
+//! the root (`trial.rs`), and its outcome there is verified against the
+//! goal (`verify.rs`) and shown to the user, who approves a result rather
+//! than a guess. Only then does `apply.rs` carry the copy's changes over
+//! to the root: a session that ends any other way leaves the root as it
+//! found it.
 
 mod action;
 mod agent;
+mod apply;
 mod assist;
 mod checklist;
 mod events;
@@ -30,6 +34,7 @@ mod plan;
 mod prompts;
 mod rules;
 mod state;
+mod trial;
 mod validate;
 mod verify;
 
@@ -37,17 +42,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
-use agentloop_tools::{workspace_tools, Sandbox, Workspace};
+use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
 pub use checklist::{CheckRun, Item, ItemVerdict, Judged};
-pub use events::{PlanProposed, PlannerEvent};
+pub use events::{question as question_text, PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
+pub use trial::{Trial, TrialStep};
 pub use validate::{validate, Context, Rejection, Rule, Shell};
 pub use verify::{Check, Verification};
 
@@ -69,20 +75,20 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .node("plan", nodes::plan)
         .node("validate", nodes::validate)
         .node("diagnose", nodes::diagnose)
-        .node("approve", nodes::approve)
-        .node("execute", nodes::execute)
-        .node("observe", verify::observe)
+        .node("try", trial::trial)
         .node("verify", verify::verify)
+        .node("approve", nodes::approve)
+        .node("apply", apply::apply)
         .node("reflect", verify::reflect)
         .entry("restate")
         .edge("restate", "plan")
         .edge("plan", "validate")
-        .route("validate", &["approve", "diagnose"], |s: &PlannerState| if s.running.is_some() { "approve".into() } else { "diagnose".into() })
+        .route("validate", &["try", "diagnose"], |s: &PlannerState| if s.running.is_some() { "try".into() } else { "diagnose".into() })
         .edge("diagnose", "plan")
-        .route("approve", &["execute", "observe", "plan", agentloop_core::END], nodes::after_approval)
-        .route("execute", &["execute", "observe", "plan", agentloop_core::END], nodes::after_approval)
-        .edge("observe", "verify")
-        .route("verify", &["reflect", agentloop_core::END], verify::after_verify)
+        .route("try", &["verify", "plan"], trial::after_trial)
+        .route("verify", &["approve", "reflect", agentloop_core::END], verify::after_verify)
+        .route("approve", &["apply", "plan", agentloop_core::END], nodes::after_approval)
+        .route("apply", &["plan", agentloop_core::END], apply::after_apply)
         .edge("reflect", "plan")
         .compile()
 }
@@ -93,7 +99,8 @@ pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dy
     let tools = workspace_tools(root, sandbox, command_timeout)
         .with(observe::ObserveRoot(root.clone()))
         .with(observe::CheckCommand(sandbox.clone()))
-        .with(observe::RunCheck::new(sandbox)?);
+        .with(trial::TryPlan::new(root, sandbox, command_timeout))
+        .with(ApplyPatch(root.clone()));
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

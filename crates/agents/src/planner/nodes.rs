@@ -2,21 +2,19 @@
 //! (journaled, replayed after a crash, never repeated) and writes back.
 
 use agentloop_core::{reply_is, EngineEvent, Error, JsonSchema, Result, Step};
-use agentloop_tools::Workspace;
+use agentloop_tools::{Change, Workspace};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::time::Instant;
 
 use super::assist::held_paths::{self, HeldPaths};
 use super::assist::mend;
 use super::events::{PlanProposed, PlannerEvent};
-use super::execute as execute_plan;
 use super::goal::Goal;
 use super::observe::observe;
 use super::plan::{self, Plan};
 use super::prompts;
-use super::state::{ApproveMode, PlannerState, Proposal, StepRun};
+use super::state::{ApproveMode, PlannerState, Proposal};
 use super::validate::{self, Context, Rejection, Rule};
 use super::{FAST_ROLE, PLANNER_ROLE};
 
@@ -63,7 +61,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         // the goal's paths (and what exists) to choose from (an assist).
         let held = (s.config.assist && held_paths::holds(s)).then(|| {
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
-            HeldPaths::new(&s.goal, &existing, &s.done_actions())
+            HeldPaths::new(&s.goal, &existing, &[])
         });
         request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref()));
         // A small model asked again greedily gives the same plan again; after
@@ -102,18 +100,19 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
     Box::pin(async move {
         phase(step, "validate");
         let root = Workspace::new(&s.root)?;
-        let keys = s.keys();
+        // Each plan is tried from the root as it was, so no step is done
+        // and no list is stored before it.
+        let keys = Default::default();
         let shell = s.config.shell;
         let index = s.proposals.len().saturating_sub(1);
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
-        let done = s.done_actions();
         s.observed = observe(step, s.proposals.last().and_then(|p| p.plan.as_ref()), shell).await?;
-        let ran: Vec<Vec<String>> = s.plans_run_to_the_end().into_iter().map(|p| p.into_iter().map(String::from).collect()).collect();
+        let ran: Vec<Vec<String>> = s.plans_that_missed().into_iter().map(|p| p.into_iter().map(String::from).collect()).collect();
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &done, assist: s.config.assist };
+            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &[], assist: s.config.assist };
             proposal.rejections.extend(validate::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.
@@ -151,7 +150,6 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         }));
         if valid {
             s.running = Some(index);
-            s.next_step = 0;
             s.failure = None;
         } else {
             step.reject_answer(PLANNER_ROLE)?;
@@ -175,103 +173,34 @@ pub fn diagnose<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
     })
 }
 
+/// APPROVE: the plan and its observed outcome, verified, shown to the user
+/// (unless every outcome is approved in advance). Yes applies it; cancel
+/// ends the session with the root untouched; anything else is a reason to
+/// plan again.
 pub fn approve<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         phase(step, "approve");
-        match s.approve {
-            ApproveMode::All => s.step_by_step = false,
-            ApproveMode::Step => s.step_by_step = true,
-            ApproveMode::Ask => {
-                let question = plan_question(s);
-                let reply = step.interrupt(question).await?;
-                if reply_is(&reply, "cancel") {
-                    cancel(s, step);
-                } else if reply_is(&reply, "step") {
-                    s.step_by_step = true;
-                } else if reply_is(&reply, "all") || reply_is(&reply, "yes") {
-                    s.step_by_step = false;
-                } else {
-                    // Anything else is a reason to plan again.
-                    s.feedback.push(format!("The user declined the plan: {}", reply_text(&reply)));
-                    s.running = None;
-                }
-            }
-        }
-        Ok(())
-    })
-}
-
-pub fn execute<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        phase(step, "execute");
-        let (proposal, item) = match (s.running, s.running_plan().and_then(|p| p.plan.get(s.next_step))) {
-            (Some(i), Some(item)) => (i, item.clone()),
-            _ => return Err(Error::State("execute ran without a valid plan step to run".into())),
-        };
-        let action = s.proposals.get(proposal).and_then(|p| p.actions.get(s.next_step)).cloned();
-        let action = action.ok_or_else(|| Error::State(format!("step {} of the plan has no parsed action", item.step)))?;
-        let mut precheck = String::new();
-        if s.config.precheck {
-            let answer = step.chat_as(FAST_ROLE, prompts::precheck(&item.action)).await?;
-            precheck = answer.content.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string();
-            step.emit(PlannerEvent::Precheck { step: item.step, summary: precheck.clone() });
-        }
-        if s.step_by_step {
-            let reply = step
-                .interrupt(json!({
-                    "kind": "planner_step",
-                    "question": format!("Run step {}: {}?", item.step, item.action),
-                    "step": item.step, "action": item.action, "expects": item.expects, "precheck": precheck,
-                    "choices": ["yes", "no", "all", "cancel"],
-                }))
-                .await?;
+        if s.approve == ApproveMode::Ask {
+            let reply = step.interrupt(plan_question(s)).await?;
             if reply_is(&reply, "cancel") {
                 cancel(s, step);
-                return Ok(());
-            }
-            if reply_is(&reply, "all") {
-                s.step_by_step = false;
-            } else if !reply_is(&reply, "yes") && !reply_is(&reply, "y") {
-                let why = step
-                    .interrupt(json!({"kind": "planner_feedback", "question": format!("Why not step {}? Your answer goes into the next plan.", item.step)}))
-                    .await?;
-                s.feedback.push(format!("The user declined step {} `{}`: {}", item.step, item.action, reply_text(&why)));
+            } else if !(reply_is(&reply, "yes") || reply_is(&reply, "y") || reply_is(&reply, "all")) {
+                s.feedback.push(format!("The user declined the outcome: {}", reply_text(&reply)));
                 s.running = None;
-                return Ok(());
             }
-        }
-        let started = Instant::now();
-        let outcome = execute_plan::run(&action, step, &s.root, s.config.shell, &mut s.stored).await?;
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (ok, output) = match &outcome {
-            Ok(out) => (true, out.clone()),
-            Err(e) => (false, e.clone()),
-        };
-        step.emit(PlannerEvent::Step { step: item.step, action: item.action.clone(), ok, ms, output: output.clone() });
-        s.runs.push(StepRun { proposal, step: item.step, action: item.action.clone(), ok, output: output.clone(), ms });
-        if ok {
-            s.next_step += 1;
-        } else {
-            step.fail_iteration(format!("step {} failed: {output}", item.step));
-            step.reject_answer(PLANNER_ROLE)?;
-            s.failure = Some(format!("step {} `{}` failed: {output}", item.step, item.action));
-            s.running = None;
         }
         Ok(())
     })
 }
 
-/// Where to go after APPROVE or EXECUTE: a plan run to its end is
-/// observed before anything is said of it.
+/// Where to go after APPROVE: the approved outcome is applied.
 pub fn after_approval(s: &PlannerState) -> String {
     if s.cancelled {
         agentloop_core::END.into()
-    } else if s.running_plan().is_some_and(|p| s.next_step >= p.plan.len()) {
-        "observe".into()
     } else if s.running.is_none() {
         "plan".into()
     } else {
-        "execute".into()
+        "apply".into()
     }
 }
 
@@ -282,20 +211,55 @@ fn cancel(s: &mut PlannerState, step: &mut Step) {
     step.finish("cancelled");
 }
 
-/// The plan shown to the user for approval.
+/// What the trial did, for the approval: each change with its preview,
+/// what the commands printed, and the verification.
+fn outcome_shown(s: &PlannerState) -> Value {
+    let Some(t) = s.trial.as_ref() else { return Value::Null };
+    let changes: Vec<Value> = t
+        .changes
+        .iter()
+        .map(|c| match c {
+            Change::Created { preview, .. } => json!({"line": c.line(), "after": preview}),
+            Change::Changed { before, after, .. } => json!({"line": c.line(), "before": before, "after": after}),
+            _ => json!({"line": c.line()}),
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if t.offline {
+        notes.push("The plan ran in a copy without network; applying carries its files over and runs nothing again.".to_string());
+    }
+    if t.changes.is_empty() {
+        notes.push("The plan changed no file.".to_string());
+    }
+    if s.verifications.last().is_some_and(|v| v.disputed()) {
+        notes.push(
+            "A check command derived from the goal failed, but two judgments and the goal's own checks say the outcome is right: apply it only if it is what you asked for."
+                .to_string(),
+        );
+    }
+    json!({
+        "changes": changes,
+        "outputs": t.outcome.outputs,
+        "verified": s.verifications.last().map(|v| v.lines()).unwrap_or_default(),
+        "notes": notes,
+    })
+}
+
+/// The plan and its observed outcome, shown to the user for approval.
 fn plan_question(s: &PlannerState) -> Value {
     let steps: Vec<Value> =
         s.running_plan().map(|p| p.plan.iter().map(|i| json!({"step": i.step, "action": i.action, "expects": i.expects})).collect()).unwrap_or_default();
     let thinking = s.running_plan().map(|p| p.thinking_summary.clone()).unwrap_or_default();
     json!({
         "kind": "planner_plan",
-        "question": "Run this plan? all = every step, step = ask before each, cancel = run nothing; or say what to change",
+        "question": "This plan ran in a copy of the root with the outcome below. Apply that outcome to the root? yes = apply it, cancel = leave the root as it is; or say what to change",
+        "outcome": outcome_shown(s),
         "steps": steps,
         "thinkingSummary": thinking,
         "mends": s.running.and_then(|i| s.proposals.get(i)).map(|p| p.mends.clone()).unwrap_or_default(),
         "restatement": s.restatement.as_ref().map(|r| r.lines()),
         "confidence": confidence(s),
-        "choices": ["all", "step", "cancel"],
+        "choices": ["yes", "cancel"],
     })
 }
 

@@ -7,7 +7,6 @@
 //! must see the disk as it is.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use agentloop_core::{Effect, Error, Result, Step, Tool};
 use agentloop_tools::{Entry, Sandbox, Workspace};
@@ -158,48 +157,6 @@ async fn problem_with(command: &str, shell: Shell, sandbox: &Sandbox) -> Result<
     tokio::task::spawn_blocking(move || shell_check(&command, shell, Some(&sandbox)).err())
         .await
         .map_err(|e| Error::other(format!("the command check stopped ({e})")))
-}
-
-/// `run_check`: one checklist item's command, run on the outcome in a
-/// sandbox that can read the root but not change it, after the same checks
-/// as a plan's commands. Says whether it held, or why it could not run.
-pub struct RunCheck {
-    sandbox: Sandbox,
-}
-
-impl RunCheck {
-    pub const NAME: &'static str = "run_check";
-    /// A check reads and compares; one still running after this is stopped.
-    const TIMEOUT: Duration = Duration::from_secs(20);
-
-    pub fn new(sandbox: &Sandbox) -> Result<Self> {
-        Ok(Self { sandbox: sandbox.read_only()? })
-    }
-}
-
-#[async_trait]
-impl Tool for RunCheck {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-    fn description(&self) -> &str {
-        "Run a check command on the root, read-only: whether it exited 0, or why it could not run."
-    }
-    fn effect(&self) -> Effect {
-        Effect::ReadOnly
-    }
-    async fn call(&self, input: Value) -> Result<Value> {
-        let command = input["command"].as_str().unwrap_or_default().to_string();
-        if let Some(problem) = problem_with(&command, Shell::Sh, &self.sandbox).await? {
-            return Ok(json!({"held": null, "shown": problem}));
-        }
-        let out = agentloop_tools::run_command(&self.sandbox, &command, Self::TIMEOUT).await?;
-        // A command that ran out of time, or tried to change the root, is
-        // not a check of it: it says nothing about the outcome.
-        let refused = out["sandbox"].as_array().is_some_and(|a| !a.is_empty());
-        let held = if out["timedOut"] == true || refused { Value::Null } else { json!(out["exitCode"] == 0) };
-        Ok(json!({"held": held, "shown": out["shown"]}))
-    }
 }
 
 #[cfg(test)]

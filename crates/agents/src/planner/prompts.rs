@@ -55,21 +55,17 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     if !names.is_empty() {
         user.push_str(&format!("\nNAMES THE GOAL GIVES (the plan must use each, spelled exactly): {}\n", names.join(", ")));
     }
-    if !s.runs.is_empty() {
-        user.push_str("\nSTEPS ALREADY DONE (do not repeat them):\n");
-        for run in &s.runs {
+    if let Some(last) = s.runs.last().map(|r| r.proposal) {
+        user.push_str("\nTHE LAST PLAN, TRIED IN A COPY (the root itself is unchanged: the next plan must do everything from the start):\n");
+        for run in s.runs.iter().filter(|r| r.proposal == last) {
             user.push_str(&format!("- {} → {}\n", run.action, if run.ok { "ok" } else { "FAILED" }));
         }
-    }
-    if !s.stored.is_empty() {
-        let keys: Vec<&str> = s.stored.keys().map(String::as_str).collect();
-        user.push_str(&format!("\nSTORED KEYS you may use with FOR_EACH: {}\n", keys.join(", ")));
     }
     if let Some(failure) = &s.failure {
         user.push_str(&format!("\nTHE LAST STEP FAILED: {failure}\n"));
     }
     if !s.gap.is_empty() && s.failure.is_none() {
-        user.push_str("\nTHE LAST PLAN RAN, BUT THE GOAL IS NOT MET YET. Still missing (plan only these):\n");
+        user.push_str("\nTHE LAST PLAN RAN IN A COPY, BUT THE GOAL IS NOT MET. Still missing (the next plan must do these too):\n");
         for g in &s.gap {
             user.push_str(&format!("- {g}\n"));
         }
@@ -129,7 +125,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
 fn verb_the_last_plan_lacks(s: &PlannerState) -> Option<&'static str> {
     let last = s.last_proposal().filter(|p| p.rejections.iter().any(|r| r.rule == Rule::GoalPath))?;
     let actions: Vec<Action> = last.plan.as_ref()?.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).collect();
-    let unwritten = goal_paths::uncovered(&s.goal, &actions, &s.done_actions())
+    let unwritten = goal_paths::uncovered(&s.goal, &actions, &[])
         .into_iter()
         .any(|name| goal_paths::looks_like_file(&name) && !goal_paths::is_archive(&name) && !s.observed.on_disk(&name));
     (unwritten && !actions.iter().any(writes_a_file)).then_some("WRITE_FILE")
@@ -187,19 +183,10 @@ pub fn diagnose(s: &PlannerState) -> ChatRequest {
     r
 }
 
-pub fn precheck(action: &str) -> ChatRequest {
-    let mut r = ChatRequest::new(vec![
-        Message::system("You summarise what a step is about to do, in one short sentence, and warn if it looks risky."),
-        Message::user(format!("Next step: {action}\nIn one short sentence, what will this step do to the files in the root folder?")),
-    ]);
-    r.max_tokens = Some(60);
-    r
-}
-
 /// Root entries shown to the judge, at most.
 const ENTRIES_SHOWN: usize = 60;
 
-/// What OBSERVE saw, as the judge is shown it: the root's entries, the
+/// What the trial left, as the judge is shown it: the copy's entries, the
 /// files read and what the plan's commands printed.
 fn observation(s: &PlannerState) -> String {
     let o = &s.outcome;
@@ -305,7 +292,7 @@ mod tests {
         // greedy first plans differ too.
         let mut s = state(vec![refused("CREATE_DIR days")]);
         s.root = "/tmp/agentloop-bench-123/goal-18".into();
-        for request in [restate(&s), plan(&s), precheck("CREATE_DIR days")] {
+        for request in [restate(&s), plan(&s)] {
             assert!(request.messages.iter().all(|m| !m.content.contains("agentloop-bench-123")), "{:?}", request.messages);
         }
     }

@@ -2,8 +2,6 @@
 //! proposed and why each was refused, the plan being run, what each step did,
 //! and what the user said.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
@@ -13,18 +11,17 @@ use super::action::Action;
 use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
+use super::trial::Trial;
 use super::validate::{Rejection, Shell};
 use super::verify::{Outcome, Verification};
 
-/// How the user approves a valid plan.
+/// How the user approves a verified outcome before it reaches the root.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApproveMode {
-    /// Run every step without asking.
+    /// Apply every verified outcome without asking.
     All,
-    /// Ask before each step.
-    Step,
-    /// Show the plan and ask: all steps, step by step, or cancel.
+    /// Show the plan with its observed outcome and ask: apply, cancel, or what to change.
     #[default]
     Ask,
 }
@@ -34,9 +31,11 @@ impl std::str::FromStr for ApproveMode {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "all" => Ok(Self::All),
-            "step" => Ok(Self::Step),
             "ask" => Ok(Self::Ask),
-            other => Err(format!("`{other}` is not an approval mode: use all, step or ask")),
+            "step" => {
+                Err("`step` is no longer an approval mode: each plan now runs whole in a copy of the root and you approve its outcome; use ask or all".into())
+            }
+            other => Err(format!("`{other}` is not an approval mode: use ask or all")),
         }
     }
 }
@@ -51,8 +50,6 @@ pub struct PlannerConfig {
     /// The agent's identity, given to the planner model.
     pub name: String,
     pub backstory: String,
-    /// Ask the `fast` model for a one-line pre-check before each step.
-    pub precheck: bool,
     /// Seconds a RUN_COMMAND may take.
     pub command_timeout_secs: u64,
     /// The assists on top of the rules: reading the goal's names and texts
@@ -71,7 +68,6 @@ impl Default for PlannerConfig {
             backstory:
                 "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder."
                     .into(),
-            precheck: true,
             command_timeout_secs: 60,
             assist: true,
         }
@@ -167,15 +163,10 @@ pub struct PlannerState {
     pub config: PlannerConfig,
     pub restatement: Option<Restatement>,
     pub proposals: Vec<Proposal>,
-    /// Index of the proposal being run, once one was valid.
+    /// Index of the proposal being tried, once one was valid.
     pub running: Option<usize>,
-    /// The next step (index into the running plan's steps).
-    pub next_step: usize,
-    /// The user chose to go step by step.
-    pub step_by_step: bool,
+    /// The steps that ran in trials.
     pub runs: Vec<StepRun>,
-    /// Lists stored by LIST_DIR, by key.
-    pub stored: BTreeMap<String, Vec<String>>,
     /// What the user said when declining a step or plan.
     pub feedback: Vec<String>,
     /// The error of the step that failed, for the next plan.
@@ -191,9 +182,15 @@ pub struct PlannerState {
     /// The goal, read once against `before`.
     #[serde(default)]
     pub parsed_goal: Goal,
-    /// What OBSERVE saw after the last plan ran.
+    /// What the last plan left in its trial's copy (in the root, once applied).
     #[serde(default)]
     pub outcome: Outcome,
+    /// The last trial: what the plan did in its copy, as a patch.
+    #[serde(default)]
+    pub trial: Option<Trial>,
+    /// The approved trial was applied to the root.
+    #[serde(default)]
+    pub applied: bool,
     /// The goal's checklist, written by the judge from the goal alone at the
     /// first verification and kept for the rest.
     #[serde(default)]
@@ -215,10 +212,7 @@ impl State for PlannerState {
         f.value("restatement", &self.restatement);
         f.value("proposals", &self.proposals);
         f.value("running", &self.running);
-        f.value("nextStep", &self.next_step);
-        f.value("stepByStep", &self.step_by_step);
         f.value("runs", &self.runs);
-        f.value("stored", &self.stored);
         f.value("feedback", &self.feedback);
         f.value("failure", &self.failure);
         f.value("cancelled", &self.cancelled);
@@ -226,6 +220,8 @@ impl State for PlannerState {
         f.value("before", &self.before);
         f.value("parsedGoal", &self.parsed_goal);
         f.value("outcome", &self.outcome);
+        f.value("trial", &self.trial);
+        f.value("applied", &self.applied);
         f.value("checklist", &self.checklist);
         f.value("verifications", &self.verifications);
         f.value("gap", &self.gap);
@@ -261,26 +257,15 @@ impl PlannerState {
         earlier.iter().filter(|p| !p.valid()).any(|p| p.plan.as_ref().map(Plan::actions).as_ref() == Some(&mine))
     }
 
-    /// Consecutive refused proposals at the end.
-    /// The steps of each plan that ran to its end. A session goes on past
-    /// such a plan only when its outcome did not meet the goal.
-    pub fn plans_run_to_the_end(&self) -> Vec<Vec<&str>> {
-        let ran = |i: usize| self.runs.iter().filter(|r| r.proposal == i && r.ok).count();
-        let plans = self.proposals.iter().enumerate().filter_map(|(i, p)| p.plan.as_ref().filter(|plan| ran(i) >= plan.plan.len()));
-        plans.map(Plan::actions).collect()
+    /// The steps of each plan whose trial ran to its end and missed the
+    /// goal: the same steps again would miss it again.
+    pub fn plans_that_missed(&self) -> Vec<Vec<&str>> {
+        let missed = |p: &Proposal| self.verifications.iter().any(|v| v.iteration == p.iteration && !v.met);
+        self.proposals.iter().filter(|p| missed(p)).filter_map(|p| p.plan.as_ref()).map(Plan::actions).collect()
     }
 
+    /// Consecutive refused proposals at the end.
     pub fn rejects_in_a_row(&self) -> usize {
         self.proposals.iter().rev().take_while(|p| !p.valid()).count()
-    }
-
-    /// The actions of the steps that ran and succeeded: their paths count
-    /// as mentioned and as made.
-    pub fn done_actions(&self) -> Vec<String> {
-        self.runs.iter().filter(|r| r.ok).map(|r| r.action.clone()).collect()
-    }
-
-    pub fn keys(&self) -> BTreeSet<String> {
-        self.stored.keys().cloned().collect()
     }
 }

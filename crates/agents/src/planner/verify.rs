@@ -1,38 +1,34 @@
-//! After the last step: OBSERVE what the goal is about, VERIFY whether it is
-//! met, and when it is not, REFLECT what is missing into the next plan.
+//! After a trial: VERIFY whether its outcome meets the goal, and when it
+//! does not, REFLECT what is missing into the next plan.
 //!
 //! A plan that ran is not a goal met: a small model writes `ls | wc -l` as
 //! the text of a file meant to hold a count, or writes one file where the
-//! goal asked for one per note. So the planner looks — through the jailed,
-//! journaled tools — at the root's entries, the files the goal names and
-//! the files the plan made, and what its commands printed; checks what the
-//! goal makes explicit (`goal::Expectation`); runs each checklist item's own
-//! command read-only and has the model judge the rest item by item against
-//! the goal's checklist (`checklist.rs`). Only a goal that passes all of it
-//! ends the session as complete.
+//! goal asked for one per note. So the planner looks at what the trial left
+//! in its copy (`trial.rs`: the entries, the files the goal names and the
+//! files the plan wrote, what its commands printed), checks what the goal
+//! makes explicit (`goal::Expectation`), and has the judge decide each item
+//! of the goal's checklist (`checklist.rs`) twice, independently, beside
+//! the item's own command. Only an outcome that passes all of it is offered
+//! for approval, and only an approved one reaches the root.
 
 use agentloop_core::{Result, Step};
 use agentloop_tools::Entry;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::checklist::{CheckRun, Checklist, ItemVerdict, Judged};
+use super::checklist::{ItemVerdict, Judged};
 use super::events::PlannerEvent;
 use super::goal::{self, Expectation};
-use super::observe::{ObserveRoot, RunCheck};
 use super::prompts;
-use super::state::PlannerState;
+use super::state::{ApproveMode, PlannerState};
 use super::{PLANNER_ROLE, VERIFY_ROLE};
 use crate::text::shorten;
 
-/// Files read whole for the verdict, at most, and how much of each.
-const FILES_READ: usize = 12;
-const FILE_CHARS: usize = 1500;
-/// Root entries recorded after the run.
-const ENTRIES_SEEN: usize = 2000;
+/// The second judgment of each item is sampled, so that it is not the
+/// first one again.
+const SECOND_JUDGMENT_TEMPERATURE: f32 = 0.7;
 
-/// What OBSERVE saw once a plan had run.
+/// What a trial left: the entries, the files read, what commands printed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
@@ -101,6 +97,14 @@ pub struct Verification {
 
 impl Verification {
     /// What is still missing, in words, for the user and the next plan.
+    /// Not met only because of disputed items: every explicit check held
+    /// and every item not done has a failed command that both judgments
+    /// contradicted. Such an outcome is the user's to approve.
+    pub fn disputed(&self) -> bool {
+        let open: Vec<&Judged> = self.judged.iter().filter(|j| !j.done).collect();
+        !self.met && self.checks.iter().all(|c| c.held) && !open.is_empty() && open.iter().all(|j| j.disputed)
+    }
+
     pub fn missing(&self) -> Vec<String> {
         let checks = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw));
         checks.chain(self.judged.iter().filter(|j| !j.done).map(Judged::missing)).collect()
@@ -159,75 +163,27 @@ pub fn checks(expect: &[Expectation], seen: &Outcome) -> Vec<Check> {
         .collect()
 }
 
-/// OBSERVE: the root's entries, the text of the files the goal names and of
-/// those new since the session began, and what the plan's commands printed.
-pub fn observe<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        super::nodes::phase(step, "observe");
-        let listing = step.tool(ObserveRoot::NAME, json!({"limit": ENTRIES_SEEN})).await?;
-        let entries: Vec<Entry> = serde_json::from_value(listing["entries"].clone()).unwrap_or_default();
-        let wanted = files_to_read(s, &entries);
-        let mut files = Vec::new();
-        for path in wanted.into_iter().take(FILES_READ) {
-            // A file that cannot be read (binary, too large) is simply not shown.
-            if let Ok(v) = step.tool("read_file", json!({"path": path})).await {
-                files.push(FileSeen { text: shorten(v["content"].as_str().unwrap_or_default(), FILE_CHARS), path });
-            }
-        }
-        let running = s.running;
-        let outputs =
-            s.runs.iter().filter(|r| Some(r.proposal) == running && r.action.contains("RUN_COMMAND")).map(|r| format!("{} → {}", r.action, r.output)).collect();
-        s.outcome = Outcome { entries, files, outputs };
-        Ok(())
-    })
-}
-
-/// The files worth reading: those the goal expects (named, or placed in a
-/// folder), then those that were not there before the session began.
-fn files_to_read(s: &PlannerState, entries: &[Entry]) -> Vec<String> {
-    let is_file = |p: &str| entries.iter().any(|e| e.path == p && !e.is_dir);
-    let mut out: Vec<String> = Vec::new();
-    let named = s.parsed_goal.expect.iter().map(|e| e.path().to_string()).chain(s.parsed_goal.named.iter().cloned());
-    for path in named {
-        if is_file(&path) && !out.contains(&path) {
-            out.push(path);
-        }
-    }
-    for e in entries.iter().filter(|e| !e.is_dir && !s.before.on_disk(&e.path)) {
-        if !out.contains(&e.path) {
-            out.push(e.path.clone());
-        }
-    }
-    out
-}
-
 /// VERIFY: the explicit checks, then (when they all hold) each item of the
-/// goal's checklist judged by the model. Met: the session is complete. Not
-/// met: back to planning with what is missing, or, with no plans left, the
-/// end — unverified.
+/// goal's checklist judged twice. Met: the outcome is offered for approval.
+/// Not met: back to planning with what is missing, or, with no plans
+/// left, the end — unverified, the root untouched.
 pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         super::nodes::phase(step, "verify");
         let checks = checks(&s.parsed_goal.expect, &s.outcome);
         let mut judged = Vec::new();
         if checks.iter().all(|c| c.held) {
-            if s.checklist.is_empty() {
-                s.checklist = step.chat_json_as::<Checklist>(VERIFY_ROLE, prompts::checklist(&s.goal)).await?.into_items(&s.goal);
-            }
             judged = judge_items(s, step, &checks).await?;
         }
         let met = !judged.is_empty() && judged.iter().all(|j| j.done);
         let iteration = step.progress().iterations;
         let v = Verification { iteration, checks, judged, met };
         step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.lines(), missing: v.missing() });
-        step.signal(|sig| sig.goal_verified = Some(met));
-        if met {
-            step.signal(|sig| sig.agent_signalled_completion = true);
-            step.finish("goal_verified");
-        } else {
-            // A plan that ran and missed the goal is a miss for the model that wrote it.
+        if !offered(s, &v) {
+            step.signal(|sig| sig.goal_verified = Some(false));
+            // A plan that missed the goal is a miss for the model that wrote it.
             step.reject_answer(PLANNER_ROLE)?;
-            step.fail_iteration(format!("the plan ran but the goal is not met: {}", v.missing().join("; ")));
+            step.fail_iteration(format!("the plan ran in a copy but the goal is not met: {}", v.missing().join("; ")));
             if iteration >= s.config.max_iterations {
                 step.finish("unverified");
             }
@@ -237,28 +193,28 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
     })
 }
 
-/// Each checklist item: its command run first (when it has one), then the
-/// judge asked about every item whose command did not fail.
+/// A verified outcome is offered for approval; so is a disputed one when
+/// someone is there to settle the dispute.
+fn offered(s: &PlannerState, v: &Verification) -> bool {
+    v.met || (v.disputed() && s.approve == ApproveMode::Ask)
+}
+
+/// Each checklist item judged twice, independently, beside its command's
+/// run on the trial (`Judged::twice`).
 async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Result<Vec<Judged>> {
-    let mut runs = Vec::new();
+    let mut asks = Vec::new();
     for item in &s.checklist {
-        let command = item.check.trim();
-        runs.push(if command.is_empty() {
-            None
-        } else {
-            let out = step.tool(RunCheck::NAME, json!({"command": command})).await?;
-            Some(CheckRun { command: command.to_string(), held: out["held"].as_bool(), shown: out["shown"].as_str().unwrap_or_default().trim().to_string() })
-        });
+        let first = prompts::judge(s, checks, &item.requirement);
+        let mut second = first.clone();
+        second.temperature = Some(SECOND_JUDGMENT_TEMPERATURE);
+        asks.extend([first, second]);
     }
-    let refuted = |run: &Option<CheckRun>| run.as_ref().is_some_and(CheckRun::failed);
-    let asks = s.checklist.iter().zip(&runs).filter(|(_, run)| !refuted(run)).map(|(item, _)| prompts::judge(s, checks, &item.requirement)).collect();
     let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?.into_iter();
-    let judged = s.checklist.iter().zip(runs).map(|(item, run)| {
-        let requirement = item.requirement.clone();
-        match run {
-            Some(run) if run.failed() => Judged::refuted(requirement, run),
-            run => Judged::new(requirement, verdicts.next().unwrap_or_default(), run),
-        }
+    let runs = s.trial.as_ref().map(|t| t.checks.clone()).unwrap_or_default();
+    let goal_checked = !checks.is_empty();
+    let judged = s.checklist.iter().enumerate().map(|(i, item)| {
+        let (a, b) = (verdicts.next().unwrap_or_default(), verdicts.next().unwrap_or_default());
+        Judged::twice(item.requirement.clone(), [a, b], runs.get(i).cloned().flatten(), goal_checked)
     });
     Ok(judged.collect())
 }
@@ -266,7 +222,8 @@ async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Res
 /// Where to go after VERIFY.
 pub fn after_verify(s: &PlannerState) -> String {
     match s.verifications.last() {
-        Some(v) if !v.met && v.iteration < s.config.max_iterations => "reflect".into(),
+        Some(v) if offered(s, v) => "approve".into(),
+        Some(v) if v.iteration < s.config.max_iterations => "reflect".into(),
         _ => agentloop_core::END.into(),
     }
 }
@@ -316,7 +273,7 @@ mod tests {
 
     #[test]
     fn a_requirement_not_done_is_what_is_missing() {
-        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done, check: None };
+        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done, check: None, disputed: false };
         let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("", false)], met: false };
         assert_eq!(v.missing(), vec!["run the script"]);
         assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) judged done; missing: run the script"), "{}", v.summary());

@@ -1,5 +1,6 @@
 //! `agentloop serve`: the web UI and HTTP API on this data dir.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -32,15 +33,21 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
     let bound = listener.local_addr()?;
     match &token {
         Some(t) => {
-            println!("agentloop serving on http://{bound}/login?token={t}");
-            println!("(open that URL once; API clients send `Authorization: Bearer {t}`; keep it to yourself)");
+            say(&format!("agentloop serving on http://{bound}/login?token={t}"));
+            say(&format!("(open that URL once; API clients send `Authorization: Bearer {t}`; keep it to yourself)"));
         }
-        None => println!("agentloop serving on http://{bound}/ with no token: any program or page that reaches {bound} can run commands as you"),
+        None => say(&format!("agentloop serving on http://{bound}/ with no token: any program or page that reaches {bound} can run commands as you")),
     }
-    println!("sessions: {}", app.config.db_path().display());
+    say(&format!("sessions: {}", app.config.db_path().display()));
     tokio::select! {
         served = agentloop_server::serve(listener, config) => served.context("the server stopped")?,
-        _ = tokio::signal::ctrl_c() => println!("stopped"),
+        _ = tokio::signal::ctrl_c() => say("stopped"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A status line on stdout. A server outlives whoever started it, so a
+/// closed stdout (a parent that read the login line and left) must not stop it.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout(), "{line}");
 }

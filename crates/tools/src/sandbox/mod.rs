@@ -260,9 +260,25 @@ impl Sandbox {
     /// The same policy for commands in another folder (a scratch copy of
     /// the workspace): written there and in a temp folder of their own.
     pub fn elsewhere(&self, workspace: &Path) -> Result<Self> {
+        self.moved(workspace, self.inner.policy.network)
+    }
+
+    /// `elsewhere`, with no network whatever the configuration says: a
+    /// trial's effects must stay in its copy, and a request sent over the
+    /// network cannot be taken back.
+    pub fn elsewhere_offline(&self, workspace: &Path) -> Result<Self> {
+        self.moved(workspace, false)
+    }
+
+    /// Whether commands may use the network.
+    pub fn network(&self) -> bool {
+        self.inner.policy.network
+    }
+
+    fn moved(&self, workspace: &Path, network: bool) -> Result<Self> {
         let workspace =
             workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
-        self.rebuilt(|temp| Policy { workspace, temp, ..self.inner.policy.clone() })
+        self.rebuilt(|temp| Policy { workspace, temp, network, ..self.inner.policy.clone() })
     }
 
     /// A sandbox like this one (same modes and environment) for the policy
