@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState};
+use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, Trial};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
-use agentloop_tools::Workspace;
+use agentloop_tools::{ScratchCopy, Workspace};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::json;
@@ -133,6 +133,8 @@ async fn run_goal(
         std::fs::write(&path, &seed.content).with_context(|| format!("cannot seed {}", path.display()))?;
     }
     let workspace = Workspace::new(root)?;
+    // The root as seeded, to replay each trial's patch on for the oracle.
+    let seeded = ScratchCopy::of(&workspace)?;
     let config = PlannerConfig { max_iterations, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
     let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
@@ -148,6 +150,7 @@ async fn run_goal(
     // counted apart, and a claim the disk contradicts is a false completion.
     let executed_ok = s.runs.iter().any(|r| r.ok) && failed_checks.is_empty();
     let verified = outcome.finish_reason.as_deref() == Some("goal_verified");
+    let derived = derived_checks(goal, &seeded, &store.calls(&outcome.session_id)?)?;
     Ok(json!({
         "goal": goal.goal,
         "root": root,
@@ -167,10 +170,33 @@ async fn run_goal(
         "verified": verified,
         "falseCompletion": verified && !failed_checks.is_empty(),
         "verifications": s.verifications.iter().map(|v| v.summary()).collect::<Vec<_>>(),
+        "derivedChecksFailed": derived.0,
+        "derivedChecksWrong": derived.1,
         "seconds": outcome.progress.active_ms() as f64 / 1000.0,
         "tokens": outcome.progress.tokens(),
         "served": outcome.progress.served,
     }))
+}
+
+/// Of the checklist commands that failed on a trial, how many failed on a
+/// trial the bench's own checks pass (a wrong derived check): each trial's
+/// patch is applied to a copy of the root as seeded and checked there.
+fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord]) -> Result<(u32, u32)> {
+    let (mut failed, mut wrong) = (0, 0);
+    let trials = calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok());
+    for trial in trials {
+        let failing = trial.checks.iter().flatten().filter(|c| c.failed()).count() as u32;
+        if failing == 0 {
+            continue;
+        }
+        failed += failing;
+        let replay = ScratchCopy::of(seeded.workspace())?;
+        trial.patch.apply(replay.workspace())?;
+        if goal.expect.iter().all(|e| check(replay.workspace().root(), e).is_ok()) {
+            wrong += failing;
+        }
+    }
+    Ok((failed, wrong))
 }
 
 /// Whether `goal` holds one of `only` (case-insensitive).
@@ -211,6 +237,10 @@ struct Totals {
     verified: u32,
     /// … and the check on disk said otherwise.
     false_completions: u32,
+    /// Checklist commands that failed on a trial, and those of them that
+    /// failed on a trial the bench's checks pass.
+    derived_checks_failed: u64,
+    derived_checks_wrong: u64,
     invalid_executed: u64,
     seconds: f64,
     plan_ms: Vec<u64>,
@@ -232,6 +262,8 @@ impl Totals {
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.verified += u32::from(r["verified"] == true);
         self.false_completions += u32::from(r["falseCompletion"] == true);
+        self.derived_checks_failed += r["derivedChecksFailed"].as_u64().unwrap_or(0);
+        self.derived_checks_wrong += r["derivedChecksWrong"].as_u64().unwrap_or(0);
         self.seconds += r["seconds"].as_f64().unwrap_or(0.0);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
@@ -256,6 +288,8 @@ impl Totals {
             "verified": frac(self.verified),
             "false_completions": frac(self.false_completions),
             "invalid_executed": self.invalid_executed,
+            "derived_checks_failed": self.derived_checks_failed,
+            "derived_checks_wrong": self.derived_checks_wrong,
             "mean_seconds_per_goal": if goals == 0 { 0.0 } else { (self.seconds / goals as f64 * 10.0).round() / 10.0 },
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,

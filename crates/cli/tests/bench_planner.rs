@@ -76,6 +76,7 @@ async fn goals_are_planned_run_and_checked() {
     assert_eq!(report["executed_ok"], 1.0);
     assert_eq!((report["verified"].as_f64(), report["false_completions"].as_f64()), (Some(1.0), Some(0.0)));
     assert_eq!(report["invalid_executed"], 0);
+    assert_eq!((report["derived_checks_failed"].as_u64(), report["derived_checks_wrong"].as_u64()), (Some(0), Some(0)), "no checklist command failed");
     assert_eq!(report["model_calls"]["share"], json!({"fake": 1.0}), "every call went to the one configured model");
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["valid"], json!([false, true]));
