@@ -282,3 +282,40 @@ async fn a_turn_that_only_prints_a_number_it_was_given_is_not_complete() {
     assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("computes nothing"), "{:?}", s.verdicts);
     assert_eq!(r.requests.len(), 4, "no check and no judge for the literal turn: turn, turn, check, judge");
 }
+
+#[tokio::test]
+async fn with_candidates_the_value_most_programs_print_is_the_answer_and_no_judge_is_asked() {
+    // The turn prints 285; two independent samples print 385: 385 wins 2 to 1.
+    let wrong = "```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```";
+    let r = run(vec![wrong.into(), CHECK_385.into(), SUM.into()], vec![], ReplConfig { candidates: 3, ..ReplConfig::default() }).await;
+    assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("agreed")), "{:?}", r.out);
+    let s = r.state();
+    assert_eq!(s.answer(), "385");
+    assert_eq!(s.votes.iter().map(|v| (v.value.as_str(), v.votes)).collect::<Vec<_>>(), vec![("385", 2), ("285", 1)]);
+    assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 0, "the vote replaces the judge");
+    assert!(r.requests[1..].iter().all(|q| q.temperature.is_some()), "the other candidates are sampled");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    assert!(events.iter().any(|e| e.name == "repl:agreement" && e.payload["chosen"] == "385"));
+}
+
+#[tokio::test]
+async fn with_candidates_that_all_disagree_the_repl_says_so_and_shows_them() {
+    let r = run(
+        vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), "```python\nprint(10 ** 2)\n```".into()],
+        vec![],
+        ReplConfig { candidates: 3, ..ReplConfig::default() },
+    )
+    .await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("no_agreement"), "{:?}", r.out);
+    let answer = r.state().answer();
+    assert!(answer.starts_with("The programs disagree") && answer.contains("385") && answer.contains("55") && answer.contains("100"), "{answer}");
+}
+
+#[tokio::test]
+async fn with_candidates_a_failed_turn_goes_round_again_before_any_vote() {
+    let failing = "```python\nprint(undefined_name)\n```";
+    let r = run(vec![failing.into(), SUM.into(), CHECK_385.into(), CHECK_385.into()], vec![], ReplConfig { candidates: 3, ..ReplConfig::default() }).await;
+    let s = r.state();
+    assert_eq!((s.turn_count, s.answer().as_str()), (2, "385"), "{:?}", r.out);
+    assert!(r.requests[1].messages.last().unwrap().content.contains("NameError"), "the error reached the next turn");
+}

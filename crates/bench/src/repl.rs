@@ -1,7 +1,8 @@
 //! `agentloop bench repl`: the shipped questions with checkable answers,
-//! each answered twice on the default model — with reflection (up to
-//! `max_turns` turns) and without (one turn) — in fresh Python sessions.
-//! The last line printed is one JSON object.
+//! each answered twice on the default model — in a loop (up to `max_turns`
+//! turns, each judged by reflection, or with `--candidates N` by a vote of
+//! N programs) and in one turn — in fresh Python sessions. The last line
+//! printed is one JSON object.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +33,9 @@ pub struct ReplArgs {
     /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Programs that vote on each answer in the loop; 1 judges each turn by reflection instead.
+    #[arg(long, default_value_t = 1)]
+    pub candidates: u32,
 }
 
 const QUESTIONS: &str = include_str!("../data/repl-questions.toml");
@@ -64,7 +68,7 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let mut served = Served::default();
     for (i, q) in questions.question.iter().enumerate() {
         bar.set_message(harness::label(&q.prompt));
-        let reflect_config = ReplConfig { max_turns: args.max_turns, ..ReplConfig::default() };
+        let reflect_config = ReplConfig { max_turns: args.max_turns, candidates: args.candidates.max(1), ..ReplConfig::default() };
         let single_config = ReplConfig { max_turns: 1, reflect: false, ..ReplConfig::default() };
         let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), config, &models, store.clone()).await?;
         let without = answer(q, &single_config, &scratch.join(format!("q{i:02}-single")), config, &models, store.clone()).await?;
@@ -86,13 +90,15 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let n = questions.question.len().max(1) as f64;
     let total = questions.question.len();
     let frac = |k: u32| fraction(k, total);
+    let looped = if args.candidates > 1 { "vote" } else { "reflect" };
     println!(
         "{}",
         json!({
             "set": args.set,
             "questions": total,
-            "accuracy_reflect": frac(right_reflect),
-            "accuracy_reflect_95": harness::wilson(right_reflect, total),
+            "candidates": args.candidates.max(1),
+            format!("accuracy_{looped}"): frac(right_reflect),
+            format!("accuracy_{looped}_95"): harness::wilson(right_reflect, total),
             "accuracy_single": frac(right_single),
             "accuracy_single_95": harness::wilson(right_single, total),
             "mean_turns": (turns as f64 / n * 100.0).round() / 100.0,

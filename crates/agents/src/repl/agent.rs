@@ -31,6 +31,9 @@ pub struct ReplFlags {
     /// Seconds one code block may run before it is interrupted (default 30).
     #[arg(long)]
     pub timeout: Option<u64>,
+    /// Programs that vote on the answer, the turn's and independent samples (default 1: a judge instead of a vote).
+    #[arg(long)]
+    pub candidates: Option<u32>,
     /// The Python session's folder (default: a new one under <data dir>/repl).
     #[arg(long)]
     pub folder: Option<PathBuf>,
@@ -42,6 +45,7 @@ pub struct ReplFlags {
 pub struct ReplFile {
     pub max_turns: Option<u32>,
     pub timeout: Option<u64>,
+    pub candidates: Option<u32>,
 }
 
 /// A question asked earlier in the same conversation, and its answer.
@@ -67,6 +71,9 @@ pub struct ReplInput {
     /// Seconds one execution may run.
     #[serde(default)]
     pub timeout_secs: u64,
+    /// Programs that vote on the answer (0 or 1: a judge instead of a vote).
+    #[serde(default)]
+    pub candidates: u32,
     /// Earlier questions of the same conversation.
     #[serde(default)]
     pub earlier: Vec<Exchange>,
@@ -82,7 +89,7 @@ fn default_reflect() -> bool {
 
 impl ReplInput {
     fn config(&self) -> ReplConfig {
-        ReplConfig { max_turns: self.max_turns, reflect: self.reflect, timeout_secs: self.timeout_secs }
+        ReplConfig { max_turns: self.max_turns, reflect: self.reflect, timeout_secs: self.timeout_secs, candidates: self.candidates.max(1) }
     }
 }
 
@@ -104,6 +111,7 @@ impl AgentSpec for Repl {
             max_turns: flags.max_turns.or(file.max_turns).unwrap_or(defaults.max_turns),
             reflect: !flags.no_reflect,
             timeout_secs: flags.timeout.or(file.timeout).unwrap_or(defaults.timeout_secs),
+            candidates: flags.candidates.or(file.candidates).unwrap_or(defaults.candidates),
             earlier: Vec::new(),
         };
         Self::prepare(input, data_dir)

@@ -3,6 +3,8 @@
 use agentloop_core::{EventKind, JsonSchema};
 use serde::{Deserialize, Serialize};
 
+use super::agree::Vote;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "name", content = "payload", rename_all_fields = "camelCase")]
 pub enum ReplEvent {
@@ -21,6 +23,10 @@ pub enum ReplEvent {
     /// REFLECT's cross-check: an independent program's answer against the turn's.
     #[serde(rename = "repl:check")]
     Check { turn: u32, answer: String, check: String, failed: bool, agrees: bool },
+    /// AGREE's vote: each value printed with its votes, and the value chosen
+    /// (none: the programs disagree, and the repl says so).
+    #[serde(rename = "repl:agreement")]
+    Agreement { turn: u32, votes: Vec<Vote>, chosen: Option<String> },
 }
 
 impl EventKind for ReplEvent {}
@@ -48,6 +54,13 @@ impl ReplEvent {
                         "DISAGREES"
                     }
                 )
+            }
+            Self::Agreement { votes, chosen, .. } => {
+                let shown = votes.iter().map(|v| format!("{} ×{}", v.value, v.votes)).collect::<Vec<_>>().join(" · ");
+                match chosen {
+                    Some(value) => format!("  agreed: {value} ({shown})"),
+                    None => format!("  no agreement, so no answer is chosen: {shown}"),
+                }
             }
             Self::Verdict { is_complete, reasoning, next_action, .. } => format!(
                 "  verdict: {} — {reasoning}{}",

@@ -5,15 +5,20 @@
 //!                                   yes → execute → reflect → [complete?] yes → END
 //!                                                             no and turn < max_turns → generate
 //!                                                             no and turn = max_turns → END
+//!                                   with candidates > 1: execute → agree → [ran?] no → generate
+//!                                                                   yes → END (the agreed value, or no agreement)
 //! ```
 //!
 //! The model writes Python; the blocks run in a persistent session (the
 //! `python` tool: one long-lived interpreter whose variables survive between
 //! turns); REFLECT judges, in one structured call, whether the code ran and
 //! whether its output answers the original question, and if not, what to do
-//! next — which starts the next turn.
+//! next — which starts the next turn. With `candidates` above one, AGREE
+//! replaces that judge: the turn's program and independent samples vote
+//! with the value they print (`agree.rs`).
 
 mod agent;
+mod agree;
 mod events;
 mod extract;
 mod judge;
@@ -28,6 +33,7 @@ use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termin
 use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFile, ReplFlags, ReplInput};
+pub use agree::Vote;
 pub use events::ReplEvent;
 pub use extract::code_blocks;
 pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict};
@@ -41,10 +47,26 @@ pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {
         .node("extract_code", nodes::extract_code)
         .node("execute", nodes::execute)
         .node("reflect", nodes::reflect)
+        .node("agree", agree::agree)
         .entry("generate")
         .edge("generate", "extract_code")
         .route("extract_code", &["execute", END], |s: &ReplState| if s.code_blocks.is_empty() { END.into() } else { "execute".into() })
-        .route("execute", &["reflect", END], |s: &ReplState| if s.config.reflect { "reflect".into() } else { END.into() })
+        .route("execute", &["agree", "reflect", END], |s: &ReplState| {
+            if s.config.candidates > 1 {
+                "agree".into()
+            } else if s.config.reflect {
+                "reflect".into()
+            } else {
+                END.into()
+            }
+        })
+        .route("agree", &["generate", END], |s: &ReplState| {
+            if s.votes.is_empty() && s.agreed.is_none() && s.turn_count < s.config.max_turns {
+                "generate".into()
+            } else {
+                END.into()
+            }
+        })
         .route("reflect", &["generate", END], |s: &ReplState| match s.last_verdict() {
             Some(v) if !v.is_complete && s.turn_count < s.config.max_turns => "generate".into(),
             _ => END.into(),

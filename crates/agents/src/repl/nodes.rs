@@ -11,7 +11,7 @@ use super::prompts;
 use super::state::{ExecutionResult, ReplState, Verdict};
 
 /// The temperature of every answer after the first greedy one.
-const SAMPLED_TEMPERATURE: f32 = 0.7;
+pub(super) const SAMPLED_TEMPERATURE: f32 = 0.7;
 
 /// Calls the model with the conversation; its text streams to `sink`.
 pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<TokenSink>) -> BoxFuture<'a, Result<()>> {
@@ -72,7 +72,7 @@ pub fn execute<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
             step.fail_iteration("a code block failed");
         }
         s.messages.push(Message::user(prompts::results(&s.code_blocks, &outputs)));
-        if !s.config.reflect {
+        if !s.config.reflect && s.config.candidates <= 1 {
             step.finish("single_turn");
         }
         Ok(())
@@ -149,7 +149,7 @@ async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> 
 
 /// One independent program's answer and code, if it ran cleanly and
 /// printed something.
-async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> Result<Option<(String, String)>> {
+pub(super) async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> Result<Option<(String, String)>> {
     let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
     let code = code_blocks(&reply.content).join("\n");
     if code.trim().is_empty() {

@@ -6,6 +6,7 @@
 
 use agentloop_core::{Fields, JsonSchema, Message, Role, State};
 
+use super::agree::Vote;
 use super::extract::code_blocks;
 use serde::{Deserialize, Serialize};
 
@@ -18,11 +19,14 @@ pub struct ReplConfig {
     pub timeout_secs: u64,
     /// Judge each turn's result; off, the repl answers in one turn.
     pub reflect: bool,
+    /// Programs that vote on the answer (the turn's and independent
+    /// samples); above 1 the vote replaces the judge (`agree.rs`).
+    pub candidates: u32,
 }
 
 impl Default for ReplConfig {
     fn default() -> Self {
-        Self { max_turns: 5, timeout_secs: 30, reflect: true }
+        Self { max_turns: 5, timeout_secs: 30, reflect: true, candidates: 1 }
     }
 }
 
@@ -68,6 +72,12 @@ pub struct ReplState {
     /// Blocks that ran without error, oldest first: replayed into a fresh
     /// interpreter after a restart so the namespace is what it was.
     pub history: Vec<String>,
+    /// The value the candidates agreed on.
+    #[serde(default)]
+    pub agreed: Option<String>,
+    /// The last vote, most votes first.
+    #[serde(default)]
+    pub votes: Vec<Vote>,
 }
 
 impl State for ReplState {
@@ -83,6 +93,8 @@ impl State for ReplState {
         f.value("folder", &self.folder);
         f.log("verdicts", &self.verdicts);
         f.log("history", &self.history);
+        f.value("agreed", &self.agreed);
+        f.value("votes", &self.votes);
     }
 }
 
@@ -107,8 +119,21 @@ impl ReplState {
         earlier.iter().any(|m| code_blocks(&m.content).iter().any(|c| c == code))
     }
 
-    /// The answer to show the user: the last output if code ran, else the text.
+    /// The answer to show the user: the value the candidates agreed on (or
+    /// the one value printed, when only one program ran to an answer); when
+    /// they disagreed, the alternatives; else the last output if code ran,
+    /// or the text.
     pub fn answer(&self) -> String {
+        if let Some(value) = &self.agreed {
+            return value.clone();
+        }
+        if let [only] = self.votes.as_slice() {
+            return only.value.clone();
+        }
+        if !self.votes.is_empty() {
+            let shown = self.votes.iter().map(|v| format!("{} ({} of the programs)", v.value, v.votes)).collect::<Vec<_>>().join("; ");
+            return format!("The programs disagree, so no answer is given: {shown}");
+        }
         match self.execution_results.last() {
             Some(ExecutionResult(output, _)) if !self.code_blocks.is_empty() => output.trim().to_string(),
             _ => self.current_response.trim().to_string(),
