@@ -5,23 +5,14 @@
 //! any other) is the answer. When no value has that, the repl says so and
 //! shows the alternatives rather than guess.
 
-use agentloop_core::{JsonSchema, Message, Result, Step};
+use agentloop_core::{Message, Result, Step};
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 
 use super::events::ReplEvent;
 use super::judge;
 use super::nodes::run_check;
 use super::prompts;
-use super::state::ReplState;
-
-/// One value printed, and how many programs printed it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Vote {
-    pub value: String,
-    pub votes: u32,
-}
+use super::state::{ReplState, Vote};
 
 /// The values printed, most votes first (ties in the order first printed).
 pub fn tally(answers: &[String]) -> Vec<Vote> {

@@ -3,7 +3,7 @@
 use agentloop_core::{EventKind, JsonSchema};
 use serde::{Deserialize, Serialize};
 
-use super::agree::Vote;
+use super::state::Vote;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "name", content = "payload", rename_all_fields = "camelCase")]

@@ -33,10 +33,10 @@ use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termin
 use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFile, ReplFlags, ReplInput};
-pub use agree::Vote;
+
 pub use events::ReplEvent;
 pub use extract::code_blocks;
-pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict};
+pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict, Vote};
 
 pub const AGENT: &str = "repl";
 

@@ -6,7 +6,6 @@
 
 use agentloop_core::{Fields, JsonSchema, Message, Role, State};
 
-use super::agree::Vote;
 use super::extract::code_blocks;
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +46,14 @@ pub struct Verdict {
     /// missing part, print the result). Empty when complete.
     #[schemars(length(max = 300))]
     pub next_action: String,
+}
+
+/// One value the candidates printed, and how many printed it (`agree.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Vote {
+    pub value: String,
+    pub votes: u32,
 }
 
 /// One block's run: what it printed (and its value or error) and whether it failed.
