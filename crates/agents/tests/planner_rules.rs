@@ -22,7 +22,7 @@ fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Sh
     let ws = Workspace::new(root).unwrap();
     match read_plan(text) {
         Ok((plan, _)) => {
-            let seen = Observed::now(&ws, Some(&plan), shell);
+            let seen = Observed::now(&ws, &plan.commands(), shell);
             validate(&plan, &Context { root: &ws, seen: &seen, shell, known_keys: &BTreeSet::new(), goal, done: &[], assist: true })
         }
         Err(r) => vec![r],

@@ -17,6 +17,9 @@
 
 use std::fmt;
 
+use agentloop_core::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 /// The verbs, in the order the prompt lists them.
 pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR", "FOR_EACH", "REPEAT", "RUN_COMMAND"];
 
@@ -87,6 +90,15 @@ pub enum Action {
 pub const MAX_REPEAT: u32 = 1000;
 
 impl Action {
+    /// The command lines it runs: RUN_COMMAND's, or its loop body's.
+    pub fn commands(&self) -> Vec<String> {
+        match self {
+            Action::RunCommand { command } => vec![command.clone()],
+            Action::ForEach { body, .. } | Action::Repeat { body, .. } => body.commands(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Parses one action line. The error says what is wrong in words the
     /// model can act on.
     pub fn parse(line: &str) -> Result<Action, String> {
@@ -332,6 +344,15 @@ fn unescape(text: &str) -> String {
         }
     }
     out
+}
+
+/// The shell RUN_COMMAND runs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    #[default]
+    Sh,
+    Powershell,
 }
 
 #[cfg(test)]

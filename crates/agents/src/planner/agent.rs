@@ -9,9 +9,9 @@ use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::action::Shell;
 use super::events::PlannerEvent;
 use super::state::{ApproveMode, PlannerConfig, PlannerState};
-use super::validate::Shell;
 use crate::registry::{AgentEnv, AgentSpec, Summary};
 
 pub struct Planner;

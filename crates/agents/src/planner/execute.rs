@@ -8,8 +8,8 @@ use agentloop_core::{Result, Tools};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
+use super::action::Shell;
 use super::action::{Action, Vars};
-use super::validate::Shell;
 use crate::text::shorten;
 
 /// What a step produced, shortened for the user and the next prompt.

@@ -21,7 +21,6 @@
 
 mod action;
 mod agent;
-mod apply;
 mod assist;
 mod checklist;
 mod events;
@@ -32,6 +31,7 @@ mod nodes;
 mod observe;
 mod plan;
 mod prompts;
+mod rejection;
 mod rules;
 mod state;
 mod trial;
@@ -44,6 +44,7 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
 use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
+pub use action::Shell;
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
@@ -52,9 +53,10 @@ pub use events::{question as question_text, PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
+pub use rejection::{Context, Rejection, Rule};
 pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
 pub use trial::{Trial, TrialStep};
-pub use validate::{validate, Context, Rejection, Rule, Shell};
+pub use validate::validate;
 pub use verify::{Check, Verification};
 
 pub const AGENT: &str = "planner";
@@ -75,20 +77,20 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .node("plan", nodes::plan)
         .node("validate", nodes::validate)
         .node("diagnose", nodes::diagnose)
-        .node("try", trial::trial)
-        .node("verify", verify::verify)
+        .node("try", nodes::trial::trial)
+        .node("verify", nodes::verify::verify)
         .node("approve", nodes::approve)
-        .node("apply", apply::apply)
-        .node("reflect", verify::reflect)
+        .node("apply", nodes::apply::apply)
+        .node("reflect", nodes::verify::reflect)
         .entry("restate")
         .edge("restate", "plan")
         .edge("plan", "validate")
         .route("validate", &["try", "diagnose"], |s: &PlannerState| if s.running.is_some() { "try".into() } else { "diagnose".into() })
         .edge("diagnose", "plan")
-        .route("try", &["verify", "plan"], trial::after_trial)
-        .route("verify", &["approve", "reflect", agentloop_core::END], verify::after_verify)
+        .route("try", &["verify", "plan"], nodes::trial::after_trial)
+        .route("verify", &["approve", "reflect", agentloop_core::END], nodes::verify::after_verify)
         .route("approve", &["apply", "plan", agentloop_core::END], nodes::after_approval)
-        .route("apply", &["plan", agentloop_core::END], apply::after_apply)
+        .route("apply", &["plan", agentloop_core::END], nodes::apply::after_apply)
         .edge("reflect", "plan")
         .compile()
 }

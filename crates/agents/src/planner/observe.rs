@@ -14,10 +14,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::action::Action;
-use super::plan::Plan;
+use super::action::Shell;
 use super::rules::shell_check;
-use super::validate::Shell;
 
 /// Entries of the root recorded at most (breadth first).
 const ENTRIES_OBSERVED: usize = 2000;
@@ -60,8 +58,8 @@ impl Observed {
 impl Observed {
     /// What `observe` records, looked at directly rather than through a
     /// session's journaled tools (for checks outside a session).
-    pub fn now(root: &Workspace, plan: Option<&Plan>, shell: Shell) -> Self {
-        let commands = plan_commands(plan).into_iter().map(|c| {
+    pub fn now(root: &Workspace, commands: &[String], shell: Shell) -> Self {
+        let commands = commands.iter().cloned().map(|c| {
             let problem = shell_check(&c, shell, None).err();
             (c, problem)
         });
@@ -69,34 +67,21 @@ impl Observed {
     }
 }
 
-fn plan_commands(plan: Option<&Plan>) -> Vec<String> {
-    let actions = plan.map(|p| p.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).collect::<Vec<_>>()).unwrap_or_default();
-    actions.iter().flat_map(commands_of).collect()
-}
-
-/// Records the root's entries and checks every command of `plan` through
-/// the session's tools.
-pub async fn observe(step: &mut Step, plan: Option<&Plan>, shell: Shell) -> Result<Observed> {
+/// Records the root's entries and checks each of `commands` (a plan's,
+/// `Plan::commands`) through the session's tools.
+pub async fn observe(step: &mut Step, commands: &[String], shell: Shell) -> Result<Observed> {
     let listing = step.tool(ObserveRoot::NAME, json!({"limit": ENTRIES_OBSERVED})).await?;
     let entries: Vec<Entry> =
         serde_json::from_value(listing["entries"].clone()).map_err(|e| Error::State(format!("the root's listing does not read ({e})")))?;
-    let mut commands = BTreeMap::new();
-    for command in plan_commands(plan) {
-        if commands.contains_key(&command) {
+    let mut checked = BTreeMap::new();
+    for command in commands {
+        if checked.contains_key(command) {
             continue;
         }
         let verdict = step.tool(CheckCommand::NAME, json!({"command": command, "shell": shell})).await?;
-        commands.insert(command, verdict["problem"].as_str().map(String::from));
+        checked.insert(command.clone(), verdict["problem"].as_str().map(String::from));
     }
-    Ok(Observed { entries, commands })
-}
-
-fn commands_of(action: &Action) -> Vec<String> {
-    match action {
-        Action::RunCommand { command } => vec![command.clone()],
-        Action::ForEach { body, .. } | Action::Repeat { body, .. } => commands_of(body),
-        _ => Vec::new(),
-    }
+    Ok(Observed { entries, commands: checked })
 }
 
 /// `observe_root`: the root's files and folders.

@@ -9,9 +9,9 @@ use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::action;
+use super::action::{self, Action};
 use super::assist::held_paths::HeldPaths;
-use super::validate::{Rejection, Rule};
+use super::rejection::{Rejection, Rule};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +43,11 @@ pub struct PlanStep {
 }
 
 impl Plan {
+    /// The commands its steps run (inside loops too), for checking before it runs.
+    pub fn commands(&self) -> Vec<String> {
+        self.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).flat_map(|a| a.commands()).collect()
+    }
+
     /// The action lines, in order.
     pub fn actions(&self) -> Vec<&str> {
         self.plan.iter().map(|i| i.action.as_str()).collect()
@@ -153,6 +158,16 @@ fn drop_trailing_comma(out: &mut String) {
     if out[..trimmed].ends_with(',') {
         out.truncate(trimmed - 1);
     }
+}
+
+/// Each step's action, parsed once: the rules and assists all take these.
+pub fn parse(plan: &Plan) -> Vec<Result<Action, String>> {
+    plan.plan.iter().map(|item| Action::parse(&item.action)).collect()
+}
+
+/// Every action, when every step parses.
+pub fn all_parsed(actions: &[Result<Action, String>]) -> Option<Vec<Action>> {
+    actions.iter().map(|a| a.as_ref().ok().cloned()).collect()
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 use agentloop_core::{ChatRequest, Message};
 
 use super::action::Action;
+use super::action::Shell;
 use super::assist::examples;
 use super::goal_paths;
+use super::rejection::Rule;
 use super::state::PlannerState;
-use super::validate::{Rule, Shell};
 use super::verify::Check;
 
 /// The last rejected answer is shown up to this many characters.
@@ -261,8 +262,8 @@ pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatReque
 mod tests {
     use super::*;
     use crate::planner::plan::read;
+    use crate::planner::rejection::{Rejection, Rule};
     use crate::planner::state::{ApproveMode, PlannerConfig, Proposal};
-    use crate::planner::validate::{Rejection, Rule};
 
     fn refused(actions: &str) -> Proposal {
         let raw = format!(

@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::checklist::Item;
 
 use super::action::Action;
+use super::action::Shell;
 use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
+use super::rejection::{Rejection, Rule};
 use super::trial::Trial;
-use super::validate::{Rejection, Shell};
 use super::verify::{Outcome, Verification};
 
 /// How the user approves a verified outcome before it reaches the root.
@@ -265,6 +266,12 @@ impl PlannerState {
     }
 
     /// Consecutive refused proposals at the end.
+    /// Whether the next plan is held to the goal's paths (an assist): a
+    /// plan since the last valid one was refused for its paths.
+    pub fn refused_for_paths(&self) -> bool {
+        self.proposals.iter().rev().take_while(|p| !p.valid()).any(|p| p.rejections.iter().any(|r| matches!(r.rule, Rule::GoalPath | Rule::PathKind)))
+    }
+
     pub fn rejects_in_a_row(&self) -> usize {
         self.proposals.iter().rev().take_while(|p| !p.valid()).count()
     }

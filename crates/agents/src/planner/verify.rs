@@ -1,5 +1,5 @@
-//! After a trial: VERIFY whether its outcome meets the goal, and when it
-//! does not, REFLECT what is missing into the next plan.
+//! What VERIFY judges a trial's outcome by (`nodes::verify` asks): the
+//! checks read off the goal, and the verification of one trial.
 //!
 //! A plan that ran is not a goal met: a small model writes `ls | wc -l` as
 //! the text of a file meant to hold a count, or writes one file where the
@@ -11,22 +11,12 @@
 //! the item's own command. Only an outcome that passes all of it is offered
 //! for approval, and only an approved one reaches the root.
 
-use agentloop_core::{Result, Step};
 use agentloop_tools::Entry;
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::checklist::{ItemVerdict, Judged};
-use super::events::PlannerEvent;
+use super::checklist::Judged;
 use super::goal::{self, Expectation};
-use super::prompts;
-use super::state::{ApproveMode, PlannerState};
-use super::{PLANNER_ROLE, VERIFY_ROLE};
 use crate::text::shorten;
-
-/// The second judgment of each item is sampled, so that it is not the
-/// first one again.
-const SECOND_JUDGMENT_TEMPERATURE: f32 = 0.7;
 
 /// What a trial left: the entries, the files read, what commands printed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -161,83 +151,6 @@ pub fn checks(expect: &[Expectation], seen: &Outcome) -> Vec<Check> {
             Check { expected: e.describe(), held, saw: if held { String::new() } else { saw } }
         })
         .collect()
-}
-
-/// VERIFY: the explicit checks, then (when they all hold) each item of the
-/// goal's checklist judged twice. Met: the outcome is offered for approval.
-/// Not met: back to planning with what is missing, or, with no plans
-/// left, the end — unverified, the root untouched.
-pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        super::nodes::phase(step, "verify");
-        let checks = checks(&s.parsed_goal.expect, &s.outcome);
-        let mut judged = Vec::new();
-        if checks.iter().all(|c| c.held) {
-            judged = judge_items(s, step, &checks).await?;
-        }
-        let met = !judged.is_empty() && judged.iter().all(|j| j.done);
-        let iteration = step.progress().iterations;
-        let v = Verification { iteration, checks, judged, met };
-        step.emit(PlannerEvent::Verified { met, summary: v.summary(), checks: v.lines(), missing: v.missing() });
-        if !offered(s, &v) {
-            step.signal(|sig| sig.goal_verified = Some(false));
-            // A plan that missed the goal is a miss for the model that wrote it.
-            step.reject_answer(PLANNER_ROLE)?;
-            step.fail_iteration(format!("the plan ran in a copy but the goal is not met: {}", v.missing().join("; ")));
-            if iteration >= s.config.max_iterations {
-                step.finish("unverified");
-            }
-        }
-        s.verifications.push(v);
-        Ok(())
-    })
-}
-
-/// A verified outcome is offered for approval; so is a disputed one when
-/// someone is there to settle the dispute.
-fn offered(s: &PlannerState, v: &Verification) -> bool {
-    v.met || (v.disputed() && s.approve == ApproveMode::Ask)
-}
-
-/// Each checklist item judged twice, independently, beside its command's
-/// run on the trial (`Judged::twice`).
-async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Result<Vec<Judged>> {
-    let mut asks = Vec::new();
-    for item in &s.checklist {
-        let first = prompts::judge(s, checks, &item.requirement);
-        let mut second = first.clone();
-        second.temperature = Some(SECOND_JUDGMENT_TEMPERATURE);
-        asks.extend([first, second]);
-    }
-    let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?.into_iter();
-    let runs = s.trial.as_ref().map(|t| t.checks.clone()).unwrap_or_default();
-    let goal_checked = !checks.is_empty();
-    let judged = s.checklist.iter().enumerate().map(|(i, item)| {
-        let (a, b) = (verdicts.next().unwrap_or_default(), verdicts.next().unwrap_or_default());
-        Judged::twice(item.requirement.clone(), [a, b], runs.get(i).cloned().flatten(), goal_checked)
-    });
-    Ok(judged.collect())
-}
-
-/// Where to go after VERIFY.
-pub fn after_verify(s: &PlannerState) -> String {
-    match s.verifications.last() {
-        Some(v) if offered(s, v) => "approve".into(),
-        Some(v) if v.iteration < s.config.max_iterations => "reflect".into(),
-        _ => agentloop_core::END.into(),
-    }
-}
-
-/// REFLECT: what is missing becomes what the next plan must do.
-pub fn reflect<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        super::nodes::phase(step, "reflect");
-        let missing = s.verifications.last().map(Verification::missing).unwrap_or_default();
-        step.emit(PlannerEvent::Reflection { missing: missing.clone() });
-        s.gap = missing;
-        s.running = None;
-        Ok(())
-    })
 }
 
 #[cfg(test)]

@@ -252,12 +252,14 @@ mod tests {
 
     #[test]
     fn every_example_passes_validation_against_its_own_goal() {
-        use crate::planner::validate::{validate, Context, Shell};
+        use crate::planner::action::Shell;
+        use crate::planner::rejection::Context;
+        use crate::planner::validate::validate;
         let root = tempfile::tempdir().unwrap();
         let ws = agentloop_tools::Workspace::new(root.path()).unwrap();
         for e in &POOL {
             let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
-            let seen = crate::planner::Observed::now(&ws, Some(&plan), Shell::Sh);
+            let seen = crate::planner::Observed::now(&ws, &plan.commands(), Shell::Sh);
             let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, known_keys: &Default::default(), goal: e.goal, done: &[], assist: true };
             let found = validate(&plan, &cx);
             assert!(found.is_empty(), "{}: {found:?}", e.goal);

@@ -17,8 +17,6 @@ use agentloop_tools::Entry;
 
 use crate::planner::action::{self, Action};
 use crate::planner::goal_paths;
-use crate::planner::state::PlannerState;
-use crate::planner::validate::Rule;
 
 /// How many entries under the root the grammar offers at most.
 pub const EXISTING_OFFERED: usize = 200;
@@ -30,12 +28,6 @@ pub struct HeldPaths {
     pub folders: BTreeSet<String>,
     /// What READ_FILE and WRITE_FILE may name.
     pub files: BTreeSet<String>,
-}
-
-/// Whether the next plan is held to the goal's paths: a plan since the
-/// last valid one was refused for its paths.
-pub fn holds(s: &PlannerState) -> bool {
-    s.proposals.iter().rev().take_while(|p| !p.valid()).any(|p| p.rejections.iter().any(|r| matches!(r.rule, Rule::GoalPath | Rule::PathKind)))
 }
 
 impl HeldPaths {

@@ -61,8 +61,8 @@ use super::held_paths;
 use crate::planner::action::{Action, Vars};
 use crate::planner::goal_paths;
 use crate::planner::plan::{Plan, PlanStep};
+use crate::planner::rejection::{Context, Rejection, Rule};
 use crate::planner::rules;
-use crate::planner::validate::{self, Context, Rejection, Rule};
 
 /// A plan that passes every rule after mending, and what was changed.
 #[derive(Debug)]
@@ -72,8 +72,10 @@ pub struct Mended {
     pub changes: Vec<String>,
 }
 
-/// The mended plan, when mending makes `plan` pass every rule.
-pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<Mended> {
+/// The mended plan, when mending makes `plan` pass every check of
+/// `validate` (the whole validation, given by the caller: mending sits
+/// below it).
+pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>, validate: &dyn Fn(&Plan) -> Vec<Rejection>) -> Option<Mended> {
     let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path, Rule::AlreadyRan];
     if rejections.is_empty() || rejections.iter().any(|r| unmendable.contains(&r.rule)) {
         return None;
@@ -93,11 +95,11 @@ pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>) -> Option<M
     append_instead_of_replacing(&mut plan, &mut changes);
     write_given_text(&mut plan, cx, &mut changes);
     add_missing_steps(&mut plan, cx, &mut changes);
-    let left = if changes.is_empty() { rejections.to_vec() } else { validate::validate(&plan, cx) };
+    let left = if changes.is_empty() { rejections.to_vec() } else { validate(&plan) };
     if !left.is_empty() {
         drop_refused_steps(&mut plan, &left, cx, &mut changes);
     }
-    let valid = left.is_empty() || validate::validate(&plan, cx).is_empty();
+    let valid = left.is_empty() || validate(&plan).is_empty();
     (!changes.is_empty() && valid).then_some(Mended { plan, changes })
 }
 
@@ -530,7 +532,8 @@ mod tests {
     use agentloop_tools::Workspace;
 
     use super::*;
-    use crate::planner::validate::Shell;
+    use crate::planner::action::Shell;
+    use crate::planner::validate;
 
     fn plan(actions: &[&str]) -> Plan {
         let plan = actions.iter().enumerate().map(|(i, a)| PlanStep { step: i as u32 + 1, action: a.to_string(), expects: String::new() }).collect();
@@ -547,11 +550,11 @@ mod tests {
         let root = Workspace::new(dir.path()).unwrap();
         let keys = BTreeSet::new();
         let p = plan(actions);
-        let seen = crate::planner::Observed::now(&root, Some(&p), Shell::Sh);
+        let seen = crate::planner::Observed::now(&root, &p.commands(), Shell::Sh);
         let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, known_keys: &keys, goal, done: &[], assist: true };
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
-        let mended = mend(&p, &rejections, &cx).map(|m| {
+        let mended = mend(&p, &rejections, &cx, &|plan| validate::validate(plan, &cx)).map(|m| {
             assert!(!m.changes.is_empty());
             assert!(validate::validate(&m.plan, &cx).is_empty());
             m.plan.plan.iter().map(|i| format!("{} {}", i.step, i.action)).collect()

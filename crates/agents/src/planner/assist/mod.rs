@@ -12,8 +12,9 @@ pub mod mend;
 use super::action::Action;
 use super::goal_paths::{self, goal_calls, FOLDER_WORDS};
 use super::observe::Observed;
+use super::plan::all_parsed;
 use super::plan::Plan;
-use super::validate::{all_parsed, Context, Rejection, Rule};
+use super::rejection::{Context, Rejection, Rule};
 
 /// The assists' rejections of a plan whose steps parsed to `actions`.
 pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) -> Vec<Rejection> {

@@ -19,8 +19,9 @@ use super::action::{Action, Vars, VERBS};
 use super::assist::GIVEN_TEXT;
 use super::goal_paths::{self, goal_calls, FILE_WORDS, FOLDER_WORDS};
 use super::observe::Observed;
+use super::plan::all_parsed;
 use super::plan::Plan;
-use super::validate::{all_parsed, Context, Rejection, Rule};
+use super::rejection::{Context, Rejection, Rule};
 
 /// The rules' rejections of a plan whose steps parsed to `actions`.
 pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) -> Vec<Rejection> {

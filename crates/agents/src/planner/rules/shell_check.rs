@@ -7,7 +7,7 @@ use agentloop_tools::Sandbox;
 
 use crate::commands;
 
-use crate::planner::validate::Shell;
+use crate::planner::action::Shell;
 
 /// Words that start a command but are not commands.
 const SH_KEYWORDS: [&str; 18] =

@@ -14,10 +14,11 @@ use agentloop_tools::{ApplyPatch, Entry};
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::events::PlannerEvent;
-use super::observe::ObserveRoot;
-use super::state::PlannerState;
-use super::verify::{self, FileSeen, Outcome};
+use super::phase;
+use crate::planner::events::PlannerEvent;
+use crate::planner::observe::ObserveRoot;
+use crate::planner::state::PlannerState;
+use crate::planner::verify::{self, FileSeen, Outcome};
 use crate::text::shorten;
 
 /// Root entries recorded after applying, and characters of each file read
@@ -27,7 +28,7 @@ const FILE_CHARS: usize = 1500;
 
 pub fn apply<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        super::nodes::phase(step, "apply");
+        phase(step, "apply");
         let trial = s.trial.clone().ok_or_else(|| Error::State("apply ran without a trial".into()))?;
         let differences = match step.tool(ApplyPatch::NAME, json!({"patch": trial.patch})).await {
             Ok(v) => v["differences"].as_array().into_iter().flatten().filter_map(|d| d.as_str().map(|p| format!("`{p}` differs from the trial"))).collect(),

@@ -1,5 +1,11 @@
 //! The planner's nodes. Each reads the state, makes its calls through `Step`
 //! (journaled, replayed after a crash, never repeated) and writes back.
+//! RESTATE, PLAN, VALIDATE, DIAGNOSE and APPROVE are here; TRY, VERIFY
+//! with REFLECT, and APPLY have a file each.
+
+pub mod apply;
+pub mod trial;
+pub mod verify;
 
 use agentloop_core::{reply_is, EngineEvent, Error, JsonSchema, Result, Step};
 use agentloop_tools::{Change, Workspace};
@@ -7,16 +13,17 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::assist::held_paths::{self, HeldPaths};
-use super::assist::mend;
-use super::events::{PlanProposed, PlannerEvent};
-use super::goal::Goal;
-use super::observe::observe;
-use super::plan::{self, Plan};
-use super::prompts;
-use super::state::{ApproveMode, PlannerState, Proposal};
-use super::validate::{self, Context, Rejection, Rule};
-use super::{FAST_ROLE, PLANNER_ROLE};
+use crate::planner::assist::held_paths::{self, HeldPaths};
+use crate::planner::assist::mend;
+use crate::planner::events::{PlanProposed, PlannerEvent};
+use crate::planner::goal::Goal;
+use crate::planner::observe::observe;
+use crate::planner::plan::{self, Plan};
+use crate::planner::prompts;
+use crate::planner::rejection::{Context, Rejection, Rule};
+use crate::planner::state::{ApproveMode, PlannerState, Proposal};
+use crate::planner::validate as validation;
+use crate::planner::{FAST_ROLE, PLANNER_ROLE};
 
 #[derive(Deserialize, JsonSchema)]
 struct Diagnosis {
@@ -38,7 +45,7 @@ pub fn restate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         phase(step, "restate");
         // The root as it was before anything ran: what the goal's names
         // already are, and what is new afterwards.
-        s.before = observe(step, None, s.config.shell).await?;
+        s.before = observe(step, &[], s.config.shell).await?;
         s.parsed_goal = Goal::read(&s.goal, &s.before);
         let r: super::state::Restatement = step.chat_json_as(FAST_ROLE, prompts::restate(s)).await?;
         step.emit(PlannerEvent::Restatement { restatement: r.lines() });
@@ -59,7 +66,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         let mut request = prompts::plan(s);
         // After a plan refused for its paths, the next is decoded with only
         // the goal's paths (and what exists) to choose from (an assist).
-        let held = (s.config.assist && held_paths::holds(s)).then(|| {
+        let held = (s.config.assist && s.refused_for_paths()).then(|| {
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
             HeldPaths::new(&s.goal, &existing, &[])
         });
@@ -106,17 +113,18 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
         let shell = s.config.shell;
         let index = s.proposals.len().saturating_sub(1);
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
-        s.observed = observe(step, s.proposals.last().and_then(|p| p.plan.as_ref()), shell).await?;
+        let commands = s.proposals.last().and_then(|p| p.plan.as_ref()).map(Plan::commands).unwrap_or_default();
+        s.observed = observe(step, &commands, shell).await?;
         let ran: Vec<Vec<String>> = s.plans_that_missed().into_iter().map(|p| p.into_iter().map(String::from).collect()).collect();
         let Some(proposal) = s.proposals.last_mut() else {
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
             let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &[], assist: s.config.assist };
-            proposal.rejections.extend(validate::validate(&plan, &cx));
+            proposal.rejections.extend(validation::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.
-            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx).filter(|_| cx.assist) {
+            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx, &|p| validation::validate(p, &cx)).filter(|_| cx.assist) {
                 proposal.plan = Some(m.plan);
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);
@@ -131,7 +139,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             ));
         }
         if proposal.valid() {
-            proposal.actions = proposal.plan.as_ref().and_then(|p| validate::all_parsed(&validate::parse(p))).unwrap_or_default();
+            proposal.actions = proposal.plan.as_ref().and_then(|p| plan::all_parsed(&plan::parse(p))).unwrap_or_default();
         }
         let diff = plan_diff(previous.as_ref(), proposal.plan.as_ref());
         let steps = proposal.plan.as_ref().map(Plan::actions).unwrap_or_default();
