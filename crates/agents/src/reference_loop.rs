@@ -19,7 +19,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::registry::{AgentEnv, AgentSpec, Summary};
+use crate::registry::env::AgentEnv;
+use crate::registry::spec::AgentSpec;
+use crate::registry::summary::Summary;
 
 pub const AGENT: &str = "bench-engine";
 pub const MESSAGE_BYTES: usize = 400;

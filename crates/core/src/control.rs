@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::event::Event;
 use crate::journal::InterruptRecord;
 use crate::progress::Progress;
-use crate::session::SessionStatus;
+use crate::status::SessionStatus;
 use crate::store::Store;
 use crate::{Error, Result};
 

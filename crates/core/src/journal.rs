@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::event::{self, Event};
 use crate::progress::Progress;
-use crate::session::{IterationStatus, SessionStatus};
+use crate::status::{IterationStatus, SessionStatus};
 use crate::termination::Termination;
 use crate::{Error, Result};
 

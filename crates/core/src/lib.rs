@@ -20,6 +20,7 @@ pub mod progress;
 pub mod runner;
 pub mod session;
 pub mod state;
+pub mod status;
 pub mod step;
 pub mod store;
 pub mod termination;

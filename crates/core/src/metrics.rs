@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::journal::SessionMeta;
-use crate::session::SessionStatus;
+use crate::status::SessionStatus;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

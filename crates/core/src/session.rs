@@ -7,55 +7,7 @@ use serde_json::Value;
 
 use crate::journal::{CallKind, CallRecord, CallStatus, IterationRecord, SessionMeta};
 use crate::model::{ChatResponse, Message, Role};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionStatus {
-    Idle,
-    Running,
-    Paused,
-    Completed,
-    Error,
-    Terminated,
-}
-
-impl SessionStatus {
-    /// A finished session never runs again.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Error | Self::Terminated)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Idle => "idle",
-            Self::Running => "running",
-            Self::Paused => "paused",
-            Self::Completed => "completed",
-            Self::Error => "error",
-            Self::Terminated => "terminated",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "idle" => Self::Idle,
-            "running" => Self::Running,
-            "paused" => Self::Paused,
-            "completed" => Self::Completed,
-            "error" => Self::Error,
-            "terminated" => Self::Terminated,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IterationStatus {
-    InProgress,
-    Completed,
-    Failed,
-}
+pub use crate::status::{IterationStatus, SessionStatus};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::events::CoderEvent;
 use super::state::{CoderState, LoopConfig};
-use crate::registry::{AgentEnv, AgentSpec, FileChange, Patch, Summary};
+use crate::registry::env::AgentEnv;
+use crate::registry::spec::AgentSpec;
+use crate::registry::summary::{FileChange, Patch, Summary};
 use crate::test_command;
 
 pub struct Coder;

@@ -139,7 +139,7 @@ pub fn patch(before: &BTreeMap<String, Option<String>>, after: &[(String, String
 }
 
 /// The candidates an attempt's search tried, labelled, for `sessions diff --candidate`.
-pub fn candidate_patches(a: &Attempt) -> Vec<crate::registry::Patch> {
+pub fn candidate_patches(a: &Attempt) -> Vec<crate::registry::summary::Patch> {
     let of = a.candidates.len();
     a.candidates
         .iter()
@@ -151,7 +151,7 @@ pub fn candidate_patches(a: &Attempt) -> Vec<crate::registry::Patch> {
                 (false, None) => "tests did not say".to_string(),
             };
             let label = format!("candidate {}/{of}: {tests}{}", k + 1, if c.kept { ", kept" } else { "" });
-            crate::registry::Patch { label, diff: c.patch.clone(), candidates: Vec::new() }
+            crate::registry::summary::Patch { label, diff: c.patch.clone(), candidates: Vec::new() }
         })
         .collect()
 }

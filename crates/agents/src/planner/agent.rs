@@ -12,7 +12,9 @@ use serde_json::Value;
 use super::action::Shell;
 use super::events::PlannerEvent;
 use super::state::{ApproveMode, PlannerConfig, PlannerState};
-use crate::registry::{AgentEnv, AgentSpec, Summary};
+use crate::registry::env::AgentEnv;
+use crate::registry::spec::AgentSpec;
+use crate::registry::summary::Summary;
 
 pub struct Planner;
 

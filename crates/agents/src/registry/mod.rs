@@ -6,76 +6,18 @@
 //! An agent implements the typed [`AgentSpec`]; the registry holds it as the
 //! object-safe [`Agent`], which speaks JSON at its edges.
 
-mod spec;
-mod summary;
-
-use std::path::PathBuf;
-use std::sync::Arc;
+pub mod env;
+pub mod spec;
+pub mod summary;
 
 use agentloop_core::journal::{LoadedSession, SessionMeta};
-use agentloop_core::schemars::{generate::SchemaSettings, Schema};
-use agentloop_core::{EngineEvent, Event, Models, Result, SessionHandle, Store, TokenSink};
-use agentloop_tools::{Sandbox, SandboxConfig};
+use agentloop_core::schemars::generate::SchemaSettings;
+use agentloop_core::{EngineEvent, Event, Result, SessionHandle};
 use serde_json::{json, Value};
 
-pub use spec::{start_session, AgentSpec, Conversation, Launch};
+pub use env::AgentEnv;
+pub use spec::{start_session, Agent, AgentSpec, Conversation, Launch};
 pub use summary::{Citation, FileChange, Patch, Summary};
-
-/// What an agent needs from its surroundings to run a session.
-#[derive(Clone)]
-pub struct AgentEnv {
-    pub store: Arc<dyn Store>,
-    pub models: Models,
-    /// Agents keep per-session folders under it (the repl's Python sessions).
-    pub data_dir: PathBuf,
-    /// Where a model's text goes as it is generated, for agents that stream it.
-    pub tokens: Option<TokenSink>,
-    /// `[sandbox]` of `agentloop.toml`: how the commands sessions run are confined.
-    pub sandbox: SandboxConfig,
-}
-
-impl AgentEnv {
-    /// The sandbox for commands run in `workspace`: the one place a
-    /// session's policy is built (the user's `[sandbox]` table, their home's
-    /// secrets, agentloop's data dir kept out).
-    pub fn sandbox(&self, workspace: &std::path::Path) -> Result<Sandbox> {
-        Sandbox::for_user(workspace, &self.sandbox, Some(&self.data_dir))
-    }
-}
-
-/// An agent as the registry holds it. Implemented for every [`AgentSpec`].
-pub trait Agent: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// One line for `--help`.
-    fn about(&self) -> &'static str;
-    /// Adds the agent's flags to its `run` subcommand.
-    fn flags(&self, command: clap::Command) -> clap::Command;
-    /// The typed input (as JSON) from the flags and the agent's table in
-    /// `agentloop.toml`; a bad value is one sentence that says what to do.
-    fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &std::path::Path) -> Result<Value>;
-    /// An input given whole as JSON, filled in and checked (`AgentSpec::prepare`).
-    fn prepare(&self, input: &Value, data_dir: &std::path::Path) -> Result<Value>;
-    /// It answers questions one after another at a prompt (`conversation`).
-    fn converses(&self) -> bool;
-    /// Its sessions ask models; when false, `AgentEnv::models` may be empty.
-    fn uses_models(&self) -> bool;
-    fn input_schema(&self) -> Schema;
-    /// Lines to show before a run starts (the folder, the task, ...).
-    fn intro(&self, input: &Value) -> Result<Vec<String>>;
-    fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle>;
-    /// Continues a stored session of this agent where its journal ends.
-    fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle>;
-    fn summary(&self, loaded: &LoadedSession) -> Summary;
-    /// The live line for one of this agent's events; `None` for other events.
-    fn line(&self, event: &Event) -> Option<String>;
-    /// The whole text of one of this agent's questions; `None` for others.
-    fn question(&self, request: &Value) -> Option<String>;
-    /// The JSON Schema of this agent's events, its definitions added to `generator`.
-    fn events_schema(&self, generator: &mut agentloop_core::schemars::SchemaGenerator) -> Schema;
-    /// A conversation: one session per question, each seeing the earlier
-    /// ones; `None` for agents that answer one goal per session.
-    fn conversation(&self, env: &AgentEnv, input: &Value) -> Result<Option<Box<dyn Conversation>>>;
-}
 
 /// The agents this build can run, by name.
 pub struct Registry {

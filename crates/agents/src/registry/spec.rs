@@ -12,7 +12,42 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Agent, AgentEnv, Summary};
+use super::env::AgentEnv;
+use super::summary::Summary;
+
+/// An agent as the registry holds it. Implemented for every [`AgentSpec`].
+pub trait Agent: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str;
+    /// Adds the agent's flags to its `run` subcommand.
+    fn flags(&self, command: clap::Command) -> clap::Command;
+    /// The typed input (as JSON) from the flags and the agent's table in
+    /// `agentloop.toml`; a bad value is one sentence that says what to do.
+    fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &std::path::Path) -> Result<Value>;
+    /// An input given whole as JSON, filled in and checked (`AgentSpec::prepare`).
+    fn prepare(&self, input: &Value, data_dir: &std::path::Path) -> Result<Value>;
+    /// It answers questions one after another at a prompt (`conversation`).
+    fn converses(&self) -> bool;
+    /// Its sessions ask models; when false, `AgentEnv::models` may be empty.
+    fn uses_models(&self) -> bool;
+    fn input_schema(&self) -> Schema;
+    /// Lines to show before a run starts (the folder, the task, ...).
+    fn intro(&self, input: &Value) -> Result<Vec<String>>;
+    fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle>;
+    /// Continues a stored session of this agent where its journal ends.
+    fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle>;
+    fn summary(&self, loaded: &LoadedSession) -> Summary;
+    /// The live line for one of this agent's events; `None` for other events.
+    fn line(&self, event: &Event) -> Option<String>;
+    /// The whole text of one of this agent's questions; `None` for others.
+    fn question(&self, request: &Value) -> Option<String>;
+    /// The JSON Schema of this agent's events, its definitions added to `generator`.
+    fn events_schema(&self, generator: &mut agentloop_core::schemars::SchemaGenerator) -> Schema;
+    /// A conversation: one session per question, each seeing the earlier
+    /// ones; `None` for agents that answer one goal per session.
+    fn conversation(&self, env: &AgentEnv, input: &Value) -> Result<Option<Box<dyn Conversation>>>;
+}
 
 /// How a session is started.
 #[derive(Clone, Debug, Default)]

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::events::ReplEvent;
 use super::state::{ReplConfig, ReplState};
-use crate::registry::{start_session, AgentEnv, AgentSpec, Conversation, Launch, Summary};
+use crate::registry::env::AgentEnv;
+use crate::registry::spec::{start_session, AgentSpec, Conversation, Launch};
+use crate::registry::summary::Summary;
 
 pub struct Repl;
 

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::events::ResearchEvent;
 use super::state::{ResearchConfig, ResearchState};
-use crate::registry::{AgentEnv, AgentSpec, Citation, Summary};
+use crate::registry::env::AgentEnv;
+use crate::registry::spec::AgentSpec;
+use crate::registry::summary::{Citation, Summary};
 
 pub struct Research;
 

@@ -1,0 +1,29 @@
+//! What an agent needs from its surroundings to run a session.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentloop_core::{Models, Result, Store, TokenSink};
+use agentloop_tools::{Sandbox, SandboxConfig};
+
+/// What an agent needs from its surroundings to run a session.
+#[derive(Clone)]
+pub struct AgentEnv {
+    pub store: Arc<dyn Store>,
+    pub models: Models,
+    /// Agents keep per-session folders under it (the repl's Python sessions).
+    pub data_dir: PathBuf,
+    /// Where a model's text goes as it is generated, for agents that stream it.
+    pub tokens: Option<TokenSink>,
+    /// `[sandbox]` of `agentloop.toml`: how the commands sessions run are confined.
+    pub sandbox: SandboxConfig,
+}
+
+impl AgentEnv {
+    /// The sandbox for commands run in `workspace`: the one place a
+    /// session's policy is built (the user's `[sandbox]` table, their home's
+    /// secrets, agentloop's data dir kept out).
+    pub fn sandbox(&self, workspace: &std::path::Path) -> Result<Sandbox> {
+        Sandbox::for_user(workspace, &self.sandbox, Some(&self.data_dir))
+    }
+}

@@ -1,0 +1,53 @@
+//! Where a session and an iteration stand: the statuses the journal
+//! records and everything else reads.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Idle,
+    Running,
+    Paused,
+    Completed,
+    Error,
+    Terminated,
+}
+
+impl SessionStatus {
+    /// A finished session never runs again.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Error | Self::Terminated)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::Paused => "paused",
+            Self::Completed => "completed",
+            Self::Error => "error",
+            Self::Terminated => "terminated",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "idle" => Self::Idle,
+            "running" => Self::Running,
+            "paused" => Self::Paused,
+            "completed" => Self::Completed,
+            "error" => Self::Error,
+            "terminated" => Self::Terminated,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationStatus {
+    InProgress,
+    Completed,
+    Failed,
+}
