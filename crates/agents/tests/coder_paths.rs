@@ -19,6 +19,12 @@ const FIXED: &str = "def add(a, b):\n    return a + b\n";
 const WRONG_TOO: &str = "def add(a, b):\n    return a * b\n";
 const TESTS: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n";
 
+/// One change per CODE or FIX, written and tested: the paths below are
+/// the loop's own; the search over candidates has tests of its own.
+fn single() -> LoopConfig {
+    LoopConfig { candidates: 1, ..LoopConfig::default() }
+}
+
 /// What the scripted model answers, per phase, in order.
 #[derive(Default)]
 struct Script {
@@ -166,7 +172,7 @@ fn state(r: &Run) -> CoderState {
 
 #[tokio::test]
 async fn passing_the_first_time_goes_plan_code_test_review() {
-    let r = run(Script::default().with("plan", plan()).with("code", change(FIXED)).with("review", accept()), LoopConfig::default()).await;
+    let r = run(Script::default().with("plan", plan()).with("code", change(FIXED)).with("review", accept()), single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "review"]);
     assert_eq!(r.out.progress.iterations, 1);
@@ -177,7 +183,7 @@ async fn passing_the_first_time_goes_plan_code_test_review() {
 #[tokio::test]
 async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may_change() {
     let (model, sent) = recording(passing);
-    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, _, _) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let code = sent_in(&sent, "code")[0].grammar.clone().expect("CODE is held to a grammar");
     assert!(code.contains("\"calc.py\""), "the code file may be changed: {code}");
@@ -188,7 +194,7 @@ async fn changes_are_asked_for_held_to_the_change_format_naming_the_files_it_may
 #[tokio::test]
 async fn the_plan_and_the_first_change_read_which_tests_fail_before_anything_is_tried() {
     let (model, sent) = recording(passing);
-    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, _, _) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     for phase in ["plan", "code"] {
         let prompt = sent_in(&sent, phase)[0].messages.last().unwrap().content.clone();
@@ -207,7 +213,7 @@ async fn earlier_attempts_are_remembered_a_line_each_and_only_the_output_that_ma
         "reflect" => reflection("fix", 0.9),
         _ => accept(),
     });
-    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, _, _) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let reflect = sent_in(&sent, "reflect")[0].messages.last().unwrap().content.clone();
     assert!(reflect.contains("return a * b"), "REFLECT reads the code it diagnoses: {reflect}");
@@ -229,7 +235,7 @@ async fn a_failing_test_is_reflected_on_and_fixed() {
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "review"]);
     let s = state(&r);
@@ -248,7 +254,7 @@ async fn a_wrong_approach_is_replanned_and_the_memory_reaches_the_new_plan() {
         .with("plan", plan())
         .with("code", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(state(&r).replans, 1);
     assert_eq!(r.out.progress.replans, 1);
@@ -258,7 +264,7 @@ async fn a_wrong_approach_is_replanned_and_the_memory_reaches_the_new_plan() {
 async fn low_confidence_aborts_with_the_reason() {
     let script =
         Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.1)).with("reflect", reflection("fix", 0.2));
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Error);
     assert_eq!(r.out.finish_reason.as_deref(), Some("low_confidence"));
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect"], "a low reading is asked once more before it stands");
@@ -275,7 +281,7 @@ async fn one_low_confidence_reading_is_asked_again_and_a_confident_second_carrie
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect", "fix", "review"]);
 }
@@ -293,7 +299,7 @@ async fn a_diagnosis_that_copies_its_instructions_is_asked_again() {
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "reflect", "fix", "review"]);
     assert_eq!(state(&r).attempts[0].reflection.as_ref().unwrap().diagnosis, "add subtracts", "the second answer is the one remembered");
@@ -305,7 +311,7 @@ async fn too_many_replans_stop_the_session() {
     for content in [WRONG_TOO, "def add(a, b):\n    return 0\n"] {
         script = script.with("plan", plan()).with("code", change(content)).with("reflect", reflection("replan", 0.9));
     }
-    let r = run(script, LoopConfig { max_replans: 1, ..LoopConfig::default() }).await;
+    let r = run(script, LoopConfig { max_replans: 1, ..single() }).await;
     assert_eq!(r.out.status, SessionStatus::Error);
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_replans"));
 }
@@ -317,7 +323,7 @@ async fn the_iteration_limit_ends_a_session_that_never_passes() {
         script = script.with("reflect", reflection("fix", 0.9)).with("fix", change(&format!("def add(a, b):\n    return {i}\n")));
     }
     script = script.with("reflect", reflection("fix", 0.9));
-    let r = run(script, LoopConfig { max_iterations: 3, ..LoopConfig::default() }).await;
+    let r = run(script, LoopConfig { max_iterations: 3, ..single() }).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
     assert!(!state(&r).attempts.iter().any(|a| a.passed));
     assert_eq!(r.out.progress.iterations, 3);
@@ -332,7 +338,7 @@ async fn an_identical_edit_is_refused_and_asked_for_again_in_the_same_step() {
         .with("fix", change(WRONG_TOO))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "fix", "review"]);
     assert_eq!(r.out.progress.iterations, 2, "the repeat cost no iteration");
@@ -351,7 +357,7 @@ async fn new_files_nothing_uses_are_left_out_and_a_change_of_only_those_is_asked
         .with("code", Value::String(stray("result.txt")))
         .with("code", Value::String(format!("{}\n{}", text_of(change(FIXED)), stray("notes/summary.md"))))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the stray-only answer cost no iteration");
     assert!(!r.ws.path().join("result.txt").exists() && !r.ws.path().join("notes").exists(), "no stray file was written");
@@ -376,7 +382,7 @@ print('no file named')
         )
         .with("code", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "review"]);
     assert_eq!(r.out.progress.iterations, 1);
@@ -389,7 +395,7 @@ print('no file named')
 async fn a_refused_answer_is_asked_for_again_with_the_reason_and_without_the_refused_answer() {
     let mut codes = VecDeque::from([Value::String("```python\nprint('no file named')\n```".into()), change(FIXED)]);
     let (model, sent) = recording(move |phase| if phase == "code" { codes.pop_front().unwrap() } else { passing(phase) });
-    let (out, _, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, _, _) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let requests = sent_in(&sent, "code");
     assert_eq!(requests.len(), 2);
@@ -408,7 +414,7 @@ async fn the_coder_role_plans_writes_and_reflects_while_review_stays_on_the_defa
         scripted(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("reflect", reflection("fix", 0.8)).with("fix", change(FIXED)));
     let (default, asked_default) = scripted(Script::default().with("review", accept()));
     let models = Models::new(Arc::new(default)).with_role(coder::CODER_ROLE, Arc::new(writer));
-    let (out, _, _) = run_models(models, LoopConfig::default(), TESTS, None).await;
+    let (out, _, _) = run_models(models, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert_eq!(*asked_writer.lock().unwrap(), vec!["plan", "code", "reflect", "fix"]);
     assert_eq!(*asked_default.lock().unwrap(), vec!["review"]);
@@ -422,7 +428,7 @@ async fn a_review_objection_goes_back_to_fix_once() {
         .with("review", json!({"accept": false, "objection": "add a docstring"}))
         .with("fix", change("def add(a, b):\n    \"\"\"Sum.\"\"\"\n    return a + b\n"))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "review", "fix", "review"]);
 }
@@ -436,7 +442,7 @@ async fn a_path_outside_the_workspace_is_refused_and_reflected_on() {
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert!(!r.ws.path().parent().unwrap().join("escaped.py").exists());
     assert!(state(&r).attempts[0].test_output.contains("refused"), "{}", state(&r).attempts[0].test_output);
@@ -455,7 +461,7 @@ async fn answers_that_change_nothing_are_asked_again_then_go_to_fix_without_aski
         )
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run(script, LoopConfig::default()).await;
+    let r = run(script, single()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "fix", "review"], "no model call diagnoses an answer that was not applied");
     let s = state(&r);
@@ -472,7 +478,7 @@ async fn answers_that_change_nothing_are_asked_again_then_go_to_fix_without_aski
 async fn retries_are_sampled_while_the_first_change_is_greedy() {
     let mut answers = VecDeque::from([plan(), change(WRONG_TOO), reflection("fix", 0.8), change(FIXED), accept()]);
     let (model, sent) = recording(move |_| answers.pop_front().unwrap());
-    let (out, _store, _ws) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, _store, _ws) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let temperatures: Vec<_> = sent.lock().unwrap().iter().filter(|(p, _)| matches!(*p, "code" | "fix")).map(|(_, r)| r.temperature).collect();
     assert_eq!(temperatures.len(), 2);
@@ -494,7 +500,7 @@ async fn a_replan_after_progress_becomes_a_fix() {
         .with("reflect", reflection("replan", 0.8))
         .with("fix", change(FIXED))
         .with("review", accept());
-    let r = run_with_tests(script, LoopConfig::default(), &two_tests).await;
+    let r = run_with_tests(script, single(), &two_tests).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "reflect", "fix", "reflect", "fix", "review"], "2 failures then 1: the approach is kept");
     assert_eq!(state(&r).replans, 0);
@@ -505,7 +511,7 @@ async fn a_replan_after_progress_becomes_a_fix() {
 #[tokio::test]
 async fn a_model_that_answers_garbage_pauses_the_session_with_the_reason_and_touches_nothing() {
     let model = ScriptedModel::with(|_| Ok(ChatResponse::text("%%% <<garbage>> {not json")));
-    let (out, store, ws) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, store, ws) = run_model(model, single(), TESTS, None).await;
     // Three failed iterations in a row: the session pauses and asks, saying why.
     assert_eq!(out.status, SessionStatus::Paused, "{out:?}");
     store.load(&out.session_id).expect("the session is saved");
@@ -527,7 +533,7 @@ async fn a_change_that_passes_no_more_tests_is_undone_and_a_failed_session_leave
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(WRONG_TOO))
         .with("reflect", reflection("fix", 0.8));
-    let r = run_with_tests(script, LoopConfig { max_iterations: 2, ..LoopConfig::default() }, &two_tests).await;
+    let r = run_with_tests(script, LoopConfig { max_iterations: 2, ..single() }, &two_tests).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
     let s = state(&r);
     assert!(s.baseline.as_deref().unwrap().contains("Ran 2 tests"), "the tests ran before any change: {:?}", s.baseline);
@@ -560,7 +566,7 @@ async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE").unwrap();
     let code = format!("{}{FIXED}", escapes(&outside, &home.join(".ssh/id_ed25519")));
     let (model, _) = scripted(Script::default().with("plan", plan()).with("code", change(&code)).with("review", accept()));
-    let (out, store, _ws) = run_model(model, LoopConfig::default(), TESTS, Some(&home)).await;
+    let (out, store, _ws) = run_model(model, single(), TESTS, Some(&home)).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert!(!outside.exists(), "the model's code wrote outside the workspace");
     let calls = store.calls(&out.session_id).unwrap();
@@ -583,7 +589,7 @@ async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
 /// TEST then observes the kept one on the real files.
 #[tokio::test]
 async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
-    let config = LoopConfig { candidates: 3, ..LoopConfig::default() };
+    let config = LoopConfig { candidates: 3, ..single() };
     let r = run(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(FIXED)).with("review", accept()), config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the search stopped at the passing candidate");
@@ -609,7 +615,7 @@ async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
 #[tokio::test]
 async fn when_no_candidate_passes_the_one_passing_most_is_kept() {
     let two = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\nif __name__ == '__main__':\n    unittest.main()\n";
-    let config = LoopConfig { candidates: 2, max_iterations: 1, ..LoopConfig::default() };
+    let config = LoopConfig { candidates: 2, max_iterations: 1, ..single() };
     let half = "def add(a, b):\n    return a * b + 0\n";
     let r = run_with_tests(
         Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(half)).with("reflect", reflection("fix", 0.9)),
@@ -634,7 +640,7 @@ async fn a_repeated_reflection_gives_way_to_the_failing_tests() {
         "reflect" => reflection("fix", 0.9),
         _ => accept(),
     });
-    let (out, store, _) = run_model(model, LoopConfig::default(), TESTS, None).await;
+    let (out, store, _) = run_model(model, single(), TESTS, None).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert_eq!(sent_in(&sent, "reflect").len(), 2, "the repeat was not asked for again");
     let events = store.events(&out.session_id, 0, 1000).unwrap();

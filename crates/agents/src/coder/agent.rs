@@ -48,7 +48,7 @@ pub struct CoderFlags {
     #[arg(long)]
     pub command_timeout: Option<u64>,
     /// Changes to try against the tests in scratch copies per CODE or FIX,
-    /// the best written to the workspace (default 1: one change, written and tested).
+    /// the best written to the workspace (default 3; 1: one change, written and tested).
     #[arg(long)]
     pub candidates: Option<u32>,
 }
@@ -89,7 +89,7 @@ pub struct CoderInput {
     /// Seconds a command may run before it is killed.
     #[serde(default)]
     pub command_timeout_secs: u64,
-    /// Changes tried against the tests in scratch copies per CODE or FIX (0: 1).
+    /// Changes tried against the tests in scratch copies per CODE or FIX (0: the default, 3).
     #[serde(default)]
     pub candidates: u32,
 }
@@ -169,7 +169,9 @@ impl AgentSpec for Coder {
         if input.command_timeout_secs == 0 {
             input.command_timeout_secs = DEFAULT_COMMAND_TIMEOUT;
         }
-        input.candidates = input.candidates.max(1);
+        if input.candidates == 0 {
+            input.candidates = LoopConfig::default().candidates;
+        }
         Ok(input)
     }
 

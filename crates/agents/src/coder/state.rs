@@ -32,7 +32,7 @@ fn one() -> u32 {
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 1 }
+        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 3 }
     }
 }
 
