@@ -50,13 +50,7 @@ pub fn session_header() -> String {
 pub fn session(registry: &Registry, s: &Session, meta: &SessionMeta, summary: &Summary, pending: Option<&InterruptRecord>) -> String {
     let mut out = String::new();
     let p = &meta.progress;
-    out.push_str(&format!(
-        "session {} ({}) — {}{}\n",
-        s.session_id,
-        s.agent,
-        s.status.as_str(),
-        s.finish_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-    ));
+    out.push_str(&format!("session {} ({}) — {}\n", s.session_id, s.agent, summary.ending));
     out.push_str(&format!(
         "started {}{}\n",
         short_time(&s.started_at),
@@ -172,10 +166,9 @@ pub fn event_row(e: &Event) -> String {
 
 pub fn outcome(registry: &Registry, o: &Outcome) -> String {
     let mut s = format!(
-        "session {} {}{} after {} iterations ({} steps, {} tool calls, {} tokens, {})",
+        "session {} {} after {} iterations ({} steps, {} tool calls, {} tokens, {})",
         o.session_id,
-        o.status.as_str(),
-        o.finish_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default(),
+        agentloop_core::metrics::ending(o.status, o.finish_reason.as_deref()),
         o.progress.iterations,
         o.progress.steps,
         o.progress.tool_calls,

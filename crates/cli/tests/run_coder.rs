@@ -71,3 +71,47 @@ async fn a_coder_session_shows_each_attempt_as_a_diff() {
     assert_eq!(none.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&none.stderr).contains("has 1 attempt(s)"), "{}", String::from_utf8_lossy(&none.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_short_of_its_goal_says_so_plainly_and_never_completed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let schema = body["response_format"]["json_schema"]["schema"]["properties"].clone();
+            reply(if schema.get("steps").is_some() {
+                json!({"steps": ["make add return the sum"]}).to_string()
+            } else if schema.get("diagnosis").is_some() {
+                json!({"diagnosis": "add multiplies", "rootCause": "the operator", "recommendation": "fix", "feedback": "use +", "confidence": 0.9}).to_string()
+            } else if schema.get("accept").is_some() {
+                json!({"accept": true, "objection": ""}).to_string()
+            } else {
+                "calc.py\n```python\ndef add(a, b):\n    return a * b\n```\n".to_string()
+            })
+        })
+        .mount(&server)
+        .await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let base = vec!["--data-dir".to_string(), dir.path().display().to_string(), "--config".into(), config.display().to_string()];
+    let mut args = base.clone();
+    args.extend(["run", "coder", "--workspace", ws.to_str().unwrap(), "--task", "fix add", "--approval", "never", "--max-iterations", "1"].map(String::from));
+    let out = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(3), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let last = text.lines().find(|l| l.starts_with("session ")).unwrap_or_default();
+    assert!(last.contains("stopped at the iteration limit without reaching the goal") && !last.contains("completed"), "{text}");
+    assert!(text.contains("the tests still fail (0 of 1 pass); the files are as they were"), "{text}");
+    assert_eq!(std::fs::read_to_string(ws.join("calc.py")).unwrap(), BROKEN, "a change that passes no more tests is undone");
+    let id = last.split_whitespace().nth(1).unwrap().to_string();
+    let mut args = base;
+    args.extend(["sessions", "show", &id].map(String::from));
+    let shown = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(shown.lines().next().unwrap_or_default().ends_with("stopped at the iteration limit without reaching the goal"), "{shown}");
+}

@@ -309,6 +309,9 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
         b.until(status, &format!("return document.querySelector('.progress .status[data-status={status}]')")).await;
         let shown = b.until("the finish reason", "return (document.querySelector('#finish-reason')||{}).textContent").await;
         assert_eq!(shown, reason, "{ending}");
+        let said = b.until("how it ended, in words", "return (document.querySelector('#ending')||{}).textContent").await;
+        let plain = |t: &str| if status == "completed" { t.starts_with("completed: ") } else { t.contains(reason) && !t.contains("completed") };
+        assert!(said.as_str().is_some_and(plain), "{ending}: {said}");
     }
 
     // An approval: declined with a reason (back to planning), then approved.
@@ -333,6 +336,8 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     .await;
     b.click("#approve").await;
     b.until("completed after the approval", "return document.querySelector('.progress .status[data-status=completed]')").await;
+    let said = b.until("how it ended, in words", "return (document.querySelector('#ending')||{}).textContent").await;
+    assert_eq!(said, "completed: the goal is met and checked");
     assert!(root.join("alpha").is_dir());
     let s: Value = http.get(format!("{base}/api/sessions/{id}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(s["progress"]["iterations"], 2, "the decline sent it back to plan once");

@@ -33,11 +33,42 @@ pub struct Metrics {
 /// Finish reasons of a session that ended without reaching its goal: it ran
 /// out of room, its outcome was checked and found short (`unverified`), or
 /// the user cancelled it. It completed, but did not succeed.
-pub const UNREACHED_REASONS: [&str; 5] = ["max_iterations", "max_turns", "unverified", "cancelled", "abstained"];
+pub const UNREACHED_REASONS: [&str; 7] = ["max_iterations", "max_turns", "unverified", "cancelled", "abstained", "no_agreement", "unconfirmed"];
 
 /// The session completed for a reason other than hitting a limit.
 pub fn reached_goal(status: SessionStatus, finish_reason: Option<&str>) -> bool {
     status == SessionStatus::Completed && !finish_reason.is_some_and(|r| UNREACHED_REASONS.contains(&r))
+}
+
+/// How a session ended, in words for people. A session that completed
+/// without reaching its goal says what stopped it; it is never called
+/// "completed".
+pub fn ending(status: SessionStatus, finish_reason: Option<&str>) -> String {
+    let reason = finish_reason.unwrap_or_default();
+    let why = |text: &str| if reason.is_empty() { String::new() } else { format!("{text}{reason}") };
+    match status {
+        SessionStatus::Completed if reached_goal(status, finish_reason) => match reason {
+            "tests_passed" => "completed: the tests pass".into(),
+            "goal_verified" => "completed: the goal is met and checked".into(),
+            "answered" | "agreed" | "single_turn" => "completed: answered".into(),
+            "user_confirmed" => "completed: confirmed by the user".into(),
+            _ => format!("completed{}", why(": ")),
+        },
+        SessionStatus::Completed => match reason {
+            "max_iterations" => "stopped at the iteration limit without reaching the goal".into(),
+            "max_turns" => "stopped at the turn limit without an accepted answer".into(),
+            "unverified" => "stopped without reaching the goal: the outcome did not pass its checks".into(),
+            "cancelled" => "cancelled".into(),
+            "abstained" => "stopped without an answer: the sources do not support one".into(),
+            "no_agreement" => "stopped without an answer: the candidate programs disagree".into(),
+            "unconfirmed" => "stopped with an unconfirmed answer: only one program gave it".into(),
+            _ => format!("stopped without reaching the goal{}", why(": ")),
+        },
+        SessionStatus::Terminated => format!("terminated{}", why(": ")),
+        SessionStatus::Error => format!("failed with an error{}", why(": ")),
+        SessionStatus::Paused => "paused".into(),
+        SessionStatus::Running | SessionStatus::Idle => status.as_str().into(),
+    }
 }
 
 /// A success is a session that reached its goal.
@@ -72,4 +103,19 @@ pub fn summarize(metas: &[SessionMeta]) -> Metrics {
     out.model_latency_ms = (out.model_calls > 0).then(|| model_ms as f64 / out.model_calls as f64);
     out.tokens_per_second = (model_ms > 0).then(|| out.completion_tokens as f64 * 1000.0 / model_ms as f64);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ending_short_of_the_goal_is_never_called_completed() {
+        for reason in UNREACHED_REASONS {
+            let text = ending(SessionStatus::Completed, Some(reason));
+            assert!(!text.contains("completed"), "{reason}: {text}");
+        }
+        assert_eq!(ending(SessionStatus::Completed, Some("tests_passed")), "completed: the tests pass");
+        assert_eq!(ending(SessionStatus::Completed, Some("max_iterations")), "stopped at the iteration limit without reaching the goal");
+    }
 }

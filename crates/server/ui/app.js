@@ -362,6 +362,7 @@ function showSession(id) {
     iterationsBox.replaceChildren(...(items.length ? items : [h("p", { class: "muted" }, "No iteration yet.")]));
     const sum = session.summary || {};
     const lines = [];
+    if (sum.ending && !["running", "idle"].includes(sum.status)) lines.push(h("p", { id: "ending" }, h("strong", {}, sum.ending), sum.standing ? ` — ${sum.standing}` : ""));
     if (sum.answer) lines.push(h("p", {}, h("strong", {}, "Answer: "), sum.answer));
     if (sum.plan && sum.plan.length) lines.push(h("div", {}, h("strong", {}, "Plan"), h("pre", {}, sum.plan.join("\n"))));
     for (const n of sum.notes || []) lines.push(h("p", { class: "muted" }, n));

@@ -203,6 +203,7 @@ impl AgentSpec for Coder {
                 .notes
                 .push(format!("{undone} change(s) that passed no more tests than the files before them were undone; the files are at their best state"));
         }
+        summary.standing = standing(state).filter(|_| !summary.reached_goal);
         summary.patches = state
             .attempts
             .iter()
@@ -214,4 +215,22 @@ impl AgentSpec for Coder {
     fn line(event: &CoderEvent) -> String {
         event.line()
     }
+}
+
+/// Where the work stands: how many tests pass in what the files now hold
+/// (the last change kept, or the files as they were).
+fn standing(state: &CoderState) -> Option<String> {
+    if state.attempts.iter().any(|a| a.passed) {
+        return Some("the tests pass".into());
+    }
+    let kept = state.attempts.iter().rev().find(|a| !a.undone && a.unapplied.is_none() && !a.after.is_empty());
+    let (output, files) = match kept {
+        Some(a) => (a.test_output.as_str(), "the files hold the best attempt"),
+        None => (state.baseline.as_deref()?, "the files are as they were"),
+    };
+    let tests = match super::best::score(output) {
+        Some((passed, total)) => format!("the tests still fail ({passed} of {total} pass)"),
+        None => "the tests still fail".into(),
+    };
+    Some(format!("{tests}; {files}"))
 }

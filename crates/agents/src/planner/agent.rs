@@ -144,6 +144,9 @@ impl AgentSpec for Planner {
             s.proposals.len(),
             s.runs.len()
         ));
+        if !summary.reached_goal {
+            summary.standing = Some(if s.applied { "the approved outcome was applied to the root" } else { "the root is as it was" }.into());
+        }
         if let Some(v) = s.verifications.last() {
             summary.notes.push(v.summary());
             summary.notes.extend(v.checks.iter().map(|c| format!("  {}", c.line())));

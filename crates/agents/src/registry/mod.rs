@@ -83,7 +83,12 @@ impl Registry {
     /// events no agent here knows).
     pub fn line(&self, event: &Event) -> Option<String> {
         // `agent:…` names are the engine's own (no agent's events use the
-        // prefix), so the common case skips trying every agent's kinds.
+        // prefix), so the common case skips trying every agent's kinds. The
+        // end of a session is said as the CLI says it.
+        if event.name == "agent:session:complete" {
+            let reason = event.payload["finishReason"].as_str();
+            return Some(agentloop_core::metrics::ending(agentloop_core::SessionStatus::Completed, reason));
+        }
         if event.name.starts_with("agent:") {
             return None;
         }

@@ -15,6 +15,14 @@ pub struct Summary {
     pub finish_reason: Option<String>,
     /// Completed for a reason other than a limit.
     pub reached_goal: bool,
+    /// How it ended, in words (`metrics::ending`): never "completed" for a
+    /// session short of its goal.
+    #[serde(default)]
+    pub ending: String,
+    /// Where the work stands when the goal was not reached: what the files
+    /// hold (the agent's own words; none when it has nothing to add).
+    #[serde(default)]
+    pub standing: Option<String>,
     pub iterations: u32,
     pub tokens: u64,
     /// Running time, paused time excluded.
@@ -87,6 +95,8 @@ impl Summary {
             status: meta.status,
             finish_reason: meta.finish_reason.clone(),
             reached_goal: metrics::reached_goal(meta.status, meta.finish_reason.as_deref()),
+            ending: metrics::ending(meta.status, meta.finish_reason.as_deref()),
+            standing: None,
             iterations: meta.progress.iterations,
             tokens: meta.progress.tokens(),
             active_ms: meta.progress.active_ms(),
@@ -103,7 +113,7 @@ impl Summary {
 
     /// The agent's part, for people: one line per item.
     pub fn lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out: Vec<String> = self.standing.iter().cloned().collect();
         if !self.changed_files.is_empty() {
             let added: usize = self.changed_files.iter().map(|f| f.added).sum();
             let removed: usize = self.changed_files.iter().map(|f| f.removed).sum();
