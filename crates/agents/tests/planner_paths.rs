@@ -635,3 +635,47 @@ async fn a_plan_whose_script_tries_to_escape_is_confined_and_the_refusals_are_re
     assert!(outputs[4].starts_with("the sandbox refused access to") && !outputs[4].contains("PRIVATE"), "{}", outputs[4]);
     assert!(outputs[5].starts_with("the sandbox refused a network connection"), "{}", outputs[5]);
 }
+
+#[tokio::test]
+async fn a_path_the_plan_gives_inside_the_root_by_its_absolute_name_is_the_same_path_in_the_copy() {
+    let root = tempfile::tempdir().unwrap();
+    let absolute = root.path().canonicalize().unwrap().join("abs.txt").display().to_string();
+    let write = format!("WRITE_FILE {absolute} hi");
+    let command = format!("RUN_COMMAND cat {absolute}");
+    let script = Script::default().with("plan", plan(&[write.as_str(), command.as_str()]));
+    let mut r = run_in(root, script, ApproveMode::Ask, PlannerConfig::default(), |m| m).await;
+    let q = r.out.pending.clone().expect("the outcome is offered").request;
+    assert_eq!(q["outcome"]["changes"][0]["line"], "+ abs.txt", "{q}");
+    let printed = q["outcome"]["outputs"][0].as_str().unwrap_or_default().to_string();
+    assert!(printed.contains("hi") && !printed.contains("agentloop-scratch"), "the copy's own path is not shown: {printed}");
+    assert!(r.file("abs.txt").is_none(), "nothing in the root before approval");
+    r.answer(json!("yes")).await;
+    assert_eq!(r.file("abs.txt").unwrap(), "hi");
+}
+
+#[tokio::test]
+async fn an_approved_outcome_is_refused_whole_when_the_root_changed_since_its_trial() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("notes.txt"), "v1").unwrap();
+    let script = Script::default().with("plan", plan(&["WRITE_FILE notes.txt v2", "WRITE_FILE more.txt more"])).with("plan", plan(&["WRITE_FILE other.txt x"]));
+    let mut r = run_in(root, script, ApproveMode::Ask, PlannerConfig::default(), |m| m).await;
+    assert!(r.out.pending.is_some(), "{:?}", r.out);
+    std::fs::write(r.root.path().join("notes.txt"), "edited by hand").unwrap();
+    r.answer(json!("yes")).await;
+    assert_eq!(r.file("notes.txt").unwrap(), "edited by hand", "the user's edit stands");
+    assert!(r.file("more.txt").is_none(), "nothing of the patch was applied");
+    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
+    let refused = events.iter().find(|e| e.name == "planner:applied").expect("applying is an event");
+    assert_eq!(refused.payload["ok"], false);
+    assert!(refused.payload["problems"][0].as_str().unwrap().contains("`notes.txt` changed since the plan was tried"), "{}", refused.payload);
+    let second = r.prompts.lock().unwrap()[1].clone();
+    assert!(second.contains("changed since the plan was tried"), "the next plan is told why: {second}");
+    assert_eq!(
+        r.out.pending.as_ref().map(|p| p.request["steps"][0]["action"].clone()),
+        Some(json!("WRITE_FILE other.txt x")),
+        "planned again from the root as it is"
+    );
+    r.answer(json!("cancel")).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("cancelled"));
+    assert!(r.file("other.txt").is_none());
+}
