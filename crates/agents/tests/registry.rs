@@ -272,3 +272,20 @@ fn the_event_schema_in_docs_is_the_one_the_types_make() {
         "docs/events.schema.json is stale: run `AGENTLOOP_UPDATE_SCHEMA=1 cargo test -p agentloop-agents --test registry` and commit it"
     );
 }
+
+#[test]
+fn each_agent_names_the_input_field_its_sessions_are_about() {
+    let registry = Registry::standard();
+    let input = json!({"task": "fix add", "goal": "tidy notes", "prompt": "sum 1..10", "question": "who wrote it"});
+    let titles: Vec<(&str, String)> = ["coder", "planner", "repl", "research", "bench-engine"].into_iter().map(|a| (a, registry.title(a, &input))).collect();
+    assert_eq!(
+        titles,
+        [
+            ("coder", "fix add".into()),
+            ("planner", "tidy notes".into()),
+            ("repl", "sum 1..10".into()),
+            ("research", "who wrote it".into()),
+            ("bench-engine", String::new())
+        ]
+    );
+}

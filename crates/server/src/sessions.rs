@@ -65,7 +65,7 @@ pub fn row(app: &AppState, m: &SessionMeta) -> Value {
         "sessionId": m.id,
         "agent": m.agent,
         "status": m.status,
-        "task": task_of(&m.input),
+        "task": app.config.registry.title(&m.agent, &m.input),
         "startedAt": m.started_at,
         "completedAt": m.completed_at,
         "durationMs": (end - m.started_at).num_milliseconds().max(0),
@@ -75,11 +75,6 @@ pub fn row(app: &AppState, m: &SessionMeta) -> Value {
         "live": app.live(&m.id).is_some(),
         "interrupted": agentloop_core::interrupted(app.reads().as_ref(), m),
     })
-}
-
-/// The words a session was started with: its task, goal or question.
-fn task_of(input: &Value) -> String {
-    ["task", "goal", "question", "prompt"].iter().find_map(|k| input.get(*k).and_then(Value::as_str)).unwrap_or_default().to_string()
 }
 
 /// `GET /api/sessions/{id}`: the session with its iterations, tool calls
@@ -92,7 +87,7 @@ pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> Ap
     let question = pending.as_ref().map(|p| app.config.registry.question(&p.request).unwrap_or_else(|| question_text(&p.request)));
     let mut v = serde_json::to_value(&session)?;
     v["agent"] = json!(loaded.meta.agent);
-    v["task"] = json!(task_of(&loaded.meta.input));
+    v["task"] = json!(app.config.registry.title(&loaded.meta.agent, &loaded.meta.input));
     v["input"] = loaded.meta.input.clone();
     v["progress"] = serde_json::to_value(&loaded.meta.progress)?;
     v["pending"] = json!(pending.map(|p| json!({"id": p.id, "step": p.step, "request": p.request, "question": question})));

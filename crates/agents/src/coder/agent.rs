@@ -112,6 +112,7 @@ impl CoderInput {
 impl AgentSpec for Coder {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str = "Plan, code, test, reflect, fix or replan, review — until the tests pass.";
+    const TITLE: Option<&'static str> = Some("task");
     type Input = CoderInput;
     type Flags = CoderFlags;
     type Config = CoderConfig;

@@ -83,6 +83,7 @@ impl AgentSpec for Planner {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str =
         "Restate a goal, write a validated plan of file and shell actions, try it in a copy of the folder, and apply the verified outcome with your approval.";
+    const TITLE: Option<&'static str> = Some("goal");
     type Input = PlannerInput;
     type Flags = PlannerFlags;
     type Config = PlannerFile;

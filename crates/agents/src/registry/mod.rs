@@ -51,6 +51,12 @@ impl Registry {
         self.agents.iter().map(|a| a.as_ref())
     }
 
+    /// What a session of `agent` started with `input` is about; empty for
+    /// an agent this build does not have.
+    pub fn title(&self, agent: &str, input: &Value) -> String {
+        self.get(agent).map(|a| a.title(input)).unwrap_or_default()
+    }
+
     pub fn get(&self, name: &str) -> Result<&dyn Agent> {
         self.agents().find(|a| a.name() == name).ok_or_else(|| {
             let known: Vec<&str> = self.agents().map(|a| a.name()).collect();

@@ -20,6 +20,9 @@ pub trait Agent: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help`.
     fn about(&self) -> &'static str;
+    /// What a session with `input` is about, in the words it was started
+    /// with (its task, goal or question); empty when the agent has none.
+    fn title(&self, input: &Value) -> String;
     /// Adds the agent's flags to its `run` subcommand.
     fn flags(&self, command: clap::Command) -> clap::Command;
     /// The typed input (as JSON) from the flags and the agent's table in
@@ -74,6 +77,9 @@ pub trait AgentSpec: Send + Sync + 'static {
     const CONVERSES: bool = false;
     /// Its sessions ask models (the CLI loads them only then).
     const USES_MODELS: bool = true;
+    /// The input field that says what a session is about (its task, goal
+    /// or question), which lists and pages show as its title.
+    const TITLE: Option<&'static str> = None;
     /// What starts a session; saved with it, so it also resumes it.
     type Input: Serialize + DeserializeOwned + JsonSchema;
     /// The flags of `agentloop run NAME`.
@@ -141,6 +147,10 @@ impl<A: AgentSpec> Agent for Registered<A> {
 
     fn about(&self) -> &'static str {
         A::ABOUT
+    }
+
+    fn title(&self, input: &Value) -> String {
+        A::TITLE.and_then(|field| input.get(field)).and_then(Value::as_str).unwrap_or_default().to_string()
     }
 
     fn flags(&self, command: clap::Command) -> clap::Command {

@@ -98,6 +98,7 @@ impl ReplInput {
 impl AgentSpec for Repl {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str = "Answer a question by writing Python and running it in a persistent session, until a reflection judges the answer complete.";
+    const TITLE: Option<&'static str> = Some("prompt");
     const CONVERSES: bool = true;
     type Input = ReplInput;
     type Flags = ReplFlags;

@@ -148,6 +148,7 @@ impl AgentSpec for Research {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str =
         "Answer a multi-part question from a local document collection: sub-questions in dependency order, searched until covered, an answer citing the passages it rests on, critiqued and refined.";
+    const TITLE: Option<&'static str> = Some("question");
     type Input = ResearchInput;
     type Flags = ResearchFlags;
     type Config = ResearchFile;
