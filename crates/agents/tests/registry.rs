@@ -289,3 +289,21 @@ fn each_agent_names_the_input_field_its_sessions_are_about() {
         ]
     );
 }
+
+#[test]
+fn the_agents_declare_their_roles_and_each_role_is_declared_once() {
+    use agentloop_llm::RoleDefault::{Escalating, Strong};
+    let roles: Vec<(&str, agentloop_llm::RoleDefault)> = Registry::standard().roles().iter().map(|r| (r.name, r.default)).collect();
+    assert_eq!(
+        roles,
+        [
+            ("coder", Escalating),
+            ("planner", Strong),
+            ("fast", Strong),
+            ("verifier", Strong),
+            ("decomposer", Strong),
+            ("reader", Strong),
+            ("writer", Escalating)
+        ]
+    );
+}

@@ -38,7 +38,8 @@ pub struct BenchEnv {
 
 impl BenchEnv {
     pub fn build_models(&self) -> anyhow::Result<Models> {
-        Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref())?)
+        let roles = agentloop_agents::registry::Registry::standard().roles();
+        Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref(), &roles)?)
     }
 
     /// The sandbox an agent's session in `workspace` would get.

@@ -24,8 +24,11 @@ impl App {
     /// What `agent` runs with; `tokens` gets the model's text as it is
     /// written. Models are loaded only for an agent that asks them.
     pub fn env(&self, agent: &dyn Agent, store: Arc<dyn Store>, tokens: Option<TokenSink>) -> Result<AgentEnv> {
-        let models =
-            if agent.uses_models() { build_models(&self.config.models, &self.config.data_dir, self.config.debug_log.as_deref())? } else { Models::none() };
+        let models = if agent.uses_models() {
+            build_models(&self.config.models, &self.config.data_dir, self.config.debug_log.as_deref(), &self.registry.roles())?
+        } else {
+            Models::none()
+        };
         Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens, sandbox: self.config.sandbox.clone() })
     }
 }

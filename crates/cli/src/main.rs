@@ -51,7 +51,7 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
     };
     match command {
         Command::Bench(cmd) => bench::run(&app.config, cmd).await,
-        Command::Models(ModelsCommand::List(f)) => models::list(&app.config, f.json),
+        Command::Models(ModelsCommand::List(f)) => models::list(&app.config, &app.registry.roles(), f.json),
         Command::Serve(args) => serve::run(&app, args).await,
         Command::Corpus(cmd) => corpus::run(&app, cmd),
         Command::Sandbox(args) => sandbox::run(&app.config, args),

@@ -25,5 +25,5 @@ pub use lazy::LazyModel;
 pub use llama::{Generation, LlamaConfig, LlamaModel};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use retry::RetryPolicy;
-pub use roles::{build_models, ModelSpec};
+pub use roles::{build_models, ModelSpec, Role, RoleDefault};
 pub use scripted::ScriptedModel;

@@ -32,24 +32,35 @@ use crate::{AnthropicConfig, AnthropicModel, DebugLog, FallbackChain, LazyModel,
 
 /// The role of the stronger model the default chains escalate to.
 pub const STRONG_ROLE: &str = "strong";
-/// The roles that, unless configured, are a chain from the default model to
-/// the strong one: writers whose answers are checked, so a miss is known
-/// and counted before it costs more than a retry — the coder's (its code is
-/// tested) and the research agent's (an answer that cites passages it was
-/// not shown, or copies them out, is refused).
-pub const ESCALATING_ROLES: [&str; 2] = ["coder", "writer"];
-/// The roles that, unless configured, go to the strong model directly:
-/// judges whose answer is not itself checked (a verdict that a goal is met
-/// ends the session), so the better judge is worth its slower answer; and
-/// the research agent's decomposer and reader (the one that turns passages
-/// into a sub-question's answer), whose answers every later step rests on.
-pub const JUDGING_ROLES: [&str; 3] = ["verifier", "decomposer", "reader"];
-/// The planner's roles (`planner` writes the plan, `fast` restates the goal
-/// and diagnoses a failed step), which, unless configured, go to the strong
-/// model directly: a plan's miss is often known only after it ran and was
-/// checked, a whole iteration later, so starting on the weaker model costs
-/// more than the slower answers save.
-pub const PLANNING_ROLES: [&str; 2] = ["planner", "fast"];
+
+/// A model role an agent uses, and the model it gets when `agentloop.toml`
+/// does not name one and the default model is ours. Agents declare their
+/// roles (`AgentSpec::ROLES`); this crate resolves them and knows no agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Role {
+    pub name: &'static str,
+    pub default: RoleDefault,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleDefault {
+    /// The default model: a role whose answers are cheap to get wrong.
+    Default,
+    /// The strong model directly: a judge whose verdict is not itself
+    /// checked, or a writer whose miss is known only much later.
+    Strong,
+    /// A chain from the default model to the strong one: a writer whose
+    /// answers are checked, so a miss is counted before it costs more
+    /// than a retry.
+    Escalating,
+}
+
+impl Role {
+    pub const fn new(name: &'static str, default: RoleDefault) -> Self {
+        Self { name, default }
+    }
+}
+
 /// Misses (refused, failed or unverified answers) before a default chain
 /// moves to the strong model.
 pub const DEFAULT_SWITCH_AFTER: u32 = 2;
@@ -133,20 +144,23 @@ impl ModelSpec {
 /// `JUDGING_ROLES` and `PLANNING_ROLES` the strong model itself. A user who names
 /// their own default model (a flag, a table, an endpoint) gets exactly what
 /// they configured.
-pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BTreeMap<String, ModelSpec> {
+pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, roles: &[Role]) -> BTreeMap<String, ModelSpec> {
     let mut specs = specs.clone();
     let ours = !specs.contains_key(DEFAULT_ROLE);
     specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
     if ours && STRONG_MODEL.path(data_dir).is_file() {
+        // Roles naming the same file share one loaded model.
         let strong = ModelSpec::Llama { model: Some(STRONG_MODEL.name.to_string()), threads: None, context: None, max_tokens: None };
-        for role in std::iter::once(STRONG_ROLE).chain(JUDGING_ROLES).chain(PLANNING_ROLES) {
-            // Roles naming the same file share one loaded model.
-            specs.entry(role.to_string()).or_insert_with(|| strong.clone());
-        }
-        for role in ESCALATING_ROLES {
-            specs
-                .entry(role.to_string())
-                .or_insert_with(|| ModelSpec::Chain { models: vec![DEFAULT_ROLE.to_string(), STRONG_ROLE.to_string()], switch_after: DEFAULT_SWITCH_AFTER });
+        specs.entry(STRONG_ROLE.to_string()).or_insert_with(|| strong.clone());
+        for role in roles {
+            let spec = match role.default {
+                RoleDefault::Default => continue,
+                RoleDefault::Strong => strong.clone(),
+                RoleDefault::Escalating => {
+                    ModelSpec::Chain { models: vec![DEFAULT_ROLE.to_string(), STRONG_ROLE.to_string()], switch_after: DEFAULT_SWITCH_AFTER }
+                }
+            };
+            specs.entry(role.name.to_string()).or_insert(spec);
         }
     }
     specs
@@ -154,8 +168,8 @@ pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path) -> BT
 
 /// Builds every role of `with_defaults`; `debug_log`, when set, records
 /// every call.
-pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_log: Option<&Path>) -> Result<Models> {
-    let specs = with_defaults(specs, data_dir);
+pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_log: Option<&Path>, roles: &[Role]) -> Result<Models> {
+    let specs = with_defaults(specs, data_dir, roles);
     let log = debug_log.map(DebugLog::open).transpose()?;
     let mut built: BTreeMap<String, Arc<dyn ChatModel>> = BTreeMap::new();
     let mut loaded: BTreeMap<PathBuf, Arc<dyn ChatModel>> = BTreeMap::new();
@@ -289,13 +303,22 @@ mod tests {
             ModelSpec::Openai { base_url: "http://127.0.0.1:9/v1".into(), model: "m".into(), api_key_env: None, stream: false, timeout_secs: None },
         );
         specs.insert("planner".to_string(), ModelSpec::Chain { models: vec!["default".into(), "strong".into()], switch_after: 1 });
-        let err = build_models(&specs, Path::new("/tmp"), None).err().unwrap().to_string();
+        let err = build_models(&specs, Path::new("/tmp"), None, &[]).err().unwrap().to_string();
         assert!(err.contains("`planner`") && err.contains("`strong`"), "{err}");
     }
 
     #[test]
-    fn the_agents_escalate_to_the_strong_model_only_when_the_default_is_ours() {
+    fn declared_roles_get_their_default_models_only_when_the_default_is_ours() {
         let dir = tempfile::tempdir().unwrap();
+        let roles = [
+            Role::new("coder", RoleDefault::Escalating),
+            Role::new("writer", RoleDefault::Escalating),
+            Role::new("verifier", RoleDefault::Strong),
+            Role::new("planner", RoleDefault::Strong),
+            Role::new("fast", RoleDefault::Strong),
+            Role::new("plain", RoleDefault::Default),
+        ];
+        let with_defaults = |specs: &BTreeMap<String, ModelSpec>, dir: &Path| with_defaults(specs, dir, &roles);
         let chain = |specs: &BTreeMap<String, ModelSpec>| with_defaults(specs, dir.path()).get("coder").map(ModelSpec::describe);
         assert_eq!(chain(&BTreeMap::new()), None, "no chain without the strong model installed");
         std::fs::create_dir_all(dir.path().join("models")).unwrap();
@@ -307,6 +330,7 @@ mod tests {
         for role in ["planner", "fast"] {
             assert_eq!(with_defaults(&BTreeMap::new(), dir.path())[role].describe(), "llama qwen2.5-coder-1.5b", "the planner's {role} is the strong model");
         }
+        assert!(!with_defaults(&BTreeMap::new(), dir.path()).contains_key("plain"), "a default role is the default model");
         let mut mine = BTreeMap::new();
         mine.insert("default".to_string(), ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None });
         assert_eq!(chain(&mine), None, "a default the user names is used alone");

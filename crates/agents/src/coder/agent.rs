@@ -113,6 +113,7 @@ impl AgentSpec for Coder {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str = "Plan, code, test, reflect, fix or replan, review — until the tests pass.";
     const TITLE: Option<&'static str> = Some("task");
+    const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = CoderInput;
     type Flags = CoderFlags;
     type Config = CoderConfig;

@@ -50,6 +50,10 @@ pub const AGENT: &str = "coder";
 /// writer's model, so once the chain has escalated the stronger model does
 /// the thinking too, not only the typing.
 pub const CODER_ROLE: &str = "coder";
+/// The coder's roles: by default a chain from the default model to the
+/// strong one, since its code is tested and a miss is counted before it
+/// costs more than a retry (REVIEW is the default model's).
+pub const ROLES: &[agentloop_llm::Role] = &[agentloop_llm::Role::new(CODER_ROLE, agentloop_llm::RoleDefault::Escalating)];
 
 /// The coder's graph.
 pub fn graph() -> Result<CompiledGraph<CoderState>> {

@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
+use agentloop_llm::{Role, RoleDefault};
 use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::Shell;
@@ -61,14 +62,19 @@ pub use verify::{Check, Verification};
 
 pub const AGENT: &str = "planner";
 /// The role that writes plans: by default the strong model when it is
-/// installed (`PLANNING_ROLES`); a `chain` there gives a fallback order.
-pub const PLANNER_ROLE: &str = agentloop_llm::roles::PLANNING_ROLES[0];
-/// The role that restates goals, diagnoses rejections and pre-checks steps
-/// (named for what it first was; by default the strong model too).
-pub const FAST_ROLE: &str = agentloop_llm::roles::PLANNING_ROLES[1];
-/// The role that judges whether a run plan met the goal (the default model
-/// unless configured; the strong model when the default roles are ours).
-pub const VERIFY_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
+/// installed (a plan's miss is often known only after its trial was
+/// checked, so starting on the weaker model costs more than it saves); a
+/// `chain` there gives a fallback order.
+pub const PLANNER_ROLE: &str = "planner";
+/// The role that restates goals and diagnoses rejections (named for what
+/// it first was; by default the strong model too).
+pub const FAST_ROLE: &str = "fast";
+/// The role that judges whether a trial met the goal: a verdict that is
+/// not itself checked, so by default the strong model.
+pub const VERIFY_ROLE: &str = "verifier";
+/// The planner's roles and the models they get unless configured.
+pub const ROLES: &[Role] =
+    &[Role::new(PLANNER_ROLE, RoleDefault::Strong), Role::new(FAST_ROLE, RoleDefault::Strong), Role::new(VERIFY_ROLE, RoleDefault::Strong)];
 
 /// The planner's graph.
 pub fn graph() -> Result<CompiledGraph<PlannerState>> {

@@ -51,6 +51,18 @@ impl Registry {
         self.agents.iter().map(|a| a.as_ref())
     }
 
+    /// Every model role the agents here ask, each once (the first agent to
+    /// declare a role gives its default).
+    pub fn roles(&self) -> Vec<agentloop_llm::Role> {
+        let mut out: Vec<agentloop_llm::Role> = Vec::new();
+        for role in self.agents().flat_map(|a| a.roles()) {
+            if !out.iter().any(|r| r.name == role.name) {
+                out.push(*role);
+            }
+        }
+        out
+    }
+
     /// What a session of `agent` started with `input` is about; empty for
     /// an agent this build does not have.
     pub fn title(&self, agent: &str, input: &Value) -> String {

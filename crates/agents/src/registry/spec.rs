@@ -23,6 +23,8 @@ pub trait Agent: Send + Sync {
     /// What a session with `input` is about, in the words it was started
     /// with (its task, goal or question); empty when the agent has none.
     fn title(&self, input: &Value) -> String;
+    /// The model roles it asks (`AgentSpec::ROLES`).
+    fn roles(&self) -> &'static [agentloop_llm::Role];
     /// Adds the agent's flags to its `run` subcommand.
     fn flags(&self, command: clap::Command) -> clap::Command;
     /// The typed input (as JSON) from the flags and the agent's table in
@@ -77,6 +79,9 @@ pub trait AgentSpec: Send + Sync + 'static {
     const CONVERSES: bool = false;
     /// Its sessions ask models (the CLI loads them only then).
     const USES_MODELS: bool = true;
+    /// The model roles it asks, each with the model it gets unless
+    /// `agentloop.toml` names one.
+    const ROLES: &'static [agentloop_llm::Role] = &[];
     /// The input field that says what a session is about (its task, goal
     /// or question), which lists and pages show as its title.
     const TITLE: Option<&'static str> = None;
@@ -147,6 +152,10 @@ impl<A: AgentSpec> Agent for Registered<A> {
 
     fn about(&self) -> &'static str {
         A::ABOUT
+    }
+
+    fn roles(&self) -> &'static [agentloop_llm::Role] {
+        A::ROLES
     }
 
     fn title(&self, input: &Value) -> String {

@@ -149,6 +149,7 @@ impl AgentSpec for Research {
     const ABOUT: &'static str =
         "Answer a multi-part question from a local document collection: sub-questions in dependency order, searched until covered, an answer citing the passages it rests on, critiqued and refined.";
     const TITLE: Option<&'static str> = Some("question");
+    const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = ResearchInput;
     type Flags = ResearchFlags;
     type Config = ResearchFile;

@@ -49,21 +49,30 @@ pub use reflect::{AnswerFit, AnswerKind, Gap, GapKind, SelfCritique, StopReason}
 pub use search::{CorpusTerms, Search};
 pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};
 
+use agentloop_llm::{Role, RoleDefault};
+
 pub const AGENT: &str = "research";
 /// The role that judges claims and critiques drafts: a judge's word is not
-/// itself checked, so by default it is the strong model (`JUDGING_ROLES`).
-pub const JUDGE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[0];
+/// itself checked, so by default it is the strong model (`ROLES`).
+pub const JUDGE_ROLE: &str = "verifier";
 /// The role that breaks a question down: by default the strong model too,
 /// since a small model's decomposition sends every later search astray.
-pub const DECOMPOSE_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[1];
+pub const DECOMPOSE_ROLE: &str = "decomposer";
 /// The role that answers a sub-question from its passages: by default the
 /// strong model too, since each answer's items are what the next hop
 /// searches for, and a small model tends to list every name it was shown.
-pub const READ_ROLE: &str = agentloop_llm::roles::JUDGING_ROLES[2];
+pub const READ_ROLE: &str = "reader";
 /// The role that writes the answer and its refinements: by default a chain
-/// from the small model to the strong one (`ESCALATING_ROLES`), moved on
-/// when its answers are refused.
-pub const WRITE_ROLE: &str = agentloop_llm::roles::ESCALATING_ROLES[1];
+/// from the small model to the strong one, moved on when its answers are
+/// refused.
+pub const WRITE_ROLE: &str = "writer";
+/// The research agent's roles and the models they get unless configured.
+pub const ROLES: &[Role] = &[
+    Role::new(JUDGE_ROLE, RoleDefault::Strong),
+    Role::new(DECOMPOSE_ROLE, RoleDefault::Strong),
+    Role::new(READ_ROLE, RoleDefault::Strong),
+    Role::new(WRITE_ROLE, RoleDefault::Escalating),
+];
 /// The corpus searched when none is named.
 pub const DEFAULT_CORPUS: &str = "wiki";
 

@@ -4,12 +4,13 @@ use std::process::ExitCode;
 
 use agentloop_llm::catalog::{models_dir, FETCH_COMMAND, KNOWN_MODELS};
 use agentloop_llm::roles::with_defaults;
+use agentloop_llm::Role;
 use anyhow::Result;
 use serde_json::json;
 
 use crate::config::Config;
 
-pub fn list(config: &Config, as_json: bool) -> Result<ExitCode> {
+pub fn list(config: &Config, roles: &[Role], as_json: bool) -> Result<ExitCode> {
     let installed: Vec<_> = KNOWN_MODELS
         .iter()
         .map(|m| {
@@ -29,7 +30,7 @@ pub fn list(config: &Config, as_json: bool) -> Result<ExitCode> {
         })
         .unwrap_or_default();
     others.sort();
-    let roles = with_defaults(&config.models, &config.data_dir);
+    let roles = with_defaults(&config.models, &config.data_dir, roles);
 
     if as_json {
         let models: Vec<_> = installed

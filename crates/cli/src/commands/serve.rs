@@ -17,14 +17,14 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
         bail!("--no-token is only for a loopback address: on {addr} anyone on the network could run commands as you; drop --no-token and use the printed login URL");
     }
     let store = app.store()?;
-    let (specs, data_dir, log) = (app.config.models.clone(), app.config.data_dir.clone(), app.config.debug_log.clone());
+    let (specs, data_dir, log, roles) = (app.config.models.clone(), app.config.data_dir.clone(), app.config.debug_log.clone(), app.registry.roles());
     let token = (!args.no_token).then(new_token);
     let config = ServerConfig {
         registry: app.registry.clone(),
         store,
         reads: app.store()?,
         data_dir: app.config.data_dir.clone(),
-        models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref())),
+        models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref(), &roles)),
         token: token.clone(),
         allowed_hosts: args.allowed_hosts,
         sandbox: app.config.sandbox.clone(),
