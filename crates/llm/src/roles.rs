@@ -139,9 +139,8 @@ impl ModelSpec {
 
 /// The roles a session gets: the configured ones, `default` the embedded
 /// model unless configured, and — when `default` is left to us and the
-/// stronger embedded model is installed — `strong` for it and each of
-/// `ESCALATING_ROLES` a chain from `default` to `strong`, each of
-/// `JUDGING_ROLES` and `PLANNING_ROLES` the strong model itself. A user who names
+/// stronger embedded model is installed — `strong` for it and each of the
+/// agents' declared `roles` what its `RoleDefault` says. A user who names
 /// their own default model (a flag, a table, an endpoint) gets exactly what
 /// they configured.
 pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, roles: &[Role]) -> BTreeMap<String, ModelSpec> {
