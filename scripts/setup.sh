@@ -35,6 +35,10 @@ if ! cargo fmt --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; t
   echo "==> installing rustfmt (the test script checks formatting)"
   rustup component add rustfmt
 fi
+if ! cargo clippy --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
+  echo "==> installing clippy (the test script checks the lints)"
+  rustup component add clippy
+fi
 
 echo "==> models"
 scripts/fetch-models.sh

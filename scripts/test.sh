@@ -9,4 +9,6 @@ scripts/setup.sh --no-run
 # which would take gigabytes of disk.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 cargo fmt --all --check
+# The workspace's lints (no unwrap/expect in library code, among others) hold.
+cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --all-targets
