@@ -137,7 +137,7 @@ impl Tool for CheckCommand {
 
 /// Why `command` cannot run in `shell` under `sandbox` (`shell_check`, off
 /// the async threads: it starts processes); `None` when it can.
-async fn problem_with(command: &str, shell: Shell, sandbox: &Sandbox) -> Result<Option<String>> {
+pub(super) async fn problem_with(command: &str, shell: Shell, sandbox: &Sandbox) -> Result<Option<String>> {
     let (command, sandbox) = (command.to_string(), sandbox.clone());
     tokio::task::spawn_blocking(move || shell_check(&command, shell, Some(&sandbox)).err())
         .await

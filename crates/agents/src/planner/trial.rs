@@ -24,15 +24,16 @@ use serde_json::Value;
 use super::action::{Action, Shell};
 use super::checklist::CheckRun;
 use super::execute;
-use super::rules::shell_check;
+use super::observe::problem_with;
 use super::verify::{FileSeen, Outcome};
 use crate::text::shorten;
 
-/// Files read whole for the verdict, at most, and how much of each.
+/// Files read whole for the verdict, at most, and how much of each (the
+/// root after APPLY is read the same way, so the two compare).
 const FILES_READ: usize = 12;
-const FILE_CHARS: usize = 1500;
+pub(super) const FILE_CHARS: usize = 1500;
 /// Root entries recorded after the run.
-const ENTRIES_SEEN: usize = 2000;
+pub(super) const ENTRIES_SEEN: usize = 2000;
 /// A check reads and compares; one still running after this is stopped.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -175,11 +176,7 @@ fn outcome_of(copy: &Workspace, trial: &Trial, read: &[String]) -> Outcome {
 /// A checklist command run on the copy, read-only: whether it exited 0, or
 /// why it could not run (then it says nothing about the outcome).
 async fn check(command: &str, sandbox: &Sandbox) -> Result<CheckRun> {
-    let (owned, checker) = (command.to_string(), sandbox.clone());
-    let problem = tokio::task::spawn_blocking(move || shell_check(&owned, Shell::Sh, Some(&checker)).err())
-        .await
-        .map_err(|e| Error::other(format!("the command check stopped ({e})")))?;
-    if let Some(problem) = problem {
+    if let Some(problem) = problem_with(command, Shell::Sh, sandbox).await? {
         return Ok(CheckRun { command: command.into(), held: None, shown: problem });
     }
     let out = run_command(sandbox, command, CHECK_TIMEOUT).await?;

@@ -18,13 +18,9 @@ use super::phase;
 use crate::planner::events::PlannerEvent;
 use crate::planner::observe::ObserveRoot;
 use crate::planner::state::PlannerState;
+use crate::planner::trial::{ENTRIES_SEEN, FILE_CHARS};
 use crate::planner::verify::{self, FileSeen, Outcome};
 use crate::text::shorten;
-
-/// Root entries recorded after applying, and characters of each file read
-/// (as the trial recorded them, so the two compare).
-const ENTRIES_SEEN: usize = 2000;
-const FILE_CHARS: usize = 1500;
 
 pub fn apply<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
