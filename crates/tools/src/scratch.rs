@@ -104,77 +104,87 @@ impl ScratchCopy {
 
     /// What the copy holds that the source does not, file by file, in path order.
     pub fn changes(&self) -> Result<Vec<Change>> {
-        let before = tree(self.source.root())?;
-        let after = tree(self.copy.root())?;
-        let mut out = Vec::new();
-        for (path, node) in &after {
-            match (before.get(path), node) {
-                (None, Node::Folder) => out.push(Change::FolderCreated { path: path.clone() }),
-                (None, Node::File(bytes)) => out.push(Change::Created { path: path.clone(), preview: preview(bytes) }),
-                (Some(Node::File(old)), Node::File(new)) if old != new => {
-                    out.push(Change::Changed { path: path.clone(), before: preview(old), after: preview(new) })
-                }
-                (Some(Node::Folder), Node::File(bytes)) => {
-                    out.push(Change::FolderDeleted { path: path.clone() });
-                    out.push(Change::Created { path: path.clone(), preview: preview(bytes) });
-                }
-                (Some(Node::File(_)), Node::Folder) => {
-                    out.push(Change::Deleted { path: path.clone() });
-                    out.push(Change::FolderCreated { path: path.clone() });
-                }
-                _ => {}
-            }
-        }
-        for (path, node) in &before {
-            if !after.contains_key(path) {
-                out.push(match node {
-                    Node::Folder => Change::FolderDeleted { path: path.clone() },
-                    Node::File(_) => Change::Deleted { path: path.clone() },
-                });
-            }
-        }
-        out.sort_by(|a, b| a.path().cmp(b.path()));
-        Ok(out)
+        Ok(self.diff()?.0)
     }
 
-    /// What the copy holds that the source does not, as a patch with each
-    /// file's whole content and what it replaces: what `carry_over` applies,
-    /// and what a session journals to apply later.
-    pub fn patch(&self) -> Result<Patch> {
-        let before = tree(self.source.root())?;
-        let after = tree(self.copy.root())?;
-        let old_file = |path: &str| match before.get(path) {
-            Some(Node::File(bytes)) => Some(fingerprint(bytes)),
-            _ => None,
-        };
-        let mut steps = Vec::new();
-        let gone = |path: &String, kind: &Node| !matches!((after.get(path), kind), (Some(Node::Folder), Node::Folder) | (Some(Node::File(_)), Node::File(_)));
-        for (path, node) in before.iter().filter(|(p, n)| gone(p, n)) {
-            if let Node::File(bytes) = node {
-                steps.push(PatchStep::Remove { path: path.clone(), before: fingerprint(bytes) });
-            }
-        }
-        let mut folders: Vec<&String> = before.iter().filter(|(p, n)| **n == Node::Folder && gone(p, n)).map(|(p, _)| p).collect();
-        folders.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        steps.extend(folders.into_iter().map(|path| PatchStep::RemoveFolder { path: path.clone() }));
-        for (path, node) in &after {
-            match (before.get(path), node) {
-                (Some(Node::Folder), Node::Folder) => {}
-                (_, Node::Folder) => steps.push(PatchStep::MakeFolder { path: path.clone() }),
-                (Some(Node::File(old)), Node::File(new)) if old == new => {}
-                (_, Node::File(new)) => steps.push(PatchStep::Write { path: path.clone(), content: Content::of(new.clone()), before: old_file(path) }),
-            }
-        }
-        Ok(Patch { steps })
+    /// The changes, and the same as a patch with each file's whole content
+    /// and what it replaces (what `carry_over` applies, and what a session
+    /// journals to apply later), from one reading of both trees.
+    pub fn diff(&self) -> Result<(Vec<Change>, Patch)> {
+        let (before, after) = (tree(self.source.root())?, tree(self.copy.root())?);
+        Ok((changes_between(&before, &after), patch_between(&before, &after)))
     }
 
     /// Puts the copy's changes into the source through its jail. Returns
     /// the changes carried.
     pub fn carry_over(&self) -> Result<Vec<Change>> {
-        let changes = self.changes()?;
-        self.patch()?.apply(&self.source)?;
+        let (changes, patch) = self.diff()?;
+        patch.apply(&self.source)?;
         Ok(changes)
     }
+}
+
+type Tree = BTreeMap<String, Node>;
+
+/// The changes from `before` to `after`, with previews, in path order.
+fn changes_between(before: &Tree, after: &Tree) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (path, node) in after {
+        match (before.get(path), node) {
+            (None, Node::Folder) => out.push(Change::FolderCreated { path: path.clone() }),
+            (None, Node::File(bytes)) => out.push(Change::Created { path: path.clone(), preview: preview(bytes) }),
+            (Some(Node::File(old)), Node::File(new)) if old != new => {
+                out.push(Change::Changed { path: path.clone(), before: preview(old), after: preview(new) })
+            }
+            (Some(Node::Folder), Node::File(bytes)) => {
+                out.push(Change::FolderDeleted { path: path.clone() });
+                out.push(Change::Created { path: path.clone(), preview: preview(bytes) });
+            }
+            (Some(Node::File(_)), Node::Folder) => {
+                out.push(Change::Deleted { path: path.clone() });
+                out.push(Change::FolderCreated { path: path.clone() });
+            }
+            _ => {}
+        }
+    }
+    for (path, node) in before {
+        if !after.contains_key(path) {
+            out.push(match node {
+                Node::Folder => Change::FolderDeleted { path: path.clone() },
+                Node::File(_) => Change::Deleted { path: path.clone() },
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path().cmp(b.path()));
+    out
+}
+
+/// The patch from `before` to `after`: removals, folder removals (deepest
+/// first), new folders, then writes.
+fn patch_between(before: &Tree, after: &Tree) -> Patch {
+    let old_file = |path: &str| match before.get(path) {
+        Some(Node::File(bytes)) => Some(fingerprint(bytes)),
+        _ => None,
+    };
+    let mut steps = Vec::new();
+    let gone = |path: &String, kind: &Node| !matches!((after.get(path), kind), (Some(Node::Folder), Node::Folder) | (Some(Node::File(_)), Node::File(_)));
+    for (path, node) in before.iter().filter(|(p, n)| gone(p, n)) {
+        if let Node::File(bytes) = node {
+            steps.push(PatchStep::Remove { path: path.clone(), before: fingerprint(bytes) });
+        }
+    }
+    let mut folders: Vec<&String> = before.iter().filter(|(p, n)| **n == Node::Folder && gone(p, n)).map(|(p, _)| p).collect();
+    folders.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    steps.extend(folders.into_iter().map(|path| PatchStep::RemoveFolder { path: path.clone() }));
+    for (path, node) in after {
+        match (before.get(path), node) {
+            (Some(Node::Folder), Node::Folder) => {}
+            (_, Node::Folder) => steps.push(PatchStep::MakeFolder { path: path.clone() }),
+            (Some(Node::File(old)), Node::File(new)) if old == new => {}
+            (_, Node::File(new)) => steps.push(PatchStep::Write { path: path.clone(), content: Content::of(new.clone()), before: old_file(path) }),
+        }
+    }
+    Patch { steps }
 }
 
 /// Copies `from` into the existing folder `to`: files and folders, links

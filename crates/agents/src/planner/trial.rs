@@ -137,8 +137,7 @@ impl Tool for TryPlan {
                 break;
             }
         }
-        trial.changes = scratch.changes()?;
-        trial.patch = scratch.patch()?;
+        (trial.changes, trial.patch) = scratch.diff()?;
         trial.outcome = outcome_of(copy, &trial, &input.read);
         if !trial.failed {
             let looking = sandbox.read_only()?;
