@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use agentloop_core::{Result, Tools};
+use agentloop_core::Tools;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -15,23 +15,23 @@ use crate::text::shorten;
 /// What a step produced, shortened for the user and the next prompt.
 const OUTPUT_SHOWN: usize = 400;
 
-/// The step's output, or why it failed (`Err` inside `Ok`: a failed step is
-/// something to replan from, not an engine error).
+/// The step's output, or why it failed (a failed step is something to
+/// replan from, not an engine error).
 pub fn run<'a>(
     action: &'a Action,
     tools: &'a Tools,
     root: &'a str,
     shell: Shell,
     stored: &'a mut BTreeMap<String, Vec<String>>,
-) -> BoxFuture<'a, Result<std::result::Result<String, String>>> {
+) -> BoxFuture<'a, Result<String, String>> {
     Box::pin(async move {
         let outcome = match action {
-            Action::CreateDir { path } => call(tools, "create_dir", json!({"path": path})).await?.map(|_| format!("created {path}")),
+            Action::CreateDir { path } => call(tools, "create_dir", json!({"path": path})).await.map(|_| format!("created {path}")),
             Action::WriteFile { path, content } => {
-                call(tools, "write_file", json!({"path": path, "content": content})).await?.map(|_| format!("wrote {} bytes to {path}", content.len()))
+                call(tools, "write_file", json!({"path": path, "content": content})).await.map(|_| format!("wrote {} bytes to {path}", content.len()))
             }
-            Action::ReadFile { path } => call(tools, "read_file", json!({"path": path})).await?.map(|v| v["content"].as_str().unwrap_or_default().to_string()),
-            Action::ListDir { path, key } => match call(tools, "list_dir", json!({"path": path})).await? {
+            Action::ReadFile { path } => call(tools, "read_file", json!({"path": path})).await.map(|v| v["content"].as_str().unwrap_or_default().to_string()),
+            Action::ListDir { path, key } => match call(tools, "list_dir", json!({"path": path})).await {
                 Ok(v) => {
                     let base = absolute(root, path);
                     let entries: Vec<String> = v["entries"]
@@ -48,9 +48,9 @@ pub fn run<'a>(
                 let items = stored.get(key).cloned().unwrap_or_default();
                 let mut outputs = Vec::new();
                 for item in &items {
-                    match run(&body.fill(&Vars::item(item)), tools, root, shell, stored).await? {
+                    match run(&body.fill(&Vars::item(item)), tools, root, shell, stored).await {
                         Ok(out) => outputs.push(out),
-                        Err(e) => return Ok(Err(format!("for {item}: {e}"))),
+                        Err(e) => return Err(format!("for {item}: {e}")),
                     }
                 }
                 Ok(format!("{} items: {}", items.len(), outputs.join("; ")))
@@ -58,9 +58,9 @@ pub fn run<'a>(
             Action::Repeat { times, body } => {
                 let mut outputs = Vec::new();
                 for i in 0..*times {
-                    match run(&body.fill(&Vars::index(i)), tools, root, shell, stored).await? {
+                    match run(&body.fill(&Vars::index(i)), tools, root, shell, stored).await {
                         Ok(out) => outputs.push(out),
-                        Err(e) => return Ok(Err(format!("at index {i}: {e}"))),
+                        Err(e) => return Err(format!("at index {i}: {e}")),
                     }
                 }
                 Ok(format!("{times} times: {}", outputs.join("; ")))
@@ -70,21 +70,21 @@ pub fn run<'a>(
                     Shell::Sh => command.clone(),
                     Shell::Powershell => format!("pwsh -NoProfile -Command '{}'", command.replace('\'', "'\\''")),
                 };
-                match call(tools, "run_command", json!({"command": line})).await? {
+                match call(tools, "run_command", json!({"command": line})).await {
                     Ok(v) if v["exitCode"] == 0 => Ok(v["shown"].as_str().unwrap_or_default().to_string()),
                     Ok(v) => Err(format!("`{command}` exited with {}: {}", v["exitCode"], v["shown"].as_str().unwrap_or_default().trim())),
                     Err(e) => Err(e),
                 }
             }
         };
-        Ok(outcome.map(|s| shorten(&s, OUTPUT_SHOWN)))
+        outcome.map(|s| shorten(&s, OUTPUT_SHOWN))
     })
 }
 
 /// A tool call whose failure (a refused path, a missing file) is the step's.
-async fn call(tools: &Tools, tool: &str, input: Value) -> Result<std::result::Result<Value, String>> {
-    let Some(t) = tools.get(tool) else { return Ok(Err(format!("no tool `{tool}`"))) };
-    Ok(t.call(input).await.map_err(|e| e.to_string()))
+async fn call(tools: &Tools, tool: &str, input: Value) -> Result<Value, String> {
+    let Some(t) = tools.get(tool) else { return Err(format!("no tool `{tool}`")) };
+    t.call(input).await.map_err(|e| e.to_string())
 }
 
 fn absolute(root: &str, path: &str) -> String {

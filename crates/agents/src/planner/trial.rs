@@ -127,7 +127,7 @@ impl Tool for TryPlan {
         for (number, line, action) in &input.steps {
             let moved = Action::parse(&action.to_string().replace(&real, &scratch_root)).unwrap_or_else(|_| action.clone());
             let started = Instant::now();
-            let outcome = execute::run(&moved, &tools, &scratch_root, input.shell, &mut stored).await?;
+            let outcome = execute::run(&moved, &tools, &scratch_root, input.shell, &mut stored).await;
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let ok = outcome.is_ok();
             let output = outcome.unwrap_or_else(|e| e).replace(&scratch_root, &real);
