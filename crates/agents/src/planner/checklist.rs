@@ -187,11 +187,6 @@ impl CheckRun {
 }
 
 impl Judged {
-    /// The judge's verdict on an item whose command, if any, did not fail.
-    pub fn new(requirement: String, verdict: ItemVerdict, check: Option<CheckRun>) -> Self {
-        Self::twice(requirement, [verdict.clone(), verdict], check, false)
-    }
-
     /// Two independent verdicts on an item: done only when both say so and
     /// its command, if any, did not fail. A failed command that both
     /// verdicts contradict, when the goal's own checks held
@@ -233,9 +228,14 @@ impl Judged {
 mod tests {
     use super::*;
 
+    /// Both judgments the same verdict.
+    fn judged_once(requirement: String, verdict: ItemVerdict, check: Option<CheckRun>) -> Judged {
+        Judged::twice(requirement, [verdict.clone(), verdict], check, false)
+    }
+
     #[test]
     fn a_requirement_not_done_is_missing_with_what_was_seen() {
-        let judged = |evidence: &str, done| Judged::new("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done }, None);
+        let judged = |evidence: &str, done| judged_once("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done }, None);
         assert_eq!(judged("count.txt holds 2", true).line(), "✓ count.txt holds the number of poems (count.txt holds 2)");
         assert_eq!(judged("it holds a command", false).missing(), "count.txt holds the number of poems (it holds a command)");
         assert_eq!(judged(" ", false).missing(), "count.txt holds the number of poems");
@@ -306,10 +306,10 @@ mod tests {
     fn a_failed_command_outranks_one_judge_and_one_that_could_not_run_is_set_aside() {
         let said_done = || ItemVerdict { evidence: "count.txt holds a number".into(), done: true };
         let run = |held| CheckRun { command: "test \"$(cat n.txt)\" = 3".into(), held, shown: String::new() };
-        assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(true)))).done);
-        assert!(!Judged::new("n.txt holds 3".into(), said_done(), Some(run(Some(false)))).done);
-        assert!(Judged::new("n.txt holds 3".into(), said_done(), Some(run(None))).done, "a command that could not run decides nothing");
-        let refuted = Judged::new("n.txt holds 3".into(), said_done(), Some(CheckRun { shown: "cat: n.txt: No such file".into(), ..run(Some(false)) }));
+        assert!(judged_once("n.txt holds 3".into(), said_done(), Some(run(Some(true)))).done);
+        assert!(!judged_once("n.txt holds 3".into(), said_done(), Some(run(Some(false)))).done);
+        assert!(judged_once("n.txt holds 3".into(), said_done(), Some(run(None))).done, "a command that could not run decides nothing");
+        let refuted = judged_once("n.txt holds 3".into(), said_done(), Some(CheckRun { shown: "cat: n.txt: No such file".into(), ..run(Some(false)) }));
         assert!(!refuted.done && refuted.evidence.contains("failed: cat: n.txt: No such file"), "{refuted:?}");
     }
 
