@@ -19,31 +19,41 @@ fn agentloop(args: Vec<String>) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(args).output().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_coder_session_shows_each_attempt_as_a_diff() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
+/// A workspace with the broken `add` and its test, and a fake endpoint whose
+/// plan and review accept, whose reflection asks for a fix, and whose
+/// change is `code` for calc.py. Returns the data-dir arguments too.
+async fn coder_setup(dir: &std::path::Path, code: &'static str) -> (std::path::PathBuf, MockServer, Vec<String>) {
+    let ws = dir.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("calc.py"), BROKEN).unwrap();
     std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(|req: &Request| {
+        .respond_with(move |req: &Request| {
             let body: Value = serde_json::from_slice(&req.body).unwrap();
             let schema = body["response_format"]["json_schema"]["schema"]["properties"].clone();
             reply(if schema.get("steps").is_some() {
                 json!({"steps": ["make add return the sum"]}).to_string()
+            } else if schema.get("diagnosis").is_some() {
+                json!({"diagnosis": "add is wrong", "rootCause": "the operator", "recommendation": "fix", "feedback": "use +", "confidence": 0.9}).to_string()
             } else if schema.get("accept").is_some() {
                 json!({"accept": true, "objection": ""}).to_string()
             } else {
-                "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n".to_string()
+                format!("calc.py\n```python\n{code}```\n")
             })
         })
         .mount(&server)
         .await;
-    let config = dir.path().join("agentloop.toml");
+    let config = dir.join("agentloop.toml");
     std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
-    let base = vec!["--data-dir".to_string(), dir.path().display().to_string(), "--config".into(), config.display().to_string()];
+    let base = vec!["--data-dir".to_string(), dir.display().to_string(), "--config".into(), config.display().to_string()];
+    (ws, server, base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coder_session_shows_each_attempt_as_a_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, _server, base) = coder_setup(dir.path(), "def add(a, b):\n    return a + b\n").await;
 
     let mut args = base.clone();
     args.extend(["run", "coder", "--workspace", ws.to_str().unwrap(), "--task", "fix add", "--approval", "never", "--json"].map(String::from));
@@ -75,30 +85,7 @@ async fn a_coder_session_shows_each_attempt_as_a_diff() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_short_of_its_goal_says_so_plainly_and_never_completed() {
     let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::write(ws.join("calc.py"), BROKEN).unwrap();
-    std::fs::write(ws.join("test_calc.py"), TESTS).unwrap();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|req: &Request| {
-            let body: Value = serde_json::from_slice(&req.body).unwrap();
-            let schema = body["response_format"]["json_schema"]["schema"]["properties"].clone();
-            reply(if schema.get("steps").is_some() {
-                json!({"steps": ["make add return the sum"]}).to_string()
-            } else if schema.get("diagnosis").is_some() {
-                json!({"diagnosis": "add multiplies", "rootCause": "the operator", "recommendation": "fix", "feedback": "use +", "confidence": 0.9}).to_string()
-            } else if schema.get("accept").is_some() {
-                json!({"accept": true, "objection": ""}).to_string()
-            } else {
-                "calc.py\n```python\ndef add(a, b):\n    return a * b\n```\n".to_string()
-            })
-        })
-        .mount(&server)
-        .await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
-    let base = vec!["--data-dir".to_string(), dir.path().display().to_string(), "--config".into(), config.display().to_string()];
+    let (ws, _server, base) = coder_setup(dir.path(), "def add(a, b):\n    return a * b\n").await;
     let mut args = base.clone();
     args.extend(["run", "coder", "--workspace", ws.to_str().unwrap(), "--task", "fix add", "--approval", "never", "--max-iterations", "1"].map(String::from));
     let out = tokio::task::spawn_blocking(move || agentloop(args)).await.unwrap();
