@@ -108,13 +108,29 @@ impl Checklist {
             let sourced = quotes(goal) || items.iter().any(|i| quotes(&i.requirement)) || in_goals_words;
             if sourced && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
                 seen.push(key);
-                items.push(Item { requirement: text, check: r.check.trim().to_string() });
+                items.push(Item { requirement: text, check: derived_from(goal, r.check.trim()) });
             }
         }
         if items.is_empty() {
             items.push(Item { requirement: goal.trim().to_string(), check: String::new() });
         }
         items
+    }
+}
+
+/// The item's command, or none when it names a file the goal never names:
+/// such a command was not derived from this goal (a small model copies the
+/// prompt's own illustration, or guesses a name), and failing it would
+/// refuse every outcome. The judge alone decides that item.
+fn derived_from(goal: &str, check: &str) -> String {
+    let foreign = goal_paths::named_paths(check).into_iter().any(|path| {
+        let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or(&path).to_string();
+        goal_paths::has_extension(&name) && !goal_paths::mentions(goal, &name)
+    });
+    if foreign {
+        String::new()
+    } else {
+        check.to_string()
     }
 }
 
@@ -294,6 +310,16 @@ mod tests {
             vec!["notes/todo.txt exists", "todo.txt contains 'buy milk'", "todo.txt contains 'call Anna'", "todo.txt contains \"call Anna\""],
             "each quoted task is an item; an unsourced item stays only when it quotes the goal's own text"
         );
+    }
+
+    #[test]
+    fn a_command_naming_a_file_the_goal_never_names_is_set_aside() {
+        let goal = "Write 'hello' into notes/a.txt.";
+        let with = |check: &str| Checklist { requirements: vec![Requirement { from_goal: "notes/a.txt".into(), requirement: "notes/a.txt holds hello".into(), check: check.into() }] };
+        assert_eq!(with("grep -qx hello notes/a.txt").into_items(goal)[0].check, "grep -qx hello notes/a.txt");
+        assert_eq!(with("grep -q hello a.txt").into_items(goal)[0].check, "grep -q hello a.txt", "the file's name is the goal's");
+        assert_eq!(with("grep -qx 'version = 2' setup.cfg").into_items(goal)[0].check, "", "a file from nowhere in the goal");
+        assert_eq!(with("test -d notes").into_items(goal)[0].check, "test -d notes");
     }
 
     #[test]

@@ -219,8 +219,8 @@ pub fn checklist(goal: &str) -> ChatRequest {
              and says exactly what it must hold, what a command must print, or what must be gone. Only what the goal states: \
              add no condition it does not mention. For each requirement also write check: one POSIX shell command, run in the \
              root folder once the work is done, that exits 0 exactly when the requirement holds and fails otherwise: it tests \
-             what the requirement says — the text a file must hold, what a program must print — not only that a file exists \
-             (such as `test -d dist` or `grep -qx 'version = 2' setup.cfg`); it may look and compare but not change anything; \
+             what the requirement says — the text a file must hold, what a program must print — not only that a file exists, \
+             using only the paths and texts the goal gives; it may look and compare but not change anything; \
              leave it empty when no command can tell. Answer with a JSON object: requirements (the list; each with from_goal, \
              the words of the goal it comes from, copied exactly, requirement and check).",
         ),
@@ -230,11 +230,24 @@ pub fn checklist(goal: &str) -> ChatRequest {
     r
 }
 
+/// How a judgment is asked. The two judgments of an item are asked
+/// differently and both greedily: a sampled repeat of one question mostly
+/// adds noise (it refuses outcomes the greedy answer rightly passed), while
+/// a second question from the other side — what is still missing — catches
+/// what the first waved through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judgment {
+    /// What the outcome shows of the requirement, then done or not.
+    Shown,
+    /// What the requirement asks that the outcome lacks, then done or not.
+    Lacking,
+}
+
 /// Asks whether one requirement is done, from what OBSERVE saw; the
 /// explicit checks that held are shown as facts. Everything before the
 /// requirement is the same for each item, so a model that keeps its cache
 /// reads it once.
-pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatRequest {
+pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str, judgment: Judgment) -> ChatRequest {
     // The requirement stands alone: the judge decides this one item, not
     // the goal as a whole.
     let mut user = observation(s);
@@ -244,14 +257,21 @@ pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatReque
             user.push_str(&format!("- {}\n", c.expected));
         }
     }
-    user.push_str(&format!("\nREQUIREMENT: {requirement}\nIs this requirement done, as shown above?"));
-    let mut r = ChatRequest::new(vec![
-        Message::system(
-            "You check finished work against one requirement. You see what is now on disk and what commands printed; judge only from what is shown. \
-             Answer with a JSON object: evidence (one sentence: what the listing, the files' text or the commands' output show of the requirement) \
-             and done (true only if what is shown proves the requirement fully met; \
-             a file must hold the real text or result asked for, not a command or a placeholder).",
+    let (question, evidence) = match judgment {
+        Judgment::Shown => ("Is this requirement done, as shown above?", "what the listing, the files' text or the commands' output show of the requirement"),
+        Judgment::Lacking => (
+            "What does this requirement ask for that is not shown above?",
+            "the part of the requirement that the listing, the files' text or the commands' output do not show, or that nothing is lacking",
         ),
+    };
+    user.push_str(&format!("\nREQUIREMENT: {requirement}\n{question}"));
+    let mut r = ChatRequest::new(vec![
+        Message::system(format!(
+            "You check finished work against one requirement. You see what is now on disk and what commands printed; judge only from what is shown. \
+             Answer with a JSON object: evidence (one sentence: {evidence}) \
+             and done (true only if what is shown proves the requirement fully met; \
+             a file must hold the real text or result asked for, not a command or a placeholder)."
+        )),
         Message::user(user),
     ]);
     r.max_tokens = Some(160);
