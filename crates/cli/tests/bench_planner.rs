@@ -36,7 +36,7 @@ async fn goals_are_planned_run_and_checked() {
             if last.contains("Write the checklist") {
                 return reply(json!({"requirements": []}).to_string());
             }
-            if last.contains("Is this requirement done") {
+            if last.contains("REQUIREMENT: ") {
                 return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             if last.contains("was rejected for these reasons") {

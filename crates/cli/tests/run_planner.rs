@@ -35,7 +35,7 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
             if last.contains("Write the checklist") {
                 return reply(json!({"requirements": []}).to_string());
             }
-            if last.contains("Is this requirement done") {
+            if last.contains("REQUIREMENT: ") {
                 return reply(json!({"evidence": "hello", "done": true}).to_string());
             }
             let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,

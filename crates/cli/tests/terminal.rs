@@ -29,7 +29,7 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
             if last.contains("Write the checklist") {
                 return reply(json!({"requirements": []}).to_string());
             }
-            if last.contains("Is this requirement done") {
+            if last.contains("REQUIREMENT: ") {
                 return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
             }
             let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
