@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Indexes the research agent's two corpora into the data dir, skipping a
-# corpus already there: `wiki` (the 10,033 Wikipedia lead summaries that
+# Builds the research agent's two bundled corpora ahead of time, skipping a
+# corpus already there (otherwise the first `run research` that needs one
+# builds it, with a progress bar): `wiki` (the 10,033 Wikipedia lead summaries that
 # fetch-models.sh placed under <data dir>/benchmarks) and `phantom-wiki`
-# (the PhantomWiki fixture in crates/bench/data/research/phantom).
+# (the PhantomWiki fixture in crates/retrieval/data).
 # Usage: scripts/install-corpora.sh [AGENTLOOP_BINARY]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,5 +23,5 @@ if have phantom-wiki; then
   echo "[corpora] phantom-wiki present"
 else
   echo "[corpora] indexing phantom-wiki"
-  "$bin" --data-dir "$DATA_DIR" corpus add phantom-wiki "$here/crates/bench/data/research/phantom/articles.json"
+  "$bin" --data-dir "$DATA_DIR" corpus add phantom-wiki "$here/crates/retrieval/data/phantom-wiki.json"
 fi

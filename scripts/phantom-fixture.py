@@ -9,7 +9,9 @@ Made once, committed, so the bench needs neither Prolog nor phantom-wiki:
         --output-dir OUT
     scripts/phantom-fixture.py OUT crates/bench/data/research/phantom
 
-Articles keep their title and text (the Prolog facts are dropped). Each
+Articles keep their title and text (the Prolog facts are dropped) and go to
+crates/retrieval/data/phantom-wiki.json, which the `phantom-wiki` corpus is
+built from; the questions go to DST. Each
 question keeps its id, text, gold answer set and difficulty (as `hops`);
 its supporting titles are the people its solution traces pass through; one
 question in three is in the tuning set, the rest are held out.
@@ -20,7 +22,8 @@ import sys
 src, dst = sys.argv[1], sys.argv[2]
 articles = json.load(open(f"{src}/articles.json"))
 titles = {a["title"] for a in articles}
-json.dump([{"title": a["title"], "article": a["article"]} for a in articles], open(f"{dst}/articles.json", "w"), indent=0)
+here = __file__.rsplit("/scripts/", 1)[0]
+json.dump([{"title": a["title"], "article": a["article"]} for a in articles], open(f"{here}/crates/retrieval/data/phantom-wiki.json", "w"), indent=0)
 out = []
 for i, q in enumerate(json.load(open(f"{src}/questions.json"))):
     if not q["answer"]:

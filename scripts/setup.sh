@@ -49,10 +49,10 @@ fi
 
 echo "==> building agentloop (release)"
 cargo build --release -q -p agentloop-cli
-echo "==> corpora for the research agent"
-scripts/install-corpora.sh "$here/target/release/agentloop"
-# The main job: the coder on a copy of a bundled example (the original stays
-# red for the next run), on the embedded model, with no questions asked.
+# The main job first: the coder on a copy of a bundled example (the original
+# stays red for the next run), on the embedded model, with no questions
+# asked. The research agent's corpora are built by the first `run research`
+# that needs one (or ahead of time by scripts/install-corpora.sh).
 demo="$(mktemp -d)/py-intervals"
 cp -r "$here/examples/py-intervals" "$demo"
 echo "==> main job: agentloop run coder on a copy of examples/py-intervals ($demo)"

@@ -571,3 +571,38 @@ async fn a_chain_about_another_question_is_refused_and_then_the_question_is_aske
     assert_eq!(r.searches[0], QUESTION);
     assert!(r.searches.iter().all(|q| !q.contains("steam")), "{:?}", r.searches);
 }
+
+#[tokio::test]
+async fn a_bundled_corpus_is_built_on_first_use_only_where_its_progress_is_shown() {
+    use agentloop_agents::registry::{AgentEnv, Launch, Registry};
+    let data = tempfile::tempdir().unwrap();
+    // The embedding model the set-up installed, seen from this data dir.
+    std::os::unix::fs::symlink(models_dir(&default_data_dir()), data.path().join("models")).unwrap();
+    // `wiki` is built from the file the set-up places; a small one stands in.
+    std::fs::create_dir_all(data.path().join("benchmarks")).unwrap();
+    std::fs::write(data.path().join("benchmarks/wiki-summaries-en.json"), PEOPLE).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(data.path().join("s.sqlite"), Default::default()).unwrap());
+    let model: Arc<dyn ChatModel> = scripted(|_, _, _| None);
+    let env = AgentEnv { store, models: Models::new(model), data_dir: data.path().to_path_buf(), tokens: None, sandbox: Default::default(), preparing: None };
+    let registry = Registry::standard();
+    let research = registry.get("research").unwrap();
+    let input = json!({"question": "Who is the father of Mara Quill?", "corpus": "wiki"});
+    let launch = || Launch { session_id: None, exit_when_paused: true };
+    let refused = research.start(&env, &input, launch()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("not built yet") && refused.contains("run research"), "{refused}");
+    assert!(Corpus::names(data.path()).is_empty(), "nothing built unseen");
+
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = heard.clone();
+    let preparing: agentloop_agents::registry::Preparing = Arc::new(move |what: &str, done, all| {
+        assert!(what.contains("`wiki`") && done <= all);
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let env = AgentEnv { preparing: Some(preparing), ..env };
+    let handle = research.start(&env, &input, launch()).unwrap();
+    handle.terminate("enough");
+    let _ = handle.wait().await;
+    assert!(heard.load(Ordering::SeqCst) > 0, "the building was reported");
+    assert_eq!(Corpus::names(data.path()), ["wiki"]);
+    assert_eq!(Corpus::open(data.path(), "wiki", false).unwrap().index.len(), 3);
+}

@@ -13,7 +13,7 @@ use std::time::Instant;
 use agentloop_agents::research::{self, ResearchConfig, ResearchState};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_llm::catalog::models_dir;
-use agentloop_retrieval::{Corpus, Embedder, JsonFields};
+use agentloop_retrieval::{bundled, Corpus, Embedder};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,7 @@ pub struct ResearchArgs {
 const WIKI_QUESTIONS: &str = include_str!("../data/research/wiki-two-hop.json");
 const PHANTOM_QUESTIONS: &str = include_str!("../data/research/phantom/questions.json");
 /// The PhantomWiki articles, as generated (see `data/research/phantom/README.md`).
-const PHANTOM_ARTICLES: &str = include_str!("../data/research/phantom/articles.json");
+const PHANTOM_ARTICLES: &str = agentloop_retrieval::bundled::PHANTOM_WIKI;
 
 /// The corpus names the suites search.
 pub const WIKI_CORPUS: &str = "wiki";
@@ -85,42 +85,20 @@ pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
     Ok(all.into_iter().filter(|q| q.set == set).collect())
 }
 
-/// Corpus `name` when it is there and holds passages. An indexing stopped
-/// by an older version could leave an empty corpus, which would score every
-/// question as unanswerable, so that counts as not there.
-fn indexed(data_dir: &Path, name: &str) -> Result<Option<Corpus>> {
-    if !Corpus::names(data_dir).iter().any(|n| n == name) {
-        return Ok(None);
-    }
-    let held = Corpus::open(data_dir, name, false)?;
-    Ok((!held.index.is_empty()).then_some(held))
-}
-
-/// Opens the suite's corpus, indexing it first if it is not there yet.
+/// Opens the suite's corpus, building it first if it is not there yet.
 fn corpus(env: &BenchEnv, suite: &str, embedder: &Embedder) -> Result<Corpus> {
     let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
-    if let Some(held) = indexed(&env.data_dir, name)? {
-        return Ok(held);
+    let building = bundled::needs_building(&env.data_dir, name)?;
+    if building {
+        eprintln!("building corpus `{name}` (once)");
     }
-    let source = if suite == "wiki" {
-        env.data_dir.join("benchmarks/wiki-summaries-en.json")
-    } else {
-        let file = harness::scratch_dir("phantom-wiki")?.join("phantom-articles.json");
-        std::fs::write(&file, PHANTOM_ARTICLES)?;
-        file
-    };
-    if !source.exists() {
-        bail!("{} is missing: run scripts/fetch-models.sh", source.display());
-    }
-    eprintln!("indexing {} into corpus `{name}` (once)", source.display());
-    let mut c = Corpus::open(&env.data_dir, name, true)?;
     let bar = harness::bar(0);
-    c.add_file(&source, &JsonFields::default(), embedder, &mut |done, all| {
+    let corpus = bundled::open_or_build(&env.data_dir, name, embedder, &mut |done, all| {
         bar.set_length(all as u64);
         bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
-    Ok(c)
+    Ok(corpus)
 }
 
 /// The figures of one way of answering, over all questions.
@@ -507,14 +485,14 @@ mod tests {
     #[test]
     fn an_empty_corpus_left_by_a_stopped_indexing_counts_as_not_indexed() {
         let data = tempfile::tempdir().unwrap();
-        assert!(indexed(data.path(), "wiki").unwrap().is_none());
+        assert!(bundled::indexed(data.path(), "wiki").unwrap().is_none());
         // Before corpora were built aside, a stopped indexing left an empty folder.
         let folder = agentloop_retrieval::corpora_dir(data.path()).join("wiki");
         let index = agentloop_retrieval::Bm25Index::open(&folder).unwrap();
-        assert!(indexed(data.path(), "wiki").unwrap().is_none(), "an empty corpus is indexed again");
+        assert!(bundled::indexed(data.path(), "wiki").unwrap().is_none(), "an empty corpus is indexed again");
         index.add(&agentloop_retrieval::passages("tides.md", "Tides", "The moon pulls the sea.")).unwrap();
         drop(index);
-        assert!(indexed(data.path(), "wiki").unwrap().is_some());
+        assert!(bundled::indexed(data.path(), "wiki").unwrap().is_some());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentloop_agents::registry::{Agent, AgentEnv, Registry};
+use agentloop_agents::registry::{Agent, AgentEnv, Preparing, Registry};
 use agentloop_core::{Models, Store, TokenSink};
 use agentloop_llm::build_models;
 use agentloop_store::SqliteStore;
@@ -29,6 +29,21 @@ impl App {
         } else {
             Models::none()
         };
-        Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens, sandbox: self.config.sandbox.clone() })
+        Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens, sandbox: self.config.sandbox.clone(), preparing: Some(progress_bar()) })
     }
+}
+
+/// Work before a session (a bundled corpus built on first use) as a
+/// progress bar on stderr, drawn only on a terminal.
+fn progress_bar() -> Preparing {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    Arc::new(move |what: &str, done: usize, all: usize| {
+        bar.set_message(what.to_string());
+        bar.set_length(all as u64);
+        bar.set_position(done as u64);
+        if all > 0 && done >= all {
+            bar.finish_and_clear();
+        }
+    })
 }

@@ -4,6 +4,7 @@
 //! and MiniLM sentence vectors over the meaning — fused by rank.
 
 mod bm25;
+pub mod bundled;
 mod corpus;
 mod dense;
 mod documents;

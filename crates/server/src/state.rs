@@ -85,7 +85,14 @@ impl AppState {
         } else {
             Models::none()
         };
-        Ok(AgentEnv { store: self.config.store.clone(), models, data_dir: self.config.data_dir.clone(), tokens: None, sandbox: self.config.sandbox.clone() })
+        Ok(AgentEnv {
+            store: self.config.store.clone(),
+            models,
+            data_dir: self.config.data_dir.clone(),
+            tokens: None,
+            sandbox: self.config.sandbox.clone(),
+            preparing: None,
+        })
     }
 
     /// An event as the streams send it: its JSON, with the line the CLI

@@ -356,6 +356,7 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
         sandbox: Default::default(),
+        preparing: None,
     };
     let root = s.dir.path().join("cli");
     std::fs::create_dir_all(&root).unwrap();
@@ -385,7 +386,14 @@ async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
     let other: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
     // A model slow enough that the session is still running when it is looked at.
     let models = Models::new(Arc::new(planner_model(Duration::from_secs(3))));
-    let env = agentloop_agents::registry::AgentEnv { store: other, models, data_dir: s.dir.path().to_path_buf(), tokens: None, sandbox: Default::default() };
+    let env = agentloop_agents::registry::AgentEnv {
+        store: other,
+        models,
+        data_dir: s.dir.path().to_path_buf(),
+        tokens: None,
+        sandbox: Default::default(),
+        preparing: None,
+    };
     let root = s.dir.path().join("elsewhere");
     std::fs::create_dir_all(&root).unwrap();
     let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});

@@ -315,7 +315,9 @@ mod tests {
     #[test]
     fn a_command_naming_a_file_the_goal_never_names_is_set_aside() {
         let goal = "Write 'hello' into notes/a.txt.";
-        let with = |check: &str| Checklist { requirements: vec![Requirement { from_goal: "notes/a.txt".into(), requirement: "notes/a.txt holds hello".into(), check: check.into() }] };
+        let with = |check: &str| Checklist {
+            requirements: vec![Requirement { from_goal: "notes/a.txt".into(), requirement: "notes/a.txt holds hello".into(), check: check.into() }],
+        };
         assert_eq!(with("grep -qx hello notes/a.txt").into_items(goal)[0].check, "grep -qx hello notes/a.txt");
         assert_eq!(with("grep -q hello a.txt").into_items(goal)[0].check, "grep -q hello a.txt", "the file's name is the goal's");
         assert_eq!(with("grep -qx 'version = 2' setup.cfg").into_items(goal)[0].check, "", "a file from nowhere in the goal");

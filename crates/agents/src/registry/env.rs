@@ -17,7 +17,15 @@ pub struct AgentEnv {
     pub tokens: Option<TokenSink>,
     /// `[sandbox]` of `agentloop.toml`: how the commands sessions run are confined.
     pub sandbox: SandboxConfig,
+    /// Where progress goes of work a session needs before it starts
+    /// (building a bundled corpus on first use). Without it such work is
+    /// refused with a sentence saying how to do it, rather than done
+    /// unseen for minutes.
+    pub preparing: Option<Preparing>,
 }
+
+/// Hears how far work before a session has come: what, done, of all.
+pub type Preparing = Arc<dyn Fn(&str, usize, usize) + Send + Sync>;
 
 impl AgentEnv {
     /// The sandbox for commands run in `workspace`: the one place a

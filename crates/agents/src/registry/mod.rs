@@ -15,7 +15,7 @@ use agentloop_core::schemars::generate::SchemaSettings;
 use agentloop_core::{EngineEvent, Event, Result, SessionHandle};
 use serde_json::{json, Value};
 
-pub use env::AgentEnv;
+pub use env::{AgentEnv, Preparing};
 pub use spec::{start_session, Agent, AgentSpec, Conversation, Launch};
 pub use summary::{Citation, FileChange, Patch, Summary};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentloop_core::{Error, JsonSchema, Result, Runner, Termination};
 use agentloop_llm::catalog::models_dir;
-use agentloop_retrieval::{Corpus, Embedder};
+use agentloop_retrieval::{bundled, Corpus, Embedder};
 use serde::{Deserialize, Serialize};
 
 use super::events::ResearchEvent;
@@ -190,8 +190,8 @@ impl AgentSpec for Research {
         if input.config.closed_book {
             return Ok(Runner::new(super::graph()?, env.store.clone()).models(env.models.clone()));
         }
-        let corpus = Corpus::open(&env.data_dir, &input.corpus, false).map_err(|e| Error::other(e.to_string()))?;
         let embedder = Embedder::installed(&models_dir(&env.data_dir)).map_err(|e| Error::other(e.to_string()))?;
+        let corpus = corpus(env, &input.corpus, &embedder).map_err(|e| Error::other(e.to_string()))?;
         super::runner(Arc::new(corpus), Arc::new(embedder), env.models.clone(), env.store.clone())
     }
 
@@ -245,6 +245,21 @@ impl AgentSpec for Research {
 
     fn line(event: &ResearchEvent) -> String {
         event.line()
+    }
+}
+
+/// The session's corpus; a bundled one not built yet is built first when
+/// someone watches its progress (the CLI), and refused with how to build it
+/// otherwise: building `wiki` takes minutes.
+fn corpus(env: &AgentEnv, name: &str, embedder: &Embedder) -> agentloop_retrieval::Result<Corpus> {
+    let what = format!("building corpus `{name}` (once; its passages embedded)");
+    match &env.preparing {
+        Some(report) => bundled::open_or_build(&env.data_dir, name, embedder, &mut |done, all| report(&what, done, all)),
+        None if bundled::needs_building(&env.data_dir, name)? => Err(agentloop_retrieval::Error::Document {
+            path: name.to_string(),
+            why: "this corpus is not built yet: a first `agentloop run research` in a terminal builds it, or scripts/install-corpora.sh".into(),
+        }),
+        None => Corpus::open(&env.data_dir, name, false),
     }
 }
 

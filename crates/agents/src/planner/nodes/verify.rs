@@ -8,9 +8,9 @@ use futures::future::BoxFuture;
 use super::phase;
 use crate::planner::checklist::{ItemVerdict, Judged};
 use crate::planner::events::PlannerEvent;
+use crate::planner::prompts::{self, Judgment};
 use crate::planner::state::{ApproveMode, PlannerState};
 use crate::planner::verify::{checks, Check, Verification};
-use crate::planner::prompts::{self, Judgment};
 use crate::planner::{PLANNER_ROLE, VERIFY_ROLE};
 
 /// VERIFY: the explicit checks, then (when they all hold) each item of the
