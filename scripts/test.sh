@@ -12,3 +12,7 @@ cargo fmt --all --check
 # The workspace's lints (no unwrap/expect in library code, among others) hold.
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --all-targets
+# The library example builds a custom agent on the engine, kills it and resumes it.
+cargo run -q -p agentloop-core --example custom_agent >/dev/null
+# The engine's reference docs, which start from that example, build cleanly.
+RUSTDOCFLAGS="-D warnings" cargo doc -q -p agentloop-core --no-deps

@@ -1,11 +1,29 @@
 //! agentloop-core: the engine every agent runs on.
 //!
-//! A graph of async nodes over a typed state ([`Graph`]), run one node per
-//! step by the [`Runner`], which checks [`Termination`] after every step and
-//! commits one journal entry per step through the [`Store`] port. Nodes reach
-//! models, tools, events and humans only through [`Step`], which records every
-//! call under (session, step, call index) so a resumed session never makes a
+//! An agent is a graph of async nodes over a typed state ([`Graph`]), run
+//! one node per step by the [`Runner`], which checks [`Termination`] after
+//! every step and commits one journal entry per step through the [`Store`]
+//! port (SQLite in `agentloop-store`). Nodes reach models, tools, events
+//! and people only through [`Step`], which records every call under
+//! (session, step, call index), so a resumed session never makes a
 //! recorded call twice.
+//!
+//! # Start here
+//!
+//! A whole agent in one file: a [`State`] whose fields say how they are
+//! journaled, three nodes, a [`Tool`] that declares its [`Effect`], a
+//! route, a process killed mid-session and resumed without repeating a
+//! recorded call, and the session's events read back
+//! (`examples/custom_agent.rs`; `cargo run -p agentloop-core --example custom_agent`):
+//!
+//! ```no_run
+#![doc = include_str!("../examples/custom_agent.rs")]
+//! ```
+//!
+//! From there: [`Step::chat`] and [`Step::chat_json`] ask a model by role
+//! ([`Models`]), [`Step::interrupt`] asks a person and pauses the session
+//! until answered, [`Step::emit`] adds typed events ([`EventKind`]), and
+//! [`Controller`] pauses, resumes or terminates a running session.
 
 pub mod control;
 pub mod detectors;
