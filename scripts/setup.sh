@@ -54,7 +54,7 @@ cargo build --release -q -p agentloop-cli
 # asked. The research agent's corpora are built by the first `run research`
 # that needs one (or ahead of time by scripts/install-corpora.sh).
 demo="$(mktemp -d)/py-intervals"
-cp -r "$here/examples/py-intervals" "$demo"
-echo "==> main job: agentloop run coder on a copy of examples/py-intervals ($demo)"
+cp -r "$here/examples/workspaces/py-intervals" "$demo"
+echo "==> main job: agentloop run coder on a copy of examples/workspaces/py-intervals ($demo)"
 exec "$here/target/release/agentloop" run coder --workspace "$demo" \
   --task "Fix merge() in intervals.py so that all tests pass" --approval never

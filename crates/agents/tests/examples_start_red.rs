@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn examples() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspaces")
 }
 
 /// Copies an example to a temporary folder (tests never touch the originals).

@@ -1,6 +1,6 @@
 //! `agentloop bench coder`: the coder on small projects with failing tests,
 //! each copied to a fresh folder and given the same task, with no questions
-//! asked. `tuning` is the bundled `examples/`; `heldout` the projects under
+//! asked. `tuning` is the bundled `examples/workspaces/`; `heldout` the projects under
 //! `crates/bench/data/coder-heldout/`, never tuned on. After each session
 //! the bench runs the test command itself: that, not what the agent said,
 //! decides `solved`, and a session that said it passed when the tests fail
@@ -30,7 +30,7 @@ pub const TASK: &str = "Fix the bugs so that all tests pass";
 /// `agentloop bench coder`.
 #[derive(clap::Args, Debug)]
 pub struct CoderArgs {
-    /// Which projects: `tuning` (examples/) or `heldout` (never tuned on).
+    /// Which projects: `tuning` (examples/workspaces/) or `heldout` (never tuned on).
     #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
     pub set: String,
     /// Iterations at most per project.
@@ -57,7 +57,7 @@ fn set_dir(set: &str) -> PathBuf {
     if set == "heldout" {
         repo.join("crates/bench/data/coder-heldout")
     } else {
-        repo.join("examples")
+        repo.join("examples/workspaces")
     }
 }
 
