@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
-
 use agentloop_agents::planner::{read_plan, validate, Context, Observed, Rejection, Rule, Shell};
 use agentloop_tools::Workspace;
 use serde_json::json;
@@ -23,7 +21,7 @@ fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Sh
     match read_plan(text) {
         Ok((plan, _)) => {
             let seen = Observed::now(&ws, &plan.commands(), shell);
-            validate(&plan, &Context { root: &ws, seen: &seen, shell, known_keys: &BTreeSet::new(), goal, done: &[], assist: true })
+            validate(&plan, &Context { root: &ws, seen: &seen, shell, goal, assist: true })
         }
         Err(r) => vec![r],
     }

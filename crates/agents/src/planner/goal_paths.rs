@@ -200,8 +200,8 @@ fn next_name(text: &str) -> Option<String> {
 /// them in, as (file, folder): it mentions `todo.txt` but never
 /// `notes/todo.txt`, and no command changes into `notes`. Files that exist
 /// under the root already (`root_has`) are sources, not placed.
-pub fn misplaced(goal: &str, plan: &[Action], done: &[String], root_has: impl Fn(&str) -> bool) -> Vec<(String, String)> {
-    let text = expanded(plan, done);
+pub fn misplaced(goal: &str, plan: &[Action], root_has: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+    let text = expanded(plan);
     placed_files(goal)
         .into_iter()
         .filter(|(file, folder)| {
@@ -259,20 +259,19 @@ pub fn looks_like_file(path: &str) -> bool {
     }
 }
 
-/// The goal's paths that neither the plan nor the steps already done
-/// mention. A REPEAT is expanded (`day_{index:03d}.txt` covers `day_000.txt`
+/// The goal's paths the plan does not mention. A REPEAT is expanded (`day_{index:03d}.txt` covers `day_000.txt`
 /// to `day_002.txt`, not `day_003.txt`), so a loop that makes the wrong
 /// names does not count. A name counts only whole: `run_0.html` does not
 /// mention the folder `run_0`.
-pub fn uncovered(goal: &str, plan: &[Action], done: &[String]) -> Vec<String> {
-    let text = expanded(plan, done);
+pub fn uncovered(goal: &str, plan: &[Action]) -> Vec<String> {
+    let text = expanded(plan);
     named_paths(goal).into_iter().filter(|p| !mentions(&text, p.trim_start_matches("./"))).collect()
 }
 
-/// The steps already run and the plan's actions as text, one a line, each
-/// REPEAT written out: what "the plan mentions a name" looks at.
-pub fn expanded(plan: &[Action], done: &[String]) -> String {
-    let mut text: Vec<String> = done.to_vec();
+/// The plan's actions as text, one a line, each REPEAT written out: what
+/// "the plan mentions a name" looks at.
+pub fn expanded(plan: &[Action]) -> String {
+    let mut text = Vec::new();
     for action in plan {
         expand(action, &mut text);
     }
@@ -317,7 +316,7 @@ pub fn counts_from_zero<'a>(goal: &str, plan: &'a [Action], missing: &[String]) 
         let Action::Repeat { body, .. } = action else { return None };
         let path = body.path().filter(|p| p.contains("{index"))?;
         let from_one = Action::parse(&counting_from_one(&action.to_string())).ok()?;
-        let now_missing = uncovered(goal, &[from_one], &[]);
+        let now_missing = uncovered(goal, &[from_one]);
         missing.iter().any(|m| !now_missing.contains(m)).then_some(path)
     })
 }
@@ -468,35 +467,33 @@ mod tests {
     fn a_plan_covers_the_goal_only_with_the_right_names() {
         let goal = "In a folder days, create day_001.txt and day_003.txt.";
         let off_by_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
-        assert_eq!(uncovered(goal, &off_by_one, &[]), ["day_003.txt"]);
+        assert_eq!(uncovered(goal, &off_by_one), ["day_003.txt"]);
         let explicit = [Action::parse("WRITE_FILE days/day_001.txt log").unwrap(), Action::parse("WRITE_FILE days/day_003.txt log").unwrap()];
-        assert!(uncovered(goal, &explicit, &[]).is_empty());
-        let done = vec!["WRITE_FILE days/day_001.txt log".to_string()];
-        assert_eq!(uncovered(goal, &explicit[1..], &done), Vec::<String>::new());
+        assert!(uncovered(goal, &explicit).is_empty());
     }
 
     #[test]
     fn a_name_counts_only_whole() {
         let goal = "Create three folders run_0, run_1 and run_2.";
         let files = [Action::parse("WRITE_FILE run_0.html x").unwrap(), Action::parse("WRITE_FILE run_1.html x").unwrap()];
-        assert_eq!(uncovered(goal, &files, &[]), ["run_0", "run_1", "run_2"]);
+        assert_eq!(uncovered(goal, &files), ["run_0", "run_1", "run_2"]);
         let loop_ = [Action::parse("REPEAT 3 CREATE_DIR run_{index}").unwrap()];
-        assert!(uncovered(goal, &loop_, &[]).is_empty());
+        assert!(uncovered(goal, &loop_).is_empty());
         let inside = [Action::parse("WRITE_FILE 2024/q1/a.txt x").unwrap(), Action::parse("RUN_COMMAND mkdir -p '2024/q2'").unwrap()];
-        assert!(uncovered("Create folders 2024/q1 and 2024/q2.", &inside, &[]).is_empty());
+        assert!(uncovered("Create folders 2024/q1 and 2024/q2.", &inside).is_empty());
     }
 
     #[test]
     fn a_loop_counting_from_zero_is_spotted_when_the_goal_counts_from_one() {
         let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
         let plan = [Action::parse("CREATE_DIR days").unwrap(), Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
-        let missing = uncovered(goal, &plan, &[]);
+        let missing = uncovered(goal, &plan);
         assert_eq!(missing, ["day_003.txt"]);
         assert_eq!(counts_from_zero(goal, &plan, &missing), Some("days/day_{index:03d}.txt"));
         let wrong_names = [Action::parse("REPEAT 3 WRITE_FILE days/note_{index}.txt log").unwrap()];
-        assert_eq!(counts_from_zero(goal, &wrong_names, &uncovered(goal, &wrong_names, &[])), None);
+        assert_eq!(counts_from_zero(goal, &wrong_names, &uncovered(goal, &wrong_names)), None);
         let from_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log").unwrap()];
-        assert!(uncovered(goal, &from_one, &[]).is_empty());
+        assert!(uncovered(goal, &from_one).is_empty());
     }
 
     #[test]
@@ -603,15 +600,15 @@ mod tests {
     fn a_file_named_outside_its_folder_is_misplaced() {
         let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
         let at_root = [Action::parse("RUN_COMMAND echo buy milk >> todo.txt").unwrap()];
-        assert_eq!(misplaced(goal, &at_root, &[], |_| false), [("todo.txt".to_string(), "notes".to_string())]);
+        assert_eq!(misplaced(goal, &at_root, |_| false), [("todo.txt".to_string(), "notes".to_string())]);
         let inside = [Action::parse("WRITE_FILE notes/todo.txt buy milk").unwrap()];
-        assert!(misplaced(goal, &inside, &[], |_| false).is_empty());
+        assert!(misplaced(goal, &inside, |_| false).is_empty());
         let cd = [Action::parse("RUN_COMMAND mkdir -p notes && cd notes && echo milk > todo.txt").unwrap()];
-        assert!(misplaced(goal, &cd, &[], |_| false).is_empty());
-        assert!(misplaced(goal, &at_root, &[], |name| name == "todo.txt").is_empty(), "an existing file is a source");
+        assert!(misplaced(goal, &cd, |_| false).is_empty());
+        assert!(misplaced(goal, &at_root, |name| name == "todo.txt").is_empty(), "an existing file is a source");
         let goal = "In a folder days, create day_001.txt and day_002.txt, each saying 'log'.";
         let repeat = [Action::parse("REPEAT 2 WRITE_FILE day_{number:03d}.txt log").unwrap()];
-        assert_eq!(misplaced(goal, &repeat, &[], |_| false).len(), 2);
+        assert_eq!(misplaced(goal, &repeat, |_| false).len(), 2);
         assert_eq!(in_its_folder(goal, "day_002.txt"), "days/day_002.txt");
         assert_eq!(in_its_folder(goal, "other.txt"), "other.txt");
     }

@@ -126,7 +126,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
 fn verb_the_last_plan_lacks(s: &PlannerState) -> Option<&'static str> {
     let last = s.last_proposal().filter(|p| p.rejections.iter().any(|r| r.rule == Rule::GoalPath))?;
     let actions: Vec<Action> = last.plan.as_ref()?.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).collect();
-    let unwritten = goal_paths::uncovered(&s.goal, &actions, &[])
+    let unwritten = goal_paths::uncovered(&s.goal, &actions)
         .into_iter()
         .any(|name| goal_paths::looks_like_file(&name) && !goal_paths::is_archive(&name) && !s.observed.on_disk(&name));
     (unwritten && !actions.iter().any(writes_a_file)).then_some("WRITE_FILE")

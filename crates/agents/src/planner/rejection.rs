@@ -2,7 +2,6 @@
 //! with its reason, what the checks may look at besides the plan, and the
 //! plan's steps parsed once into typed actions.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use agentloop_tools::Workspace;
@@ -103,12 +102,8 @@ pub struct Context<'a> {
     /// What the root held and what the commands' checks said, as observed.
     pub seen: &'a Observed,
     pub shell: Shell,
-    /// Keys stored by steps that already ran (a replan may loop over them).
-    pub known_keys: &'a BTreeSet<String>,
     /// The user's goal; the plan must mention every path it names.
     pub goal: &'a str,
-    /// Actions already run, which count as mentioning their paths.
-    pub done: &'a [String],
     /// Also judge the plan against the goal's words (goal-path, goal-text,
     /// example-text): the planner's assists. Off, only the rules any plan
     /// must keep whatever the goal are checked.

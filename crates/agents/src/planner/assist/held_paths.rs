@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use agentloop_tools::Entry;
 
-use crate::planner::action::{self, Action};
+use crate::planner::action;
 use crate::planner::goal_paths;
 
 /// How many entries under the root the grammar offers at most.
@@ -31,9 +31,8 @@ pub struct HeldPaths {
 }
 
 impl HeldPaths {
-    /// The paths for `goal`, given what is under the root and the actions
-    /// already run.
-    pub fn new(goal: &str, existing: &[Entry], done: &[String]) -> Self {
+    /// The paths for `goal`, given what is under the root.
+    pub fn new(goal: &str, existing: &[Entry]) -> Self {
         let mut held = Self::default();
         held.folders.insert(".".into());
         // The goal's names, each numbered one with the loops that make it.
@@ -73,23 +72,7 @@ impl HeldPaths {
             let set = if entry.is_dir { &mut held.folders } else { &mut held.files };
             set.insert(entry.path.clone());
         }
-        for action in done.iter().filter_map(|a| Action::parse(a).ok()) {
-            held.add_path_of(&action);
-        }
         held
-    }
-
-    fn add_path_of(&mut self, action: &Action) {
-        match action {
-            Action::ForEach { body, .. } | Action::Repeat { body, .. } => self.add_path_of(body),
-            Action::CreateDir { path } | Action::ListDir { path, .. } => {
-                self.folders.insert(path.clone());
-            }
-            Action::WriteFile { path, .. } | Action::ReadFile { path } => {
-                self.files.insert(path.clone());
-            }
-            Action::RunCommand { .. } => {}
-        }
     }
 
     /// The action pattern with only these paths, each where something
@@ -147,7 +130,7 @@ mod tests {
     use super::*;
 
     fn held(goal: &str) -> regex::Regex {
-        regex::Regex::new(&HeldPaths::new(goal, &[], &[]).pattern()).unwrap()
+        regex::Regex::new(&HeldPaths::new(goal, &[]).pattern()).unwrap()
     }
 
     #[test]
@@ -198,11 +181,9 @@ mod tests {
     }
 
     #[test]
-    fn what_exists_and_what_ran_may_be_named() {
+    fn what_exists_and_what_the_goal_names_may_be_named() {
         let existing = [Entry { path: "inbox".into(), is_dir: true }, Entry { path: "inbox/m1.txt".into(), is_dir: false }];
-        let done = ["CREATE_DIR archive".to_string()];
-        let p =
-            regex::Regex::new(&HeldPaths::new("For every file in the folder inbox, make a copy in the folder archive.", &existing, &done).pattern()).unwrap();
+        let p = regex::Regex::new(&HeldPaths::new("For every file in the folder inbox, make a copy in the folder archive.", &existing).pattern()).unwrap();
         for line in [
             "LIST_DIR inbox AS mails",
             "READ_FILE inbox/m1.txt",
@@ -218,7 +199,7 @@ mod tests {
     #[test]
     fn names_with_a_space_are_quoted_and_regex_characters_escaped() {
         let existing = [Entry { path: "my notes".into(), is_dir: true }, Entry { path: "a+b (1).txt".into(), is_dir: false }];
-        let p = regex::Regex::new(&HeldPaths::new("Tidy up.", &existing, &[]).pattern()).unwrap();
+        let p = regex::Regex::new(&HeldPaths::new("Tidy up.", &existing).pattern()).unwrap();
         assert!(p.is_match("LIST_DIR \"my notes\" AS notes"));
         assert!(p.is_match("READ_FILE \"a+b (1).txt\""));
         assert!(!p.is_match("READ_FILE aab (1).txt"));

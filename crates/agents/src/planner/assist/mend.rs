@@ -144,7 +144,7 @@ fn fit_ranges(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
 /// counts from 1.
 fn count_from_one(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    let missing = goal_paths::uncovered(cx.goal, &parsed);
     let Some(path) = goal_paths::counts_from_zero(cx.goal, &parsed, &missing).map(String::from) else { return };
     for (item, action) in plan.plan.iter_mut().zip(&parsed) {
         if matches!(action, Action::Repeat { body, .. } if body.path() == Some(path.as_str())) {
@@ -209,7 +209,7 @@ fn without_example_lines(action: &Action, goal: &str) -> Option<(Action, Vec<Str
 /// stored, when the key names a folder (`folder_of_key`).
 fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let mut keys = cx.known_keys.clone();
+    let mut keys = std::collections::BTreeSet::new();
     let mut created: Vec<&str> = Vec::new();
     let mut steps = Vec::with_capacity(plan.plan.len() + 1);
     let mut listed = false;
@@ -253,7 +253,7 @@ fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String
 fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
     let on_disk = |p: &str| cx.seen.on_disk(p);
-    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    let missing = goal_paths::uncovered(cx.goal, &parsed);
     let [wanted] = missing.as_slice() else { return };
     if !goal_paths::has_extension(wanted) || goal_paths::is_archive(wanted) || on_disk(wanted) || !goal_paths::kind_in_goal(cx.goal, wanted).may_be_file() {
         return;
@@ -283,7 +283,7 @@ fn name_the_goals_file(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<Stri
 /// nothing makes (`missing_folder`).
 fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let missing = rules::missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f));
+    let missing = rules::missing_folders(&parsed, |f| cx.seen.is_folder(f));
     for (i, folder) in missing.iter().rev() {
         let create = Action::CreateDir { path: folder.clone() };
         let Some(step) = plan.plan.get(*i).map(|item| item.step) else { continue };
@@ -335,11 +335,11 @@ fn append_instead_of_replacing(plan: &mut Plan, changes: &mut Vec<String>) {
 /// names): a completion of the model's plan, never a plan of its own.
 fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let missing = goal_paths::uncovered(cx.goal, &parsed, cx.done);
+    let missing = goal_paths::uncovered(cx.goal, &parsed);
     if missing.is_empty() {
         return;
     }
-    let text = goal_paths::expanded(&parsed, &[]);
+    let text = goal_paths::expanded(&parsed);
     if !held_paths::goal_names(cx.goal).iter().any(|name| !missing.contains(name) && goal_paths::mentions(&text, name)) {
         return;
     }
@@ -363,13 +363,13 @@ fn add_missing_steps(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String
 /// step holds that text (`super::missing_text`).
 fn write_given_text(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     // A text with a stand-in for a number ('part N') is not written as it is.
-    let Some(text) = super::missing_text(cx.goal, plan, cx.done).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
+    let Some(text) = super::missing_text(cx.goal, plan).filter(|t| !t.split_whitespace().any(|w| w == "N")) else { return };
     let Some(parsed) = parse_all(&plan.plan) else { return };
     let writes: Vec<usize> =
         parsed.iter().enumerate().filter(|(_, a)| matches!(write_of(a), Some(Action::WriteFile { .. })) || echo_into(a).is_some()).map(|(i, _)| i).collect();
     let [i] = writes.as_slice() else { return };
     // The one write must be of a file the goal names.
-    if goal_paths::uncovered(cx.goal, std::slice::from_ref(&parsed[*i]), &[]).len() == goal_paths::named_paths(cx.goal).len() {
+    if goal_paths::uncovered(cx.goal, std::slice::from_ref(&parsed[*i])).len() == goal_paths::named_paths(cx.goal).len() {
         return;
     }
     let with_text = |body: &Action| match body {
@@ -409,7 +409,7 @@ fn write_of(action: &Action) -> Option<&Action> {
 /// goal puts it in.
 fn place_files(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
     let Some(parsed) = parse_all(&plan.plan) else { return };
-    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name));
+    let misplaced = goal_paths::misplaced(cx.goal, &parsed, |name| cx.seen.on_disk(name));
     if misplaced.is_empty() {
         return;
     }
@@ -498,14 +498,14 @@ fn drop_refused_steps(plan: &mut Plan, rejections: &[Rejection], cx: &Context<'_
     let (kept, dropped): (Vec<PlanStep>, Vec<PlanStep>) = plan.plan.iter().cloned().partition(|item| {
         let action = Action::parse(&item.action).ok();
         let borrowed = action.as_ref().is_some_and(|a| !goal_paths::copied(cx.goal, std::slice::from_ref(a), examples::names()).is_empty());
-        let names_goal_path = action.is_some_and(|a| goal_paths::uncovered(cx.goal, &[a], &[]).len() < named);
+        let names_goal_path = action.is_some_and(|a| goal_paths::uncovered(cx.goal, &[a]).len() < named);
         !(refused.contains(&item.step) || borrowed) || names_goal_path
     });
     if kept.is_empty() || dropped.is_empty() {
         return;
     }
     let Some(parsed) = parse_all(&kept) else { return };
-    if !goal_paths::uncovered(cx.goal, &parsed, cx.done).is_empty() {
+    if !goal_paths::uncovered(cx.goal, &parsed).is_empty() {
         return;
     }
     changes.push(format!("dropped {}, refused on its own; the other steps cover every name the goal gives", described(dropped.iter())));
@@ -527,7 +527,6 @@ fn parse_all(steps: &[PlanStep]) -> Option<Vec<Action>> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
 
     use agentloop_tools::Workspace;
 
@@ -548,10 +547,9 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(folder)).unwrap();
         }
         let root = Workspace::new(dir.path()).unwrap();
-        let keys = BTreeSet::new();
         let p = plan(actions);
         let seen = crate::planner::Observed::now(&root, &p.commands(), Shell::Sh);
-        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, known_keys: &keys, goal, done: &[], assist: true };
+        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, goal, assist: true };
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
         let mended = mend(&p, &rejections, &cx, &|plan| validate::validate(plan, &cx)).map(|m| {

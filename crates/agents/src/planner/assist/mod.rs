@@ -30,7 +30,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
     }
     // Only a plan whose every step parses can be judged on what it covers.
     let Some(parsed) = all_parsed(actions) else { return out };
-    let missing = if parsed.is_empty() { Vec::new() } else { goal_paths::uncovered(cx.goal, &parsed, cx.done) };
+    let missing = if parsed.is_empty() { Vec::new() } else { goal_paths::uncovered(cx.goal, &parsed) };
     let borrowed = goal_paths::copied(cx.goal, &parsed, examples::names());
     if !borrowed.is_empty() {
         out.push(Rejection::new(
@@ -40,7 +40,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
         ));
     }
     // A plan missing a goal's file is told the file's text by goal-path.
-    if let Some(text) = missing.is_empty().then(|| missing_text(cx.goal, plan, cx.done)).flatten() {
+    if let Some(text) = missing.is_empty().then(|| missing_text(cx.goal, plan)).flatten() {
         let files: Vec<String> =
             goal_paths::named_paths(cx.goal).into_iter().filter(|n| goal_paths::looks_like_file(n) && !goal_paths::is_archive(n)).collect();
         let how = match files.as_slice() {
@@ -49,7 +49,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
         };
         out.push(Rejection::new(Rule::GoalText, None, format!("the goal gives the text {text:?} but no step writes it: {how}")));
     }
-    let misplaced = goal_paths::misplaced(cx.goal, &parsed, cx.done, |name| cx.seen.on_disk(name));
+    let misplaced = goal_paths::misplaced(cx.goal, &parsed, |name| cx.seen.on_disk(name));
     if !misplaced.is_empty() {
         let inside: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{folder}/{file}")).collect();
         let said: Vec<String> = misplaced.iter().map(|(file, folder)| format!("{file} in the folder {folder}")).collect();
@@ -70,10 +70,10 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
 }
 
 /// The text the goal gives for a file (`goal_paths::given_text`) when no
-/// step (nor one already run) holds it, in any case. A whole-word `N`
+/// step holds it, in any case. A whole-word `N`
 /// stands for a number ('part N' with its number): the words before it
 /// are what must be there.
-pub fn missing_text(goal: &str, plan: &Plan, done: &[String]) -> Option<String> {
+pub fn missing_text(goal: &str, plan: &Plan) -> Option<String> {
     let text = goal_paths::given_text(goal)?;
     let words: Vec<&str> = text.split_whitespace().take_while(|w| *w != "N").collect();
     let wanted = words.join(" ").to_lowercase().replace('\n', "\\n");
@@ -81,7 +81,7 @@ pub fn missing_text(goal: &str, plan: &Plan, done: &[String]) -> Option<String> 
         return None;
     }
     let holds = |action: &str| action.to_lowercase().contains(&wanted);
-    (!plan.plan.iter().any(|i| holds(&i.action)) && !done.iter().any(|a| holds(a))).then_some(text)
+    (!plan.plan.iter().any(|i| holds(&i.action))).then_some(text)
 }
 
 /// A line of WRITE_FILE content that a worked example quoted from its own

@@ -68,7 +68,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         // the goal's paths (and what exists) to choose from (an assist).
         let held = (s.config.assist && s.refused_for_paths()).then(|| {
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
-            HeldPaths::new(&s.goal, &existing, &[])
+            HeldPaths::new(&s.goal, &existing)
         });
         request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref()));
         // A small model asked again greedily gives the same plan again; after
@@ -107,9 +107,6 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
     Box::pin(async move {
         phase(step, "validate");
         let root = Workspace::new(&s.root)?;
-        // Each plan is tried from the root as it was, so no step is done
-        // and no list is stored before it.
-        let keys = Default::default();
         let shell = s.config.shell;
         let index = s.proposals.len().saturating_sub(1);
         let previous = s.proposals[..index].iter().rev().find_map(|p| p.plan.clone());
@@ -120,7 +117,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, known_keys: &keys, goal: &s.goal, done: &[], assist: s.config.assist };
+            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.assist };
             proposal.rejections.extend(validation::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.

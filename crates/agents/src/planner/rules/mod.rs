@@ -29,7 +29,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
     if plan.plan.is_empty() || !plan.ready {
         out.push(Rejection::new(Rule::NotReady, None, "a plan needs `ready: true` and at least one step"));
     }
-    let mut keys = cx.known_keys.clone();
+    let mut keys = BTreeSet::new();
     let mut kinds = BTreeMap::new();
     for (item, action) in plan.plan.iter().zip(actions) {
         let n = Some(item.step);
@@ -62,7 +62,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
         stored_keys(action, &mut keys);
     }
     if let Some(parsed) = all_parsed(actions) {
-        for (i, folder) in missing_folders(&parsed, cx.done, |f| cx.seen.is_folder(f)) {
+        for (i, folder) in missing_folders(&parsed, |f| cx.seen.is_folder(f)) {
             let step = plan.plan.get(i).map(|item| item.step);
             out.push(Rejection::new(Rule::MissingFolder, step, format!("the command writes into {folder}, which does not exist and no earlier step makes (a redirect makes no folders): add `CREATE_DIR {folder}` before it")));
         }
