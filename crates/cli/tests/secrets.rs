@@ -44,7 +44,7 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
             if last.contains("Write the checklist") {
                 return reply(json!({"requirements": []}).to_string());
             }
-            if last.contains("Is this requirement done") {
+            if last.contains("REQUIREMENT: ") {
                 return reply(json!({"evidence": "env", "done": true}).to_string());
             }
             let plan = json!({"goal": "env", "thinking_summary": "print it", "reflection": "", "ready": true,
