@@ -230,24 +230,11 @@ pub fn checklist(goal: &str) -> ChatRequest {
     r
 }
 
-/// How a judgment is asked. The two judgments of an item are asked
-/// differently and both greedily: a sampled repeat of one question mostly
-/// adds noise (it refuses outcomes the greedy answer rightly passed), while
-/// a second question from the other side — what is still missing — catches
-/// what the first waved through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Judgment {
-    /// What the outcome shows of the requirement, then done or not.
-    Shown,
-    /// What the requirement asks that the outcome lacks, then done or not.
-    Lacking,
-}
-
 /// Asks whether one requirement is done, from what OBSERVE saw; the
 /// explicit checks that held are shown as facts. Everything before the
 /// requirement is the same for each item, so a model that keeps its cache
 /// reads it once.
-pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str, judgment: Judgment) -> ChatRequest {
+pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatRequest {
     // The requirement stands alone: the judge decides this one item, not
     // the goal as a whole.
     let mut user = observation(s);
@@ -257,21 +244,14 @@ pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str, judgment: Ju
             user.push_str(&format!("- {}\n", c.expected));
         }
     }
-    let (question, evidence) = match judgment {
-        Judgment::Shown => ("Is this requirement done, as shown above?", "what the listing, the files' text or the commands' output show of the requirement"),
-        Judgment::Lacking => (
-            "What does this requirement ask for that is not shown above?",
-            "the part of the requirement that the listing, the files' text or the commands' output do not show, or that nothing is lacking",
-        ),
-    };
-    user.push_str(&format!("\nREQUIREMENT: {requirement}\n{question}"));
+    user.push_str(&format!("\nREQUIREMENT: {requirement}\nIs this requirement done, as shown above?"));
     let mut r = ChatRequest::new(vec![
-        Message::system(format!(
+        Message::system(
             "You check finished work against one requirement. You see what is now on disk and what commands printed; judge only from what is shown. \
-             Answer with a JSON object: evidence (one sentence: {evidence}) \
+             Answer with a JSON object: evidence (one sentence: what the listing, the files' text or the commands' output show of the requirement) \
              and done (true only if what is shown proves the requirement fully met; \
-             a file must hold the real text or result asked for, not a command or a placeholder)."
-        )),
+             a file must hold the real text or result asked for, not a command or a placeholder).",
+        ),
         Message::user(user),
     ]);
     r.max_tokens = Some(160);

@@ -8,10 +8,13 @@ use futures::future::BoxFuture;
 use super::phase;
 use crate::planner::checklist::{ItemVerdict, Judged};
 use crate::planner::events::PlannerEvent;
-use crate::planner::prompts::{self, Judgment};
 use crate::planner::state::{ApproveMode, PlannerState};
 use crate::planner::verify::{checks, Check, Verification};
-use crate::planner::{PLANNER_ROLE, VERIFY_ROLE};
+use crate::planner::{prompts, PLANNER_ROLE, VERIFY_ROLE};
+
+/// The second judgment of each item is sampled, so that it is not the
+/// first one again.
+const SECOND_JUDGMENT_TEMPERATURE: f32 = 0.7;
 
 /// VERIFY: the explicit checks, then (when they all hold) each item of the
 /// goal's checklist judged twice. Met: the outcome is offered for approval.
@@ -49,12 +52,15 @@ fn offered(s: &PlannerState, v: &Verification) -> bool {
     v.met || (v.disputed() && s.approve == ApproveMode::Ask)
 }
 
-/// Each checklist item judged twice, asked two ways (`prompts::Judgment`), beside its command's
+/// Each checklist item judged twice, independently, beside its command's
 /// run on the trial (`Judged::twice`).
 async fn judge_items(s: &PlannerState, step: &mut Step, checks: &[Check]) -> Result<Vec<Judged>> {
     let mut asks = Vec::new();
     for item in &s.checklist {
-        asks.extend([Judgment::Shown, Judgment::Lacking].map(|j| prompts::judge(s, checks, &item.requirement, j)));
+        let first = prompts::judge(s, checks, &item.requirement);
+        let mut second = first.clone();
+        second.temperature = Some(SECOND_JUDGMENT_TEMPERATURE);
+        asks.extend([first, second]);
     }
     let mut verdicts = step.chat_json_all_as::<ItemVerdict>(VERIFY_ROLE, asks).await?.into_iter();
     let runs = s.trial.as_ref().map(|t| t.checks.clone()).unwrap_or_default();
