@@ -55,8 +55,6 @@ pub struct ResearchArgs {
 
 const WIKI_QUESTIONS: &str = include_str!("../data/research/wiki-two-hop.json");
 const PHANTOM_QUESTIONS: &str = include_str!("../data/research/phantom/questions.json");
-/// The PhantomWiki articles, as generated (see `data/research/phantom/README.md`).
-const PHANTOM_ARTICLES: &str = agentloop_retrieval::bundled::PHANTOM_WIKI;
 
 /// The corpus names the suites search.
 pub const WIKI_CORPUS: &str = "wiki";
@@ -88,15 +86,17 @@ pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
 /// Opens the suite's corpus, building it first if it is not there yet.
 fn corpus(env: &BenchEnv, suite: &str, embedder: &Embedder) -> Result<Corpus> {
     let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
-    let building = bundled::needs_building(&env.data_dir, name)?;
-    if building {
-        eprintln!("building corpus `{name}` (once)");
-    }
     let bar = harness::bar(0);
-    let corpus = bundled::open_or_build(&env.data_dir, name, embedder, &mut |done, all| {
-        bar.set_length(all as u64);
-        bar.set_position(done as u64);
-    })?;
+    let corpus = bundled::open_or_build(
+        &env.data_dir,
+        name,
+        embedder,
+        Some(&mut |done, all| {
+            bar.set_message(format!("building corpus `{name}` (once)"));
+            bar.set_length(all as u64);
+            bar.set_position(done as u64);
+        }),
+    )?;
     bar.finish_and_clear();
     Ok(corpus)
 }
@@ -383,7 +383,7 @@ pub fn set_f1(predicted: &BTreeSet<String>, gold: &[String]) -> f64 {
 
 /// Every person's name in the PhantomWiki universe (the article titles).
 fn phantom_names() -> Result<BTreeSet<String>> {
-    let v: Value = serde_json::from_str(PHANTOM_ARTICLES).context("the PhantomWiki articles do not parse")?;
+    let v: Value = serde_json::from_str(bundled::PHANTOM_WIKI).context("the PhantomWiki articles do not parse")?;
     let titles = match &v {
         Value::Array(items) => items.iter().filter_map(|a| a["title"].as_str().map(String::from)).collect(),
         Value::Object(map) => map.keys().cloned().collect(),

@@ -27,6 +27,8 @@ pub enum Error {
     Model { path: String, why: String },
     #[error("{path} could not be read as documents: {why}")]
     Document { path: String, why: String },
+    #[error("corpus `{name}` is not built yet: a first `agentloop run research` in a terminal builds it, or scripts/install-corpora.sh")]
+    NotBuilt { name: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

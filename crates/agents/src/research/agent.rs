@@ -249,17 +249,12 @@ impl AgentSpec for Research {
 }
 
 /// The session's corpus; a bundled one not built yet is built first when
-/// someone watches its progress (the CLI), and refused with how to build it
-/// otherwise: building `wiki` takes minutes.
+/// someone watches its progress (the CLI), and refused otherwise.
 fn corpus(env: &AgentEnv, name: &str, embedder: &Embedder) -> agentloop_retrieval::Result<Corpus> {
     let what = format!("building corpus `{name}` (once; its passages embedded)");
     match &env.preparing {
-        Some(report) => bundled::open_or_build(&env.data_dir, name, embedder, &mut |done, all| report(&what, done, all)),
-        None if bundled::needs_building(&env.data_dir, name)? => Err(agentloop_retrieval::Error::Document {
-            path: name.to_string(),
-            why: "this corpus is not built yet: a first `agentloop run research` in a terminal builds it, or scripts/install-corpora.sh".into(),
-        }),
-        None => Corpus::open(&env.data_dir, name, false),
+        Some(preparing) => bundled::open_or_build(&env.data_dir, name, embedder, Some(&mut |done, all| preparing(&what, done, all))),
+        None => bundled::open_or_build(&env.data_dir, name, embedder, None),
     }
 }
 
