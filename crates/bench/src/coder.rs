@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::coder::{self, CoderState, LoopConfig};
+use agentloop_agents::coder::{self, CoderEvent, CoderState, EditFormat, LoopConfig};
 use agentloop_agents::test_command;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::SqliteStore;
@@ -49,6 +49,9 @@ pub struct CoderArgs {
     /// Changes tried against the tests per CODE or FIX (the coder's default unless given).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub candidates: Option<u32>,
+    /// How changes give existing files (the coder's default unless given).
+    #[arg(long, value_enum)]
+    pub edit_format: Option<EditFormat>,
 }
 
 /// Where a set's projects are, in the source tree this binary was built from.
@@ -83,6 +86,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let bar = harness::bar(runs.len());
     let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
     let mut served = Served::default();
+    let mut changes = Changes::default();
     for (project, run) in runs.iter().copied() {
         let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         bar.set_message(name.clone());
@@ -96,10 +100,11 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         iterations += u64::from(record.iterations);
         seconds.push(took);
         served.add(&record.served);
+        changes.add(record.changes);
         out.write(&json!({
             "project": name, "run": run, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
             "solved": record.solved, "saidPassed": record.said_passed, "iterations": record.iterations,
-            "seconds": harness::round(took, 1), "served": record.served, "tests": record.tests_tail,
+            "seconds": harness::round(took, 1), "served": record.served, "changes": record.changes, "tests": record.tests_tail,
         }))?;
         bar.inc(1);
     }
@@ -110,6 +115,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         json!({
             "set": args.set,
             "candidates": loop_config(&args).candidates,
+            "edit_format": loop_config(&args).edit_format,
+            "changes": changes,
             "projects": projects.len(),
             "sessions": n,
             "solved": fraction(solved, n),
@@ -132,12 +139,52 @@ struct Solved {
     iterations: u32,
     served: std::collections::BTreeMap<String, u64>,
     tests_tail: String,
+    changes: Changes,
+}
+
+/// What became of the changes the models wrote in one session: those
+/// refused before testing (no file, lines not in the file, nothing
+/// changed…), the candidates tried in scratch copies and those of them that
+/// passed. This is what tells one edit format from another.
+#[derive(Clone, Copy, Default, serde::Serialize)]
+struct Changes {
+    refused: u32,
+    tried: u32,
+    passed: u32,
+}
+
+impl Changes {
+    fn of(store: &dyn Store, session_id: &str) -> Result<Self> {
+        let mut changes = Self::default();
+        for event in store.events(session_id, 0, usize::MAX)? {
+            match event.parse::<CoderEvent>() {
+                Some(CoderEvent::Refused { .. }) => changes.refused += 1,
+                Some(CoderEvent::Candidate { passed, .. }) => {
+                    changes.tried += 1;
+                    changes.passed += u32::from(passed);
+                }
+                _ => {}
+            }
+        }
+        Ok(changes)
+    }
+
+    fn add(&mut self, other: Self) {
+        self.refused += other.refused;
+        self.tried += other.tried;
+        self.passed += other.passed;
+    }
 }
 
 /// The coder's limits for a bench run: the defaults, with the flags'.
 fn loop_config(args: &CoderArgs) -> LoopConfig {
     let defaults = LoopConfig::default();
-    LoopConfig { max_iterations: args.max_iterations, candidates: args.candidates.unwrap_or(defaults.candidates), ..defaults }
+    LoopConfig {
+        max_iterations: args.max_iterations,
+        candidates: args.candidates.unwrap_or(defaults.candidates),
+        edit_format: args.edit_format.unwrap_or(defaults.edit_format),
+        ..defaults
+    }
 }
 
 async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: LoopConfig) -> Result<Solved> {
@@ -149,7 +196,9 @@ async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Sto
     options.exit_when_paused = true;
     let outcome = runner.start(state, options)?.wait().await?;
     let (passed, tail) = tests_pass(sandbox, &command)?;
+    let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
     Ok(Solved {
+        changes,
         session_id: outcome.session_id.clone(),
         said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
         finish_reason: outcome.finish_reason,

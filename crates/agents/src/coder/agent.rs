@@ -8,7 +8,7 @@ use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
 use serde::{Deserialize, Serialize};
 
 use super::events::CoderEvent;
-use super::state::{CoderState, LoopConfig};
+use super::state::{CoderState, EditFormat, LoopConfig};
 use crate::registry::env::AgentEnv;
 use crate::registry::spec::AgentSpec;
 use crate::registry::summary::{FileChange, Patch, Summary};
@@ -51,6 +51,10 @@ pub struct CoderFlags {
     /// the best written to the workspace (default 3; 1: one change, written and tested).
     #[arg(long)]
     pub candidates: Option<u32>,
+    /// How a change gives an existing file: whole (default) or hunks
+    /// (search/replace blocks).
+    #[arg(long, value_enum)]
+    pub edit_format: Option<EditFormat>,
 }
 
 /// `[coder]` in agentloop.toml.
@@ -63,6 +67,7 @@ pub struct CoderConfig {
     pub approval: Option<String>,
     pub command_timeout: Option<u64>,
     pub candidates: Option<u32>,
+    pub edit_format: Option<EditFormat>,
 }
 
 /// What a coder session is started with.
@@ -92,6 +97,9 @@ pub struct CoderInput {
     /// Changes tried against the tests in scratch copies per CODE or FIX (0: the default, 3).
     #[serde(default)]
     pub candidates: u32,
+    /// How a change gives an existing file: whole (the default) or hunks.
+    #[serde(default)]
+    pub edit_format: EditFormat,
 }
 
 /// Seconds a test command may run unless configured.
@@ -105,6 +113,7 @@ impl CoderInput {
             confidence_threshold: self.confidence_threshold,
             edit_tests: self.edit_tests,
             candidates: self.candidates.max(1),
+            edit_format: self.edit_format,
         }
     }
 }
@@ -133,6 +142,7 @@ impl AgentSpec for Coder {
             approval: flags.approval.or(config.approval).unwrap_or_default(),
             command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(DEFAULT_COMMAND_TIMEOUT),
             candidates: flags.candidates.or(config.candidates).unwrap_or(defaults.candidates),
+            edit_format: flags.edit_format.or(config.edit_format).unwrap_or(defaults.edit_format),
         };
         Self::prepare(input, data_dir)
     }

@@ -25,39 +25,62 @@
 
 use std::collections::BTreeSet;
 
+use super::hunks;
+use super::state::EditFormat;
 use crate::fence::fences;
 
 /// The change format as a grammar (llguidance's Lark dialect), so a model
 /// that can be held to it always answers with blocks `read` can place: at
 /// most two lines of prose first (held to prose — they need a space and
 /// do not declare a new file — so a path line is never taken for one),
-/// then each file as a path — one of `paths` (the files it may change) or,
-/// declared as `new file PATH`, a new relative path that cannot climb out
-/// of the root — on its own line and a fenced block running to the first
-/// closing fence. No block without a path, nothing after the last block.
+/// then each file as a path — one of `files` (those it may change, with
+/// their content) or, declared as `new file PATH`, a new relative path
+/// that cannot climb out of the root — on its own line and a fenced block.
+/// No block without a path, nothing after the last block.
+///
+/// In `EditFormat::Whole` the block is the file's new content, running to
+/// the first closing fence; in `EditFormat::Hunks` a block for an existing
+/// file holds search/replace hunks whose lines to find are the file's own
+/// (`hunks::grammar_rules`), and only a new file is given whole.
 ///
 /// A new file has to be declared because a bare new path is the easiest
 /// way for a small model to go wrong: a heading or a numbered step
 /// ("File_a.py", "2.2.0") taken as a path writes a stray file while the
 /// file that needed the change is left as it was.
-pub fn grammar(paths: &[&str]) -> String {
-    let named: Vec<String> = paths.iter().filter(|p| !p.chars().any(char::is_control)).map(|p| format!("{p:?}")).collect();
-    let path = if named.is_empty() { NEW_FILE.to_string() } else { format!("{} | {NEW_FILE}", named.join(" | ")) };
+pub fn grammar(files: &[(&str, &str)], format: EditFormat) -> String {
+    let files: Vec<&(&str, &str)> = files.iter().filter(|(p, _)| !p.chars().any(char::is_control)).collect();
+    let mut rules = String::new();
+    let mut alternatives = vec!["new_file".to_string()];
+    match format {
+        EditFormat::Whole if !files.is_empty() => {
+            let named: Vec<String> = files.iter().map(|(p, _)| format!("{p:?}")).collect();
+            rules.push_str(&format!("whole_file: ({}) \"\\n```\" LANG \"\\n\" BODY\n", named.join(" | ")));
+            alternatives.insert(0, "whole_file".into());
+        }
+        EditFormat::Whole => {}
+        EditFormat::Hunks => {
+            for (i, (path, content)) in files.iter().enumerate() {
+                rules.push_str(&format!("edit_{i}: {path:?} \"\\n```\" LANG \"\\n\" hunk_{i}+ \"```\"\n"));
+                rules.push_str(&hunks::grammar_rules(&format!("hunk_{i}"), content));
+                alternatives.insert(i, format!("edit_{i}"));
+            }
+            rules.push_str(hunks::REPLACED_TERMINAL);
+            rules.push('\n');
+        }
+    }
     format!(
         r#"start: INTRO? INTRO? file (SEP file)* SEP?
-file: path "\n```" LANG "\n" BODY
-path: {path}
-INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/new file (?s:.*)/
+file: {alternatives}
+new_file: "new file " NEW_PATH "\n```" LANG "\n" BODY
+{rules}INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/new file (?s:.*)/
 NEW_PATH: /[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}){{0,7}}\.[A-Za-z0-9]{{1,8}}/
 LANG: /[a-z0-9+]{{0,12}}/
 BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/
 SEP: /\n+/
-"#
+"#,
+        alternatives = alternatives.join(" | ")
     )
 }
-
-/// How an answer names a file that does not exist yet (in the grammar).
-const NEW_FILE: &str = r#""new file " NEW_PATH"#;
 
 /// The files a change writes: (path, new content), in answer order, one
 /// entry per path (a later block for the same path wins).
@@ -78,9 +101,13 @@ pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String
             unplaced += 1;
             continue;
         };
-        let content = match existing.iter().find(|(p, _)| *p == path) {
-            Some((_, old)) if path.ends_with(".py") => splice_python(old, &block.body).unwrap_or_else(|| block.body.clone()),
-            _ => block.body.clone(),
+        // Hunks edit the file as an earlier block of this answer left it.
+        let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
+        let content = match (current, hunks::parse(&block.body)) {
+            (Some(old), Some(edits)) => hunks::apply(old, &edits?, &path)?,
+            (None, Some(_)) => return Err(format!("{path} does not exist, so it cannot be edited: give a new file's whole content")),
+            (Some(old), None) if path.ends_with(".py") => splice_python(old, &block.body).unwrap_or_else(|| block.body.clone()),
+            (_, None) => block.body.clone(),
         };
         // A block cut off by the token limit never replaces a whole one.
         if !block.closed && files.iter().any(|(p, _)| *p == path) {
@@ -347,8 +374,27 @@ mod tests {
         let existing = files(&[("a.py", "x = 1\n")]);
         let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing).unwrap();
         assert_eq!(got, files(&[("pkg/b.py", "y = 2\n")]));
-        let lark = grammar(&["a.py"]);
-        assert!(lark.contains(r#"path: "a.py" | "new file " NEW_PATH"#), "{lark}");
+        let lark = grammar(&[("a.py", "x = 1\n")], EditFormat::Whole);
+        assert!(lark.contains(r#"whole_file: ("a.py") "\n```" LANG "\n" BODY"#) && lark.contains("file: whole_file | new_file"), "{lark}");
+    }
+
+    #[test]
+    fn hunks_edit_an_existing_file_in_place() {
+        let existing = files(&[("a.py", "def f(a, b):\n    return a < b\n")]);
+        let answer = "a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
+        assert_eq!(read(answer, &existing).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]));
+        let missing = "a.py\n```python\n<<<<<<< SEARCH\n    return b\n=======\n    return a\n>>>>>>> REPLACE\n```";
+        assert!(read(missing, &existing).unwrap_err().contains("edit 1 to a.py"));
+        let new = "b.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```";
+        assert!(read(new, &existing).unwrap_err().contains("b.py does not exist"));
+    }
+
+    #[test]
+    fn the_hunks_grammar_names_each_file_with_its_own_lines() {
+        let lark = grammar(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")], EditFormat::Hunks);
+        assert!(lark.contains("file: edit_0 | edit_1 | new_file"), "{lark}");
+        assert!(lark.contains(r#"edit_1: "b.py" "\n```" LANG "\n" hunk_1+ "```""#), "{lark}");
+        assert!(lark.contains(r#"hunk_1_line: "y = 2\n""#) && lark.contains("REPLACED: "), "{lark}");
     }
 
     #[test]

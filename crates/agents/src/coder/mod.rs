@@ -27,6 +27,7 @@ mod best;
 mod change;
 mod events;
 mod failures;
+mod hunks;
 mod new_files;
 mod nodes;
 mod prompts;
@@ -41,7 +42,7 @@ use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
 pub use change::{grammar as change_grammar, read as read_change};
 pub use events::CoderEvent;
-pub use state::{Attempt, CoderState, LoopConfig, Recommendation, Reflection, RootCause};
+pub use state::{Attempt, CoderState, EditFormat, LoopConfig, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";
 /// The role that plans, writes changes (CODE and FIX) and reflects on

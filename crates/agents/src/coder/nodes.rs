@@ -300,8 +300,9 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
-    let writable: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| s.config.edit_tests || !change::is_test_file(p)).collect();
-    request.grammar = Some(change::grammar(&writable));
+    let writable: Vec<(&str, &str)> =
+        files.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
+    request.grammar = Some(change::grammar(&writable, s.config.edit_format));
     let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
     let mut tried: Vec<Candidate> = Vec::new();
     let mut why = String::new();

@@ -3,15 +3,20 @@
 
 use agentloop_core::{ChatRequest, Message};
 
-use super::state::{Attempt, CoderState};
+use super::state::{Attempt, CoderState, EditFormat};
 use super::{best, failures};
 use crate::text::shorten;
 
 const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer in the shape asked for.";
 
 /// How CODE and FIX give their change: plain fenced blocks, not JSON (see
-/// `change.rs` for why).
-const CHANGE_SHAPE: &str = "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above (a file that does not exist yet: `new file PATH` on that line). Change the code, not the tests.";
+/// `change.rs` for why), in the configured edit format.
+fn change_shape(format: EditFormat) -> &'static str {
+    match format {
+        EditFormat::Whole => "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above (a file that does not exist yet: `new file PATH` on that line). Change the code, not the tests.",
+        EditFormat::Hunks => "Answer with each file you change: its path on a line of its own, then a fenced code block holding one or more edits. Each edit is a line `<<<<<<< SEARCH`, the lines to change copied exactly from the file, a line `=======`, the lines that replace them, and a line `>>>>>>> REPLACE`. (A file that does not exist yet: `new file PATH` on that line, then its whole content in a fenced code block.) Change the code, not the tests.",
+    }
+}
 
 fn request(user: String) -> ChatRequest {
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
@@ -120,7 +125,14 @@ pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
 }
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s), tests_now(s)))
+    request(format!(
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {}",
+        s.task,
+        numbered(&s.plan),
+        memory(s),
+        tests_now(s),
+        change_shape(s.config.edit_format)
+    ))
 }
 
 /// How REFLECT answers. It is the system message, and the user message ends
@@ -174,7 +186,13 @@ fn is_prose(path: &str) -> bool {
 const ECHO_WORDS: usize = 6;
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
-    request(format!("Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{CHANGE_SHAPE}", s.task, numbered(&s.plan), memory(s) + &tests_now(s)))
+    request(format!(
+        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{}",
+        s.task,
+        numbered(&s.plan),
+        memory(s) + &tests_now(s),
+        change_shape(s.config.edit_format)
+    ))
 }
 
 pub fn review(s: &CoderState, diff: &str) -> ChatRequest {

@@ -24,6 +24,20 @@ pub struct LoopConfig {
     /// the best one is written (1: the one change is written and tested).
     #[serde(default = "one")]
     pub candidates: u32,
+    /// How a change gives an existing file: whole, or as search/replace hunks.
+    #[serde(default)]
+    pub edit_format: EditFormat,
+}
+
+/// How CODE and FIX write a change to an existing file (`change.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EditFormat {
+    /// The file's whole new content.
+    #[default]
+    Whole,
+    /// Search/replace hunks: runs of the file's lines and what replaces them.
+    Hunks,
 }
 
 fn one() -> u32 {
@@ -32,7 +46,7 @@ fn one() -> u32 {
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 3 }
+        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 3, edit_format: EditFormat::Whole }
     }
 }
 
