@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::registry::env::AgentEnv;
+use crate::registry::settings::NoSettings;
 use crate::registry::spec::AgentSpec;
 use crate::registry::summary::Summary;
 
@@ -209,12 +210,16 @@ impl AgentSpec for ReferenceLoop {
     const ABOUT: &'static str = "The engine benchmark's reference loop: plan → act → reflect, N iterations, a 400-character message per node.";
     type Input = Input;
     type Flags = ReferenceFlags;
-    type Config = NoConfig;
+    type Settings = NoSettings;
     type State = LoopState;
     type Event = NoEvent;
 
-    fn input(flags: ReferenceFlags, _config: NoConfig, _data_dir: &Path) -> Result<Input> {
+    fn input(flags: ReferenceFlags, _settings: NoSettings, _data_dir: &Path) -> Result<Input> {
         Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log })
+    }
+
+    fn settings(_input: &Input) -> &NoSettings {
+        &NoSettings {}
     }
 
     /// An input sent whole (the server's API) may not name the call log:
@@ -243,8 +248,3 @@ impl AgentSpec for ReferenceLoop {
         match *event {}
     }
 }
-
-/// An agent with no table of its own in `agentloop.toml`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoConfig {}

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::coder::{self, CoderState, LoopConfig};
+use agentloop_agents::coder::{self, CoderSettings, CoderState};
 use agentloop_core::{ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::ScriptedModel;
 use agentloop_store::SqliteStore;
@@ -21,8 +21,8 @@ const TESTS: &str = "import unittest\nfrom calc import add\n\nclass T(unittest.T
 
 /// One change per CODE or FIX, written and tested: the paths below are
 /// the loop's own; the search over candidates has tests of its own.
-fn single() -> LoopConfig {
-    LoopConfig { candidates: 1, ..LoopConfig::default() }
+fn single() -> CoderSettings {
+    CoderSettings { candidates: 1, ..CoderSettings::default() }
 }
 
 /// What the scripted model answers, per phase, in order.
@@ -82,7 +82,7 @@ struct Run {
     asked: Vec<&'static str>,
 }
 
-async fn run(script: Script, config: LoopConfig) -> Run {
+async fn run(script: Script, config: CoderSettings) -> Run {
     run_with_tests(script, config, TESTS).await
 }
 
@@ -129,7 +129,7 @@ fn passing(phase: &str) -> Value {
     }
 }
 
-async fn run_with_tests(script: Script, config: LoopConfig, tests: &str) -> Run {
+async fn run_with_tests(script: Script, config: CoderSettings, tests: &str) -> Run {
     let (model, asked) = scripted(script);
     let (out, store, ws) = run_model(model, config, tests, None).await;
     let asked = asked.lock().unwrap().clone();
@@ -146,12 +146,12 @@ fn text_of(answer: Value) -> String {
 
 /// The coder on a fresh workspace (the broken `calc.py` and `tests`) with
 /// `model`; the sandbox keeps `home`'s secrets out when given.
-async fn run_model(model: ScriptedModel, config: LoopConfig, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
+async fn run_model(model: ScriptedModel, config: CoderSettings, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
     run_models(Models::new(Arc::new(model)), config, tests, home).await
 }
 
 /// `run_model` with a model per role.
-async fn run_models(models: Models, config: LoopConfig, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
+async fn run_models(models: Models, config: CoderSettings, tests: &str, home: Option<&std::path::Path>) -> (Outcome, Arc<dyn Store>, tempfile::TempDir) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
     std::fs::write(ws.path().join("test_calc.py"), tests).unwrap();
@@ -311,7 +311,7 @@ async fn too_many_replans_stop_the_session() {
     for content in [WRONG_TOO, "def add(a, b):\n    return 0\n"] {
         script = script.with("plan", plan()).with("code", change(content)).with("reflect", reflection("replan", 0.9));
     }
-    let r = run(script, LoopConfig { max_replans: 1, ..single() }).await;
+    let r = run(script, CoderSettings { max_replans: 1, ..single() }).await;
     assert_eq!(r.out.status, SessionStatus::Error);
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_replans"));
 }
@@ -323,7 +323,7 @@ async fn the_iteration_limit_ends_a_session_that_never_passes() {
         script = script.with("reflect", reflection("fix", 0.9)).with("fix", change(&format!("def add(a, b):\n    return {i}\n")));
     }
     script = script.with("reflect", reflection("fix", 0.9));
-    let r = run(script, LoopConfig { max_iterations: 3, ..single() }).await;
+    let r = run(script, CoderSettings { max_iterations: 3, ..single() }).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
     assert!(!state(&r).attempts.iter().any(|a| a.passed));
     assert_eq!(r.out.progress.iterations, 3);
@@ -533,7 +533,7 @@ async fn a_change_that_passes_no_more_tests_is_undone_and_a_failed_session_leave
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(WRONG_TOO))
         .with("reflect", reflection("fix", 0.8));
-    let r = run_with_tests(script, LoopConfig { max_iterations: 2, ..single() }, &two_tests).await;
+    let r = run_with_tests(script, CoderSettings { max_iterations: 2, ..single() }, &two_tests).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_iterations"), "{:?}", r.out);
     let s = state(&r);
     assert!(s.baseline.as_deref().unwrap().contains("Ran 2 tests"), "the tests ran before any change: {:?}", s.baseline);
@@ -589,7 +589,7 @@ async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
 /// TEST then observes the kept one on the real files.
 #[tokio::test]
 async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
-    let config = LoopConfig { candidates: 3, ..single() };
+    let config = CoderSettings { candidates: 3, ..single() };
     let r = run(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(FIXED)).with("review", accept()), config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the search stopped at the passing candidate");
@@ -615,7 +615,7 @@ async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
 #[tokio::test]
 async fn when_no_candidate_passes_the_one_passing_most_is_kept() {
     let two = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\nif __name__ == '__main__':\n    unittest.main()\n";
-    let config = LoopConfig { candidates: 2, max_iterations: 1, ..single() };
+    let config = CoderSettings { candidates: 2, max_iterations: 1, ..single() };
     let half = "def add(a, b):\n    return a * b + 0\n";
     let r = run_with_tests(
         Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(half)).with("reflect", reflection("fix", 0.9)),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, Rule, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
+use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState, Rule, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
@@ -171,11 +171,11 @@ impl Run {
     }
 }
 
-async fn run_with(script: Script, approve: ApproveMode, config: PlannerConfig, models_for: impl FnOnce(Models) -> Models) -> Run {
+async fn run_with(script: Script, approve: ApproveMode, config: PlannerSettings, models_for: impl FnOnce(Models) -> Models) -> Run {
     run_in(tempfile::tempdir().unwrap(), script, approve, config, models_for).await
 }
 
-async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, config: PlannerConfig, models_for: impl FnOnce(Models) -> Models) -> Run {
+async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, config: PlannerSettings, models_for: impl FnOnce(Models) -> Models) -> Run {
     let workspace = Workspace::new(root.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let goal = script.goal.unwrap_or("make some files");
@@ -191,7 +191,7 @@ async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, c
 }
 
 async fn run(script: Script, approve: ApproveMode) -> Run {
-    run_with(script, approve, PlannerConfig::default(), |m| m).await
+    run_with(script, approve, PlannerSettings::default(), |m| m).await
 }
 
 #[tokio::test]
@@ -280,7 +280,7 @@ async fn the_planner_chain_moves_to_the_next_model_after_n_rejects() {
     let bad = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["DELETE_FILE everything"])))).named("strong"));
     let good = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(plan(&["CREATE_DIR made_by_fallback"])))).named("fallback"));
     let chain: Arc<dyn ChatModel> = Arc::new(FallbackChain::new("planner-chain", vec![bad.clone() as Arc<dyn ChatModel>, good.clone()], 2).unwrap());
-    let r = run_with(Script::default(), ApproveMode::All, PlannerConfig::default(), |m| m.with_role(PLANNER_ROLE, chain)).await;
+    let r = run_with(Script::default(), ApproveMode::All, PlannerSettings::default(), |m| m.with_role(PLANNER_ROLE, chain)).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!((bad.calls(), good.calls()), (2, 1), "two rejects on the strong model, then the fallback");
     assert!(r.root.path().join("made_by_fallback").is_dir());
@@ -359,7 +359,7 @@ async fn a_truncating_redirect_never_reaches_the_root_and_a_failed_session_leave
         .with("plan", plan(&["RUN_COMMAND sed 's/OLD/NEW/g' notes.txt > notes.txt; echo done"]))
         .with("verify", not_met())
         .with("verify", not_met());
-    let r = run_in(root, script, ApproveMode::All, PlannerConfig { max_iterations: 2, ..PlannerConfig::default() }, |m| m).await;
+    let r = run_in(root, script, ApproveMode::All, PlannerSettings { max_iterations: 2, ..PlannerSettings::default() }, |m| m).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"));
     assert_eq!(r.file("notes.txt").unwrap(), original, "the root holds exactly what it held");
@@ -388,7 +388,7 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
         .with("plan", plan(&["CREATE_DIR done"]));
     let root = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
-    let r = run_in(root, script, ApproveMode::All, PlannerConfig::default(), |m| m).await;
+    let r = run_in(root, script, ApproveMode::All, PlannerSettings::default(), |m| m).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert!(!target.exists());
     let s = r.state();
@@ -404,7 +404,7 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 async fn the_fast_and_verifier_roles_can_be_different_models() {
     let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
     let judge = Arc::new(ScriptedModel::with(|req| Ok(ChatResponse::text(judge(req)))).named("judge"));
-    let r = run_with(Script::default().with("plan", plan(&["CREATE_DIR a"])), ApproveMode::All, PlannerConfig::default(), |m| {
+    let r = run_with(Script::default().with("plan", plan(&["CREATE_DIR a"])), ApproveMode::All, PlannerSettings::default(), |m| {
         m.with_role(FAST_ROLE, fast.clone()).with_role(VERIFY_ROLE, judge.clone())
     })
     .await;
@@ -476,7 +476,7 @@ async fn a_failed_check_sends_the_planner_back_with_what_is_missing() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("old.txt"), "stale").unwrap();
     let script = Script::default().goal("Delete old.txt.").with("plan", plan(&["RUN_COMMAND cat old.txt"])).with("plan", plan(&["RUN_COMMAND rm old.txt"]));
-    let r = run_in(root, script, ApproveMode::All, PlannerConfig::default(), |m| m).await;
+    let r = run_in(root, script, ApproveMode::All, PlannerSettings::default(), |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     assert!(!r.root.path().join("old.txt").exists());
     let s = r.state();
@@ -499,7 +499,7 @@ async fn an_unmet_goal_ends_unverified_when_the_plans_run_out_and_never_says_com
         .with("plan", plan(&["CREATE_DIR c"]))
         .with("verify", not_met())
         .with("verify", not_met());
-    let r = run_with(script, ApproveMode::All, PlannerConfig { max_iterations: 2, ..PlannerConfig::default() }, |m| m).await;
+    let r = run_with(script, ApproveMode::All, PlannerSettings { max_iterations: 2, ..PlannerSettings::default() }, |m| m).await;
     assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("unverified")), "{:?}", r.out);
     assert!(!agentloop_core::metrics::reached_goal(r.out.status, r.out.finish_reason.as_deref()));
     let s = r.state();
@@ -521,7 +521,7 @@ async fn a_plan_that_already_ran_without_meeting_the_goal_is_refused_when_offere
         .with("plan", plan(&["WRITE_FILE status.txt starting"]))
         .with("plan", plan(&["WRITE_FILE status.txt ready"]))
         .with("verify", json!({"evidence": "status.txt holds ready", "done": true}).to_string());
-    let r = run_with(script, ApproveMode::All, PlannerConfig::default(), |m| m).await;
+    let r = run_with(script, ApproveMode::All, PlannerSettings::default(), |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
     assert!(s.proposals[1].rejections.iter().any(|r| r.rule == Rule::AlreadyRan), "{:?}", s.proposals[1]);
@@ -537,7 +537,7 @@ async fn a_requirement_judged_not_done_sends_the_planner_back_with_what_was_seen
         .with("verify", json!({"evidence": "status.txt holds starting", "done": false}).to_string())
         .with("plan", plan(&["WRITE_FILE status.txt ready"]))
         .with("verify", json!({"evidence": "status.txt holds ready", "done": true}).to_string());
-    let r = run_with(script, ApproveMode::All, PlannerConfig::default(), |m| m).await;
+    let r = run_with(script, ApproveMode::All, PlannerSettings::default(), |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
     assert_eq!(s.checklist.iter().map(|i| i.requirement.as_str()).collect::<Vec<_>>(), vec!["status.txt holds the word ready"]);
@@ -564,7 +564,7 @@ async fn without_anyone_asked_an_items_failed_command_outranks_the_judges_and_no
         .with("plan", plan(&["WRITE_FILE status.txt ready"]))
         .with("verify", met())
         .with("verify", met());
-    let r = run_with(script, ApproveMode::All, PlannerConfig::default(), |m| m).await;
+    let r = run_with(script, ApproveMode::All, PlannerSettings::default(), |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
     let first = &s.verifications[0];
@@ -586,7 +586,7 @@ async fn without_anyone_asked_an_items_failed_command_outranks_the_judges_and_no
 async fn without_assists_a_plan_is_held_to_the_rules_alone_and_the_outcome_still_checked() {
     let goal = "Create a file hello.txt containing the text Hello, world!";
     let script = Script::default().goal(goal).with("plan", plan(&["CREATE_DIR stuff"])).with("plan", plan(&["WRITE_FILE hello.txt Hello, world!"]));
-    let r = run_with(script, ApproveMode::All, PlannerConfig { assist: false, ..PlannerConfig::default() }, |m| m).await;
+    let r = run_with(script, ApproveMode::All, PlannerSettings { assist: false, ..PlannerSettings::default() }, |m| m).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
     let s = r.state();
     assert!(s.proposals.iter().all(|p| p.valid()), "no goal-reading refusal: {:?}", s.proposals);
@@ -643,7 +643,7 @@ async fn a_path_the_plan_gives_inside_the_root_by_its_absolute_name_is_the_same_
     let write = format!("WRITE_FILE {absolute} hi");
     let command = format!("RUN_COMMAND cat {absolute}");
     let script = Script::default().with("plan", plan(&[write.as_str(), command.as_str()]));
-    let mut r = run_in(root, script, ApproveMode::Ask, PlannerConfig::default(), |m| m).await;
+    let mut r = run_in(root, script, ApproveMode::Ask, PlannerSettings::default(), |m| m).await;
     let q = r.out.pending.clone().expect("the outcome is offered").request;
     assert_eq!(q["outcome"]["changes"][0]["line"], "+ abs.txt", "{q}");
     let printed = q["outcome"]["outputs"][0].as_str().unwrap_or_default().to_string();
@@ -658,7 +658,7 @@ async fn an_approved_outcome_is_refused_whole_when_the_root_changed_since_its_tr
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("notes.txt"), "v1").unwrap();
     let script = Script::default().with("plan", plan(&["WRITE_FILE notes.txt v2", "WRITE_FILE more.txt more"])).with("plan", plan(&["WRITE_FILE other.txt x"]));
-    let mut r = run_in(root, script, ApproveMode::Ask, PlannerConfig::default(), |m| m).await;
+    let mut r = run_in(root, script, ApproveMode::Ask, PlannerSettings::default(), |m| m).await;
     assert!(r.out.pending.is_some(), "{:?}", r.out);
     std::fs::write(r.root.path().join("notes.txt"), "edited by hand").unwrap();
     r.answer(json!("yes")).await;

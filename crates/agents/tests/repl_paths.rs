@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use agentloop_agents::repl::{self, ReplConfig, ReplState};
+use agentloop_agents::repl::{self, ReplSettings, ReplState};
 use agentloop_core::{ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store, TokenSink};
 use agentloop_llm::ScriptedModel;
 use agentloop_store::SqliteStore;
@@ -31,7 +31,7 @@ fn verdict(complete: bool, next: &str) -> String {
 }
 
 /// Answers in order; REFLECT's requests (JSON schema attached) take from `verdicts`.
-async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplConfig) -> Run {
+async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplSettings) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (answers, verdicts) = (Arc::new(Mutex::new(VecDeque::from(answers))), Arc::new(Mutex::new(VecDeque::from(verdicts))));
     let model = Arc::new(ScriptedModel::with(move |req| {
@@ -62,7 +62,7 @@ const CHECK_385: &str = "```python\ntotal = 0\nfor i in range(11):\n    total +=
 
 #[tokio::test]
 async fn a_plain_text_answer_ends_without_running_code() {
-    let r = run(vec!["It is 385.".into()], vec![], ReplConfig::default()).await;
+    let r = run(vec!["It is 385.".into()], vec![], ReplSettings::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
     let s = r.state();
@@ -79,7 +79,7 @@ async fn a_plain_text_answer_ends_without_running_code() {
 #[tokio::test]
 async fn code_then_done_in_one_turn() {
     // The turn, then REFLECT's independent cross-check (which agrees).
-    let r = run(vec![SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(vec![SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     let s = r.state();
     assert_eq!(s.turn_count, 1);
@@ -101,7 +101,7 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
             CHECK_385.into(),
         ],
         vec![verdict(false, "print the sum of squares"), verdict(true, "")],
-        ReplConfig::default(),
+        ReplSettings::default(),
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
@@ -117,7 +117,7 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
 
 #[tokio::test]
 async fn max_turns_ends_the_loop() {
-    let config = ReplConfig { max_turns: 2, ..ReplConfig::default() };
+    let config = ReplSettings { max_turns: 2, ..ReplSettings::default() };
     let answers = ["```python\nx = 1\nprint(x)\n```", "```python\nprint(1)\n```", "```python\nx += 1\nprint(x)\n```", "```python\nprint(2)\n```"];
     let r = run(answers.map(String::from).to_vec(), vec![verdict(false, "more"), verdict(false, "more")], config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
@@ -131,7 +131,7 @@ async fn an_error_is_shown_to_the_model_and_recovered_from() {
         vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into(), CHECK_385.into()],
         // The failed turn is judged without the model: only the second asks it.
         vec![verdict(true, "")],
-        ReplConfig::default(),
+        ReplSettings::default(),
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
@@ -151,7 +151,7 @@ async fn a_turn_that_prints_nothing_is_not_complete_without_asking_the_model() {
     let r = run(
         vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into(), CHECK_385.into()],
         vec![verdict(true, "")],
-        ReplConfig::default(),
+        ReplSettings::default(),
     )
     .await;
     let s = r.state();
@@ -164,7 +164,7 @@ async fn a_turn_that_prints_nothing_is_not_complete_without_asking_the_model() {
 
 #[tokio::test]
 async fn reflection_off_answers_in_one_turn() {
-    let config = ReplConfig { reflect: false, ..ReplConfig::default() };
+    let config = ReplSettings { reflect: false, ..ReplSettings::default() };
     let r = run(vec![SUM.into()], vec![], config).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("single_turn"));
     assert_eq!(r.requests.len(), 1, "no REFLECT call");
@@ -187,7 +187,7 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
         // The turn (285), two checks that outvote it (385), the next turn, its check.
         vec!["```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(), CHECK_385.into(), CHECK_385.into(), SUM.into(), CHECK_385.into()],
         vec![verdict(true, "")],
-        ReplConfig::default(),
+        ReplSettings::default(),
     )
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
@@ -217,7 +217,7 @@ async fn the_cross_check_cannot_touch_the_session_namespace() {
             "```python\nprint(7)\n```".into(),
         ],
         vec![verdict(false, "print keep"), verdict(true, "")],
-        ReplConfig { max_turns: 2, ..ReplConfig::default() },
+        ReplSettings { max_turns: 2, ..ReplSettings::default() },
     )
     .await;
     // Turn 2 prints 7: the check's `keep = 0` went to its own namespace.
@@ -227,7 +227,7 @@ async fn the_cross_check_cannot_touch_the_session_namespace() {
 #[tokio::test]
 async fn a_second_check_that_sides_with_the_turn_confirms_it() {
     let wrong_check = "```python\nprint(sum(range(11)))\n```";
-    let r = run(vec![SUM.into(), wrong_check.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(vec![SUM.into(), wrong_check.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "two of three programs agree, so the judge decides: {:?}", s.verdicts);
@@ -238,7 +238,7 @@ async fn one_contradicting_program_alone_does_not_overrule_the_turn() {
     // The turn (385); one check prints 55, the four others fail: the judge decides.
     let failing = "```python\nprint(undefined_name)\n```";
     let replies = vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), failing.into(), failing.into(), failing.into(), failing.into()];
-    let r = run(replies, vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(replies, vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "{:?}", s.verdicts);
@@ -258,7 +258,7 @@ async fn failed_programs_are_not_votes_so_two_that_ran_later_still_overrule() {
         SUM.into(),
         CHECK_385.into(),
     ];
-    let r = run(replies, vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(replies, vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("printed 385"), "{:?}", s.verdicts);
     assert_eq!((s.turn_count, s.answer().as_str()), (2, "385"));
@@ -267,7 +267,7 @@ async fn failed_programs_are_not_votes_so_two_that_ran_later_still_overrule() {
 #[tokio::test]
 async fn programs_that_also_disagree_with_each_other_do_not_overrule_the_turn() {
     let check = |n: u32| format!("```python\nprint({n} + 0)\n```");
-    let r = run(vec![SUM.into(), check(11), check(12), check(13)], vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(vec![SUM.into(), check(11), check(12), check(13)], vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "no answer reached two votes, so the judge decided: {:?}", s.verdicts);
@@ -276,7 +276,7 @@ async fn programs_that_also_disagree_with_each_other_do_not_overrule_the_turn() 
 
 #[tokio::test]
 async fn a_turn_that_only_prints_a_number_it_was_given_is_not_complete() {
-    let r = run(vec!["```python\nprint(385)\n```".into(), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplConfig::default()).await;
+    let r = run(vec!["```python\nprint(385)\n```".into(), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("computes nothing"), "{:?}", s.verdicts);
@@ -287,7 +287,7 @@ async fn a_turn_that_only_prints_a_number_it_was_given_is_not_complete() {
 async fn with_candidates_the_value_most_programs_print_is_the_answer_and_no_judge_is_asked() {
     // The turn prints 285; two independent samples print 385: 385 wins 2 to 1.
     let wrong = "```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```";
-    let r = run(vec![wrong.into(), CHECK_385.into(), SUM.into()], vec![], ReplConfig { candidates: 3, ..ReplConfig::default() }).await;
+    let r = run(vec![wrong.into(), CHECK_385.into(), SUM.into()], vec![], ReplSettings { candidates: 3, ..ReplSettings::default() }).await;
     assert_eq!((r.out.status, r.out.finish_reason.as_deref()), (SessionStatus::Completed, Some("agreed")), "{:?}", r.out);
     let s = r.state();
     assert_eq!(s.answer(), "385");
@@ -303,7 +303,7 @@ async fn with_candidates_that_all_disagree_the_repl_says_so_and_shows_them() {
     let r = run(
         vec![SUM.into(), "```python\nprint(sum(range(11)))\n```".into(), "```python\nprint(10 ** 2)\n```".into()],
         vec![],
-        ReplConfig { candidates: 3, ..ReplConfig::default() },
+        ReplSettings { candidates: 3, ..ReplSettings::default() },
     )
     .await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("no_agreement"), "{:?}", r.out);
@@ -314,7 +314,7 @@ async fn with_candidates_that_all_disagree_the_repl_says_so_and_shows_them() {
 #[tokio::test]
 async fn with_candidates_a_failed_turn_goes_round_again_before_any_vote() {
     let failing = "```python\nprint(undefined_name)\n```";
-    let r = run(vec![failing.into(), SUM.into(), CHECK_385.into(), CHECK_385.into()], vec![], ReplConfig { candidates: 3, ..ReplConfig::default() }).await;
+    let r = run(vec![failing.into(), SUM.into(), CHECK_385.into(), CHECK_385.into()], vec![], ReplSettings { candidates: 3, ..ReplSettings::default() }).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (2, "385"), "{:?}", r.out);
     assert!(r.requests[1].messages.last().unwrap().content.contains("NameError"), "the error reached the next turn");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_agents::research::{self, CorpusTerms, ResearchConfig, ResearchEvent, ResearchState, Search, StopReason, SubQueryStatus};
+use agentloop_agents::research::{self, CorpusTerms, ResearchEvent, ResearchSettings, ResearchState, Search, StopReason, SubQueryStatus};
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Effect, Models, Outcome, Runner, SessionStatus, StartOptions, Store, Tool, Tools};
 use agentloop_llm::catalog::{default_data_dir, models_dir};
 use agentloop_llm::ScriptedModel;
@@ -175,7 +175,7 @@ fn runner(corpus: &Arc<Corpus>, embedder: &Arc<Embedder>, model: Arc<dyn ChatMod
     (Runner::new(research::graph().unwrap(), store.clone()).models(Models::new(model)).tools(tools), counted)
 }
 
-async fn run(question: &str, config: ResearchConfig, model: Arc<ScriptedModel>) -> Run {
+async fn run(question: &str, config: ResearchSettings, model: Arc<ScriptedModel>) -> Run {
     let (corpus, embedder, _dir) = corpus();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let (runner, counted) = runner(&corpus, &embedder, model.clone(), &store);
@@ -189,7 +189,7 @@ const QUESTION: &str = "Who is the father of the person whose hobby is sailing?"
 
 #[tokio::test]
 async fn a_two_hop_question_is_answered_in_dependency_order_with_checked_citations() {
-    let r = run(QUESTION, ResearchConfig::default(), scripted(|_, _, _| None)).await;
+    let r = run(QUESTION, ResearchSettings::default(), scripted(|_, _, _| None)).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
     let s = r.state();
@@ -242,7 +242,7 @@ async fn a_dependency_answered_with_several_items_is_followed_up_once_per_item()
         }
         _ => None,
     });
-    let r = run(QUESTION, ResearchConfig { reflection: false, ..ResearchConfig::default() }, model).await;
+    let r = run(QUESTION, ResearchSettings { reflection: false, ..ResearchSettings::default() }, model).await;
     let s = r.state();
     assert_eq!(s.sub_queries[0].items, ["Mara Quill", "Ennis Vale"], "an item no passage states is dropped");
     assert_eq!(r.searches, ["Whose hobby is sailing?", "Who is the father of Mara Quill?", "Who is the father of Ennis Vale?"]);
@@ -260,7 +260,7 @@ async fn a_dependency_answered_with_several_items_is_followed_up_once_per_item()
 #[tokio::test]
 async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_again() {
     let model = scripted(|k, req, n| (k == "synthesize" && n == 0).then(|| format!("Her father is Tobin Quill [{}] [42].", number_of(req, "Mara Quill"))));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let synth = r.requests("synthesize");
     assert_eq!(synth.len(), 2, "asked again once");
     assert!(user(&synth[1]).contains("You cited [42], which is not in the list: only [1]"), "{}", user(&synth[1]));
@@ -270,7 +270,7 @@ async fn an_answer_citing_outside_the_retrieved_passages_is_refused_and_asked_ag
 
     // Still outside after the repair: the marker is removed, never shown.
     let stubborn = scripted(|k, _, _| (k == "synthesize").then(|| "Her father is Tobin Quill [42].".to_string()));
-    let r = run(QUESTION, ResearchConfig { reflection: false, ..ResearchConfig::default() }, stubborn).await;
+    let r = run(QUESTION, ResearchSettings { reflection: false, ..ResearchSettings::default() }, stubborn).await;
     let shown = r.state().answer().unwrap().clone();
     assert_eq!(shown.answer, "Her father is Tobin Quill.");
     assert_eq!(shown.scores.faithfulness, Some(0.0), "an uncited claim is unsupported");
@@ -284,14 +284,14 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
         format!("[{m}] Mara Quill: Mara Quill is a carpenter from Ostrava Bay. Her hobby is sailing.")
     };
     let model = scripted(move |k, req, n| (k == "synthesize" && n == 0).then(|| copy(req)));
-    let r = run(QUESTION, ResearchConfig::default().baseline(), model).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), model).await;
     let synth = r.requests("synthesize");
     assert_eq!(synth.len(), 2, "asked again once");
     assert!(user(&synth[1]).contains("That copies the passages out"), "{}", user(&synth[1]));
     assert!(r.state().drafts[0].answer.starts_with("Mara Quill's hobby is sailing ["), "the second answer is used");
 
     let stubborn = scripted(move |k, req, _| (k == "synthesize").then(|| copy(req)));
-    let r = run(QUESTION, ResearchConfig::default().baseline(), stubborn).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), stubborn).await;
     let s = r.state();
     let m = s.evidence.passages.iter().position(|p| p.title == "Mara Quill").unwrap() + 1;
     assert_eq!(s.answer().unwrap().answer, format!("The passages answer “{QUESTION}” with Mara Quill [{m}]."), "the findings, each with its citations");
@@ -299,7 +299,7 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
 
     // An answer that cites nothing cannot be checked: asked again the same way.
     let uncited = scripted(|k, _, n| (k == "synthesize" && n == 0).then(|| "Her father is Tobin Quill.".to_string()));
-    let r = run(QUESTION, ResearchConfig::default().baseline(), uncited).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), uncited).await;
     let synth = r.requests("synthesize");
     assert!(user(&synth[1]).contains("That cites no passage"), "{}", user(&synth[1]));
     assert!(r.state().drafts[0].answer.starts_with("Mara Quill's hobby is sailing ["));
@@ -308,7 +308,7 @@ async fn an_answer_that_copies_its_passages_out_or_cites_none_is_asked_for_again
 #[tokio::test]
 async fn an_answer_that_does_not_give_what_the_question_asks_for_is_not_a_checked_one() {
     let model = scripted(|k, _, _| (k == "answer_kind").then(|| json!({"kind": "place"}).to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let s = r.state();
     let first = &s.drafts[0];
     assert_eq!(first.scores.faithfulness, Some(1.0), "every claim rests on its passage");
@@ -334,14 +334,14 @@ fn from_the_wrong_person() -> Arc<ScriptedModel> {
 
 #[tokio::test]
 async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_checked_one() {
-    let r = run(QUESTION, ResearchConfig::default().baseline(), from_the_wrong_person()).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), from_the_wrong_person()).await;
     let s = r.state();
     assert_eq!(s.answer().unwrap().scores.faithfulness, Some(1.0), "the judge passed it");
     assert_eq!(s.asked_terms, ["father", "hobbi", "sail"], "the question's terms the corpus holds");
     assert_eq!(s.unmentioned(s.answer().unwrap()), ["father", "hobby", "sailing"]);
     assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "never `answered`");
 
-    let r = run(QUESTION, ResearchConfig::default().baseline(), scripted(|_, _, _| None)).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), scripted(|_, _, _| None)).await;
     let s = r.state();
     assert!(s.unmentioned(s.answer().unwrap()).is_empty(), "Mara Quill's passage names the father, the hobby and sailing");
     assert_eq!(r.out.finish_reason.as_deref(), Some("answered"));
@@ -349,7 +349,7 @@ async fn an_answer_whose_sources_never_touch_what_the_question_names_is_not_a_ch
 
 #[tokio::test]
 async fn reflection_sees_the_question_words_a_draft_s_sources_leave_out_and_refines_it() {
-    let r = run(QUESTION, ResearchConfig::default(), from_the_wrong_person()).await;
+    let r = run(QUESTION, ResearchSettings::default(), from_the_wrong_person()).await;
     let s = r.state();
     let first = &s.drafts[0];
     assert!(first.gaps.iter().any(|g| g.detail == "the cited passages never mention “father”, “hobby”, “sailing” from the question"), "{:?}", first.gaps);
@@ -370,7 +370,7 @@ async fn a_claim_the_judge_passes_on_a_sentence_stating_another_relation_is_not_
         "judge" => Some(json!({"quotes": ["Her father is Tobin Quill."], "supported": true, "confidence": 0.9, "supportingCitations": [1]}).to_string()),
         _ => None,
     });
-    let r = run("Who is the father of the person whose hobby is chess?", ResearchConfig::default().baseline(), model).await;
+    let r = run("Who is the father of the person whose hobby is chess?", ResearchSettings::default().baseline(), model).await;
     let s = r.state();
     let claim = &s.answer().unwrap().claims[0];
     assert_eq!(claim.supported, Some(false), "voted supported, but the quote does not carry the question's words");
@@ -384,7 +384,7 @@ async fn with_nothing_found_the_agent_abstains_instead_of_guessing() {
         "coverage" => Some(json!({"aspects": [{"description": "who", "answered": false, "confidence": 0.0}], "suggestedRetrievals": []}).to_string()),
         _ => None,
     });
-    let r = run("Which ship did Ennis Vale captain?", ResearchConfig::default(), model).await;
+    let r = run("Which ship did Ennis Vale captain?", ResearchSettings::default(), model).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("abstained"));
     let s = r.state();
     assert!(s.abstained);
@@ -400,7 +400,7 @@ async fn a_worse_refinement_is_not_kept_and_ends_the_loop() {
         ("judge", _) if user(req).contains("sails boats") => Some(judged(req, false)),
         _ => None,
     });
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let s = r.state();
     assert_eq!(s.drafts.len(), 2);
     assert_eq!(s.best, 0, "the first draft stays the answer");
@@ -412,11 +412,11 @@ async fn a_worse_refinement_is_not_kept_and_ends_the_loop() {
 #[tokio::test]
 async fn the_pass_limit_ends_reflection_and_the_loops_off_baseline_has_none() {
     let model = scripted(|k, _, _| (k == "critique").then(|| critique(0.4)));
-    let r = run(QUESTION, ResearchConfig { max_reflections: 1, ..ResearchConfig::default() }, model).await;
+    let r = run(QUESTION, ResearchSettings { max_reflections: 1, ..ResearchSettings::default() }, model).await;
     assert_eq!(r.state().stopped, Some(StopReason::MaxIterations));
     assert!(r.requests("refine").is_empty());
 
-    let r = run(QUESTION, ResearchConfig::default().baseline(), scripted(|_, _, _| None)).await;
+    let r = run(QUESTION, ResearchSettings::default().baseline(), scripted(|_, _, _| None)).await;
     assert!(r.requests("decompose").is_empty() && r.requests("coverage").is_empty() && r.requests("critique").is_empty());
     assert_eq!(r.searches, [QUESTION], "one retrieval, the question as asked");
 }
@@ -431,7 +431,7 @@ async fn gap_filling_searches_what_is_missing_once_and_never_repeats_a_search() 
         _ => None,
     }
     });
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     assert_eq!(
         r.searches,
         ["Whose hobby is sailing?", "sailing hobby carpenter", "Who is the father of Mara Quill?"],
@@ -445,7 +445,7 @@ async fn gap_filling_searches_what_is_missing_once_and_never_repeats_a_search() 
 #[tokio::test]
 async fn a_tool_call_budget_stops_the_session() {
     // The question's terms looked up, then one search.
-    let r = run(QUESTION, ResearchConfig { max_tool_calls: 2, ..ResearchConfig::default() }, scripted(|_, _, _| None)).await;
+    let r = run(QUESTION, ResearchSettings { max_tool_calls: 2, ..ResearchSettings::default() }, scripted(|_, _, _| None)).await;
     assert_eq!(r.out.status, SessionStatus::Terminated, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("budget"));
     assert_eq!(r.searches.len(), 1);
@@ -474,7 +474,7 @@ async fn a_session_killed_mid_retrieval_resumes_without_repeating_a_model_call_o
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let first = scripted(|_, _, _| None);
     let (runner1, counted1) = runner(&corpus, &embedder, Arc::new(HangsOnCoverage(first.clone())), &store);
-    let config = ResearchConfig::default();
+    let config = ResearchSettings::default();
     let handle = runner1.start(ResearchState::new(QUESTION, "people", config.clone()), StartOptions::new(research::termination(&config))).unwrap();
     let id = handle.id().to_string();
     let searched = AtomicUsize::new(0);
@@ -507,7 +507,7 @@ async fn a_decomposition_in_a_circle_is_asked_for_again_with_the_circle_named() 
       {"id": "q2", "text": "Who is that person's father?", "dependencies": ["q1"]}
     ], "isComplex": true}"#;
     let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| circle.to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let asked = r.requests("decompose");
     assert_eq!(asked.len(), 2);
     assert!(user(&asked[1]).contains("in a circle: q1 → q2 → q1"), "{}", user(&asked[1]));
@@ -520,7 +520,7 @@ async fn a_sub_question_whose_dependency_went_unanswered_is_not_searched_for() {
     let model = scripted(|k, req, _| {
         (k == "sub_answer" && user(req).contains("hobby is sailing")).then(|| json!({"answers": [], "citations": [], "found": false}).to_string())
     });
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     assert_eq!(r.searches, ["Whose hobby is sailing?"], "no search for the father of an unknown person");
     let s = r.state();
     assert!(s.sub_queries.iter().all(|w| w.status == SubQueryStatus::Unanswered));
@@ -534,7 +534,7 @@ async fn a_chain_whose_texts_do_not_name_the_earlier_answer_is_asked_for_once_mo
       {"id": "q2", "text": "Who is that person's father?", "dependencies": ["q1"]}
     ], "isComplex": true}"#;
     let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| unnamed.to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let asked = r.requests("decompose");
     assert_eq!(asked.len(), 2);
     assert!(user(&asked[1]).contains("q2 needs the answer of q1 but its text does not say where"), "{}", user(&asked[1]));
@@ -542,7 +542,7 @@ async fn a_chain_whose_texts_do_not_name_the_earlier_answer_is_asked_for_once_mo
 
     // Asked again and still not written out: the first one stands.
     let model = scripted(move |k, _, _| (k == "decompose").then(|| unnamed.to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     assert_eq!(r.requests("decompose").len(), 2);
     let d = r.state().decomposition.unwrap();
     assert_eq!(d.execution_plan, vec![vec!["q1"], vec!["q2"]]);
@@ -557,7 +557,7 @@ async fn a_chain_about_another_question_is_refused_and_then_the_question_is_aske
     ], "isComplex": true}"#;
     // Refused once, then a chain that starts from the question is used.
     let model = scripted(move |k, _, n| (k == "decompose" && n == 0).then(|| elsewhere.to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     let asked = r.requests("decompose");
     assert_eq!(asked.len(), 2);
     assert!(user(&asked[1]).contains("q1 (\"Who designed the first steam engine?\") shares no word with the question"), "{}", user(&asked[1]));
@@ -565,7 +565,7 @@ async fn a_chain_about_another_question_is_refused_and_then_the_question_is_aske
 
     // Refused twice: nothing of the other question is searched; the question is asked whole.
     let model = scripted(move |k, _, _| (k == "decompose").then(|| elsewhere.to_string()));
-    let r = run(QUESTION, ResearchConfig::default(), model).await;
+    let r = run(QUESTION, ResearchSettings::default(), model).await;
     assert_eq!(r.requests("decompose").len(), 2);
     assert!(!r.state().decomposition.unwrap().complex);
     assert_eq!(r.searches[0], QUESTION);

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::coder::{self, CoderEvent, CoderState, EditFormat, LoopConfig};
+use agentloop_agents::coder::{self, CoderEvent, CoderSettings, CoderState, EditFormat};
 use agentloop_agents::test_command;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::SqliteStore;
@@ -177,9 +177,9 @@ impl Changes {
 }
 
 /// The coder's limits for a bench run: the defaults, with the flags'.
-fn loop_config(args: &CoderArgs) -> LoopConfig {
-    let defaults = LoopConfig::default();
-    LoopConfig {
+fn loop_config(args: &CoderArgs) -> CoderSettings {
+    let defaults = CoderSettings::default();
+    CoderSettings {
         max_iterations: args.max_iterations,
         candidates: args.candidates.unwrap_or(defaults.candidates),
         edit_format: args.edit_format.unwrap_or(defaults.edit_format),
@@ -187,7 +187,7 @@ fn loop_config(args: &CoderArgs) -> LoopConfig {
     }
 }
 
-async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: LoopConfig) -> Result<Solved> {
+async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
     let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(300))?;

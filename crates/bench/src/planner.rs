@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerConfig, PlannerState, Trial};
+use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState, Trial};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
@@ -135,7 +135,7 @@ async fn run_goal(
     let workspace = Workspace::new(root)?;
     // The root as seeded, to replay each trial's patch on for the oracle.
     let seeded = ScratchCopy::of(&workspace)?;
-    let config = PlannerConfig { max_iterations, command_timeout_secs: 30, assist, ..PlannerConfig::default() };
+    let config = PlannerSettings { max_iterations, command_timeout: 30, assist, ..PlannerSettings::default() };
     let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentloop_agents::repl::{self, ReplConfig, ReplState};
+use agentloop_agents::repl::{self, ReplSettings, ReplState};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{Context, Result};
@@ -68,8 +68,8 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let mut served = Served::default();
     for (i, q) in questions.question.iter().enumerate() {
         bar.set_message(harness::label(&q.prompt));
-        let reflect_config = ReplConfig { max_turns: args.max_turns, candidates: args.candidates.max(1), ..ReplConfig::default() };
-        let single_config = ReplConfig { max_turns: 1, reflect: false, ..ReplConfig::default() };
+        let reflect_config = ReplSettings { max_turns: args.max_turns, candidates: args.candidates.max(1), ..ReplSettings::default() };
+        let single_config = ReplSettings { max_turns: 1, reflect: false, ..ReplSettings::default() };
         let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), config, &models, store.clone()).await?;
         let without = answer(q, &single_config, &scratch.join(format!("q{i:02}-single")), config, &models, store.clone()).await?;
         right_reflect += u32::from(with.correct);
@@ -119,7 +119,7 @@ struct Answered {
     finish_reason: Option<String>,
 }
 
-async fn answer(q: &Question, config: &ReplConfig, folder: &std::path::Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>) -> Result<Answered> {
+async fn answer(q: &Question, config: &ReplSettings, folder: &std::path::Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>) -> Result<Answered> {
     std::fs::create_dir_all(folder)?;
     let python = repl::python(env.sandbox(folder)?, config);
     let runner = repl::runner(python, models.clone(), store.clone(), None)?;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentloop_agents::research::{self, ResearchConfig, ResearchState};
+use agentloop_agents::research::{self, ResearchSettings, ResearchState};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_llm::catalog::models_dir;
 use agentloop_retrieval::{bundled, Corpus, Embedder};
@@ -211,9 +211,9 @@ pub async fn run(env: &BenchEnv, args: ResearchArgs) -> Result<()> {
         for (mode, tally) in &mut tallies {
             bar.set_message(format!("{mode}: {}", harness::label(&q.question)));
             let config = match mode.as_str() {
-                "full" => ResearchConfig::default(),
-                "baseline" => ResearchConfig::default().baseline(),
-                "closed" => ResearchConfig { closed_book: true, ..ResearchConfig::default().baseline() },
+                "full" => ResearchSettings::default(),
+                "baseline" => ResearchSettings::default().baseline(),
+                "closed" => ResearchSettings { closed_book: true, ..ResearchSettings::default().baseline() },
                 other => bail!("unknown mode `{other}`: use full, baseline or closed"),
             };
             let a = answer(q, config, &corpus, &embedder, &models, &store, &args.suite, &vocabulary).await?;
@@ -280,7 +280,7 @@ struct Answered {
 #[allow(clippy::too_many_arguments)]
 async fn answer(
     q: &Question,
-    config: ResearchConfig,
+    config: ResearchSettings,
     corpus: &Arc<Corpus>,
     embedder: &Arc<Embedder>,
     models: &Models,

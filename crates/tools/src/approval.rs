@@ -9,8 +9,9 @@ use agentloop_core::Effect;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, agentloop_core::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(crate = "agentloop_core::schemars")]
 pub enum ApprovalPolicy {
     /// Run everything without asking.
     Never,
@@ -19,6 +20,16 @@ pub enum ApprovalPolicy {
     OnWrite,
     /// Ask before every tool call, reads included.
     Always,
+}
+
+impl std::fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Never => "never",
+            Self::OnWrite => "on-write",
+            Self::Always => "always",
+        })
+    }
 }
 
 impl FromStr for ApprovalPolicy {

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agentloop_core::{Error, JsonSchema, Result, Runner, Termination};
-use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+use agentloop_tools::{Approvals, Workspace};
 use serde::{Deserialize, Serialize};
 
 use super::events::CoderEvent;
-use super::state::{CoderState, EditFormat, LoopConfig};
+use super::state::{CoderSettings, CoderState};
 use crate::registry::env::AgentEnv;
 use crate::registry::spec::AgentSpec;
 use crate::registry::summary::{FileChange, Patch, Summary};
@@ -16,7 +16,7 @@ use crate::test_command;
 
 pub struct Coder;
 
-/// `agentloop run coder`.
+/// `agentloop run coder`: what to work on (the settings are `CoderSettings`).
 #[derive(clap::Args, Debug)]
 pub struct CoderFlags {
     /// The folder to work in; nothing outside it is read or written.
@@ -28,46 +28,6 @@ pub struct CoderFlags {
     /// The command that tests the work (default: detected from the workspace).
     #[arg(long)]
     pub test_cmd: Option<String>,
-    /// Iterations at most (default 5, or `[coder] max_iterations`).
-    #[arg(long)]
-    pub max_iterations: Option<u32>,
-    /// Replans at most (default 2).
-    #[arg(long)]
-    pub max_replans: Option<u32>,
-    /// Abort when a reflection is less confident than this, 0 to 1 (default 0.3).
-    #[arg(long)]
-    pub confidence_threshold: Option<f64>,
-    /// Let the agent rewrite existing test files (by default it may only
-    /// change the code the tests check).
-    #[arg(long)]
-    pub edit_tests: bool,
-    /// Ask before tools that write or execute: never, on-write (default), always.
-    #[arg(long)]
-    pub approval: Option<String>,
-    /// Seconds a command (the tests included) may run before it is killed (default 300).
-    #[arg(long)]
-    pub command_timeout: Option<u64>,
-    /// Changes to try against the tests in scratch copies per CODE or FIX,
-    /// the best written to the workspace (default 3; 1: one change, written and tested).
-    #[arg(long)]
-    pub candidates: Option<u32>,
-    /// How a change gives an existing file: whole (default) or hunks
-    /// (search/replace blocks).
-    #[arg(long, value_enum)]
-    pub edit_format: Option<EditFormat>,
-}
-
-/// `[coder]` in agentloop.toml.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CoderConfig {
-    pub max_iterations: Option<u32>,
-    pub max_replans: Option<u32>,
-    pub confidence_threshold: Option<f64>,
-    pub approval: Option<String>,
-    pub command_timeout: Option<u64>,
-    pub candidates: Option<u32>,
-    pub edit_format: Option<EditFormat>,
 }
 
 /// What a coder session is started with.
@@ -80,42 +40,8 @@ pub struct CoderInput {
     /// The command whose passing means the task is done.
     #[serde(default)]
     pub test_command: String,
-    #[serde(default)]
-    pub max_iterations: u32,
-    #[serde(default)]
-    pub max_replans: u32,
-    #[serde(default)]
-    pub confidence_threshold: f64,
-    #[serde(default)]
-    pub edit_tests: bool,
-    /// never, on-write (the default) or always.
-    #[serde(default)]
-    pub approval: String,
-    /// Seconds a command may run before it is killed.
-    #[serde(default)]
-    pub command_timeout_secs: u64,
-    /// Changes tried against the tests in scratch copies per CODE or FIX (0: the default, 3).
-    #[serde(default)]
-    pub candidates: u32,
-    /// How a change gives an existing file: whole (the default) or hunks.
-    #[serde(default)]
-    pub edit_format: EditFormat,
-}
-
-/// Seconds a test command may run unless configured.
-const DEFAULT_COMMAND_TIMEOUT: u64 = 300;
-
-impl CoderInput {
-    fn loop_config(&self) -> LoopConfig {
-        LoopConfig {
-            max_iterations: self.max_iterations,
-            max_replans: self.max_replans,
-            confidence_threshold: self.confidence_threshold,
-            edit_tests: self.edit_tests,
-            candidates: self.candidates.max(1),
-            edit_format: self.edit_format,
-        }
-    }
+    #[serde(flatten)]
+    pub settings: CoderSettings,
 }
 
 impl AgentSpec for Coder {
@@ -125,26 +51,17 @@ impl AgentSpec for Coder {
     const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = CoderInput;
     type Flags = CoderFlags;
-    type Config = CoderConfig;
+    type Settings = CoderSettings;
     type State = CoderState;
     type Event = CoderEvent;
 
-    fn input(flags: CoderFlags, config: CoderConfig, data_dir: &std::path::Path) -> Result<CoderInput> {
-        let defaults = LoopConfig::default();
-        let input = CoderInput {
-            workspace: flags.workspace,
-            task: flags.task,
-            test_command: flags.test_cmd.unwrap_or_default(),
-            max_iterations: flags.max_iterations.or(config.max_iterations).unwrap_or(defaults.max_iterations),
-            max_replans: flags.max_replans.or(config.max_replans).unwrap_or(defaults.max_replans),
-            confidence_threshold: flags.confidence_threshold.or(config.confidence_threshold).unwrap_or(defaults.confidence_threshold),
-            edit_tests: flags.edit_tests,
-            approval: flags.approval.or(config.approval).unwrap_or_default(),
-            command_timeout_secs: flags.command_timeout.or(config.command_timeout).unwrap_or(DEFAULT_COMMAND_TIMEOUT),
-            candidates: flags.candidates.or(config.candidates).unwrap_or(defaults.candidates),
-            edit_format: flags.edit_format.or(config.edit_format).unwrap_or(defaults.edit_format),
-        };
+    fn input(flags: CoderFlags, settings: CoderSettings, data_dir: &std::path::Path) -> Result<CoderInput> {
+        let input = CoderInput { workspace: flags.workspace, task: flags.task, test_command: flags.test_cmd.unwrap_or_default(), settings };
         Self::prepare(input, data_dir)
+    }
+
+    fn settings(input: &CoderInput) -> &CoderSettings {
+        &input.settings
     }
 
     fn prepare(mut input: CoderInput, _data_dir: &std::path::Path) -> Result<CoderInput> {
@@ -164,26 +81,6 @@ impl AgentSpec for Coder {
                 input.test_command
             )));
         }
-        if input.approval.trim().is_empty() {
-            input.approval = "on-write".into();
-        }
-        input.approval.parse::<ApprovalPolicy>().map_err(Error::other)?;
-        let defaults = LoopConfig::default();
-        if input.max_iterations == 0 {
-            input.max_iterations = defaults.max_iterations;
-        }
-        if input.max_replans == 0 {
-            input.max_replans = defaults.max_replans;
-        }
-        if input.confidence_threshold <= 0.0 {
-            input.confidence_threshold = defaults.confidence_threshold;
-        }
-        if input.command_timeout_secs == 0 {
-            input.command_timeout_secs = DEFAULT_COMMAND_TIMEOUT;
-        }
-        if input.candidates == 0 {
-            input.candidates = LoopConfig::default().candidates;
-        }
         Ok(input)
     }
 
@@ -194,13 +91,13 @@ impl AgentSpec for Coder {
     fn runner(env: &AgentEnv, input: &CoderInput) -> Result<Runner<CoderState>> {
         let workspace = Workspace::new(&input.workspace)?;
         let sandbox = env.sandbox(workspace.root())?;
-        super::runner(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.command_timeout_secs))
+        super::runner(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout))
     }
 
     fn initial(input: &CoderInput) -> Result<(CoderState, Termination)> {
         let workspace = Workspace::new(&input.workspace)?;
-        let policy: ApprovalPolicy = input.approval.parse().map_err(Error::other)?;
-        let config = input.loop_config();
+        let policy = input.settings.approval;
+        let config = input.settings.clone();
         let termination = super::termination(&config);
         Ok((CoderState::new(&workspace, &input.task, &input.test_command, config, Approvals::new(policy)), termination))
     }

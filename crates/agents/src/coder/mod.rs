@@ -39,10 +39,10 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
 use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
-pub use agent::{Coder, CoderConfig, CoderFlags, CoderInput};
+pub use agent::{Coder, CoderFlags, CoderInput};
 pub use change::{grammar as change_grammar, read as read_change};
 pub use events::CoderEvent;
-pub use state::{Attempt, CoderState, EditFormat, LoopConfig, Recommendation, Reflection, RootCause};
+pub use state::{Attempt, CoderSettings, CoderState, EditFormat, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";
 /// The role that plans, writes changes (CODE and FIX) and reflects on
@@ -90,6 +90,6 @@ pub fn runner(workspace: &Workspace, sandbox: &Sandbox, models: Models, store: A
 /// command after each different change is the loop working, not looping.
 /// The coder's own form of it — an edit identical to one already tried — is
 /// caught before the tests run and sent back to REFLECT.
-pub fn termination(config: &LoopConfig) -> Termination {
+pub fn termination(config: &CoderSettings) -> Termination {
     Termination::any_of([Termination::max_iterations(config.max_iterations), Termination::stuck(3)])
 }

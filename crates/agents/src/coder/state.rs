@@ -4,50 +4,54 @@
 use std::collections::BTreeMap;
 
 use agentloop_core::{Fields, JsonSchema, State};
-use agentloop_tools::{Approvals, Workspace};
+use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
 use serde::{Deserialize, Serialize};
 
-/// The loop's limits, all configurable.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LoopConfig {
-    pub max_iterations: u32,
-    pub max_replans: u32,
-    /// Abort when a reflection's confidence falls below this.
-    pub confidence_threshold: f64,
-    /// Let changes rewrite existing test files. Off by default: the tests
-    /// are the task's specification, and a model that cannot fix the code
-    /// will otherwise "fix" the tests.
-    #[serde(default)]
-    pub edit_tests: bool,
-    /// Changes CODE and FIX try against the tests in scratch copies before
-    /// the best one is written (1: the one change is written and tested).
-    #[serde(default = "one")]
-    pub candidates: u32,
-    /// How a change gives an existing file: whole, or as search/replace hunks.
-    #[serde(default)]
-    pub edit_format: EditFormat,
+use crate::registry::settings::{self, declare_settings};
+
+declare_settings! {
+    /// The coder's settings: flags of `run coder`, keys of `[coder]` in
+    /// agentloop.toml, fields of its JSON input.
+    pub struct CoderSettings {
+        /// Iterations at most.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        pub max_iterations: u32 = 5,
+        /// Replans at most.
+        #[arg(long)]
+        pub max_replans: u32 = 2,
+        /// Abort when a reflection is less confident than this, 0 to 1.
+        #[arg(long, value_parser = settings::fraction::<f64>)]
+        pub confidence_threshold: f64 = 0.3,
+        /// Let the agent rewrite existing test files. Off by default: the
+        /// tests are the task's specification, and a model that cannot fix
+        /// the code will otherwise "fix" the tests.
+        #[arg(long)]
+        pub edit_tests: bool = false,
+        /// Ask before tools that write or execute: never, on-write or always.
+        #[arg(long, value_parser = clap::value_parser!(ApprovalPolicy))]
+        pub approval: ApprovalPolicy = ApprovalPolicy::OnWrite,
+        /// Seconds a command (the tests included) may run before it is killed.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        #[serde(alias = "commandTimeoutSecs")]
+        pub command_timeout: u64 = 300,
+        /// Changes CODE and FIX try against the tests in scratch copies, the
+        /// best one written to the workspace (1: one change, written and tested).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        pub candidates: u32 = 3,
+        /// How a change gives an existing file: whole, or hunks (search/replace blocks).
+        #[arg(long, value_enum)]
+        pub edit_format: EditFormat = EditFormat::Whole,
+    }
 }
 
 /// How CODE and FIX write a change to an existing file (`change.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum EditFormat {
     /// The file's whole new content.
-    #[default]
     Whole,
     /// Search/replace hunks: runs of the file's lines and what replaces them.
     Hunks,
-}
-
-fn one() -> u32 {
-    1
-}
-
-impl Default for LoopConfig {
-    fn default() -> Self {
-        Self { max_iterations: 5, max_replans: 2, confidence_threshold: 0.3, edit_tests: false, candidates: 3, edit_format: EditFormat::Whole }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -137,7 +141,7 @@ pub struct CoderState {
     pub workspace: String,
     pub task: String,
     pub test_command: String,
-    pub config: LoopConfig,
+    pub config: CoderSettings,
     pub approvals: Approvals,
     pub plan: Vec<String>,
     pub replans: u32,
@@ -174,7 +178,7 @@ impl State for CoderState {
 }
 
 impl CoderState {
-    pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: LoopConfig, approvals: Approvals) -> Self {
+    pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: CoderSettings, approvals: Approvals) -> Self {
         Self { workspace: workspace.root().display().to_string(), task: task.into(), test_command: test_command.into(), config, approvals, ..Self::default() }
     }
 

@@ -347,7 +347,7 @@ fn unescape(text: &str) -> String {
 }
 
 /// The shell RUN_COMMAND runs in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Shell {
     #[default]

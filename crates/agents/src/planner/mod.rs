@@ -47,7 +47,7 @@ use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::Shell;
 pub use action::{Action, Vars, VERBS};
-pub use agent::{Planner, PlannerFile, PlannerFlags, PlannerInput};
+pub use agent::{Planner, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
 pub use checklist::{CheckRun, Item, ItemVerdict, Judged};
 pub use events::{question as question_text, PlanProposed, PlannerEvent};
@@ -55,7 +55,7 @@ pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use rejection::{Context, Rejection, Rule};
-pub use state::{ApproveMode, PlannerConfig, PlannerState, Proposal, Restatement, StepRun};
+pub use state::{ApproveMode, PlannerSettings, PlannerState, Proposal, Restatement, StepRun};
 pub use trial::{Trial, TrialStep};
 pub use validate::validate;
 pub use verify::{Check, Verification};
@@ -116,6 +116,6 @@ pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dy
 /// `stuck` and `repetition` are left out: a refused plan is handled by the
 /// planner's own diagnose-and-retry, and the same `LIST_DIR` twice in a plan
 /// is not a loop.
-pub fn termination(config: &PlannerConfig) -> Termination {
+pub fn termination(config: &PlannerSettings) -> Termination {
     Termination::max_iterations(config.max_iterations)
 }

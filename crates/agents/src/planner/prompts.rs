@@ -263,7 +263,7 @@ mod tests {
     use super::*;
     use crate::planner::plan::read;
     use crate::planner::rejection::{Rejection, Rule};
-    use crate::planner::state::{ApproveMode, PlannerConfig, Proposal};
+    use crate::planner::state::{ApproveMode, PlannerSettings, Proposal};
 
     fn refused(actions: &str) -> Proposal {
         let raw = format!(
@@ -281,7 +281,7 @@ mod tests {
     }
 
     fn state(proposals: Vec<Proposal>) -> PlannerState {
-        let mut s = PlannerState::new("/r", "In a folder days, create day_001.txt and day_003.txt.", ApproveMode::All, PlannerConfig::default());
+        let mut s = PlannerState::new("/r", "In a folder days, create day_001.txt and day_003.txt.", ApproveMode::All, PlannerSettings::default());
         s.proposals = proposals;
         s
     }
@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn a_plan_refused_for_a_file_it_never_wrote_is_followed_by_an_example_that_writes_one() {
         let goal = "Archive logs and add a file logs/app.log with the line 'started'.";
-        let mut s = PlannerState::new("/nonexistent-root", goal, ApproveMode::All, PlannerConfig::default());
+        let mut s = PlannerState::new("/nonexistent-root", goal, ApproveMode::All, PlannerSettings::default());
         // The examples' answers: after the system message, turns 2, 4, …
         let examples = |r: &ChatRequest| r.messages[1..=2 * EXAMPLES_SHOWN].iter().skip(1).step_by(2).map(|m| m.content.clone()).collect::<Vec<_>>();
         let first = examples(&plan(&s));

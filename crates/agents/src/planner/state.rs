@@ -15,6 +15,7 @@ use super::plan::Plan;
 use super::rejection::{Rejection, Rule};
 use super::trial::Trial;
 use super::verify::{Outcome, Verification};
+use crate::registry::settings::declare_settings;
 
 /// How the user approves a verified outcome before it reaches the root.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -25,6 +26,15 @@ pub enum ApproveMode {
     /// Show the plan with its observed outcome and ask: apply, cancel, or what to change.
     #[default]
     Ask,
+}
+
+impl std::fmt::Display for ApproveMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::All => "all",
+            Self::Ask => "ask",
+        })
+    }
 }
 
 impl std::str::FromStr for ApproveMode {
@@ -41,37 +51,38 @@ impl std::str::FromStr for ApproveMode {
     }
 }
 
-/// The planner's settings, all configurable.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PlannerConfig {
-    /// Plans proposed at most (each is an iteration).
-    pub max_iterations: u32,
-    pub shell: Shell,
-    /// The agent's identity, given to the planner model.
-    pub name: String,
-    pub backstory: String,
-    /// Seconds a RUN_COMMAND may take.
-    pub command_timeout_secs: u64,
-    /// The assists on top of the rules: reading the goal's names and texts
-    /// into refusals and hints, mends, decoding held to the goal's paths,
-    /// and worked examples in the prompt. Off, a plan is held only to the
-    /// rules any plan must keep (and still verified against the goal).
-    pub assist: bool,
-}
-
-impl Default for PlannerConfig {
-    fn default() -> Self {
-        Self {
-            max_iterations: 8,
-            shell: Shell::Sh,
-            name: "agentloop planner".into(),
-            backstory:
-                "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder."
-                    .into(),
-            command_timeout_secs: 60,
-            assist: true,
-        }
+declare_settings! {
+    /// The planner's settings: flags of `run planner`, keys of `[planner]`
+    /// in agentloop.toml, fields of its JSON input.
+    pub struct PlannerSettings {
+        /// ask = show each verified outcome (tried in a copy of the root) and
+        /// ask before applying it; all = apply without asking.
+        #[arg(long, value_parser = clap::value_parser!(ApproveMode))]
+        pub approve: ApproveMode = ApproveMode::Ask,
+        /// Plans proposed at most (each is an iteration).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        pub max_iterations: u32 = 8,
+        /// The shell RUN_COMMAND runs in.
+        #[arg(long, value_enum)]
+        pub shell: Shell = Shell::Sh,
+        /// The agent's name, given to the planner model.
+        #[arg(long)]
+        pub name: String = "agentloop planner".to_string(),
+        /// The agent's backstory, given to the planner model.
+        #[arg(long)]
+        pub backstory: String =
+            "You turn a goal into a short plan of file and shell actions on the user's machine, and you never touch anything outside the root folder.".to_string(),
+        /// Seconds a RUN_COMMAND may run before it is killed.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        #[serde(alias = "commandTimeoutSecs")]
+        pub command_timeout: u64 = 60,
+        /// The assists on top of the rules: reading the goal's names and
+        /// texts into refusals and hints, mends, decoding held to the goal's
+        /// paths, and worked examples in the prompt. Off (`--no-assist`), a
+        /// plan is held only to the rules any plan must keep (and still
+        /// verified against the goal).
+        #[arg(long = "no-assist", action = clap::ArgAction::SetFalse)]
+        pub assist: bool = true,
     }
 }
 
@@ -161,7 +172,7 @@ pub struct PlannerState {
     pub root: String,
     pub goal: String,
     pub approve: ApproveMode,
-    pub config: PlannerConfig,
+    pub config: PlannerSettings,
     pub restatement: Option<Restatement>,
     pub proposals: Vec<Proposal>,
     /// Index of the proposal being tried, once one was valid.
@@ -230,7 +241,7 @@ impl State for PlannerState {
 }
 
 impl PlannerState {
-    pub fn new(root: impl Into<String>, goal: impl Into<String>, approve: ApproveMode, config: PlannerConfig) -> Self {
+    pub fn new(root: impl Into<String>, goal: impl Into<String>, approve: ApproveMode, config: PlannerSettings) -> Self {
         Self { root: root.into(), goal: goal.into(), approve, config, ..Self::default() }
     }
 

@@ -7,6 +7,7 @@
 //! object-safe [`Agent`], which speaks JSON at its edges.
 
 pub mod env;
+pub mod settings;
 pub mod spec;
 pub mod summary;
 

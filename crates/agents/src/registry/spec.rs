@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::env::AgentEnv;
+use super::settings::{self, Settings};
 use super::summary::Summary;
 
 /// An agent as the registry holds it. Implemented for every [`AgentSpec`].
@@ -87,21 +88,27 @@ pub trait AgentSpec: Send + Sync + 'static {
     const TITLE: Option<&'static str> = None;
     /// What starts a session; saved with it, so it also resumes it.
     type Input: Serialize + DeserializeOwned + JsonSchema;
-    /// The flags of `agentloop run NAME`.
+    /// The flags of `agentloop run NAME` that are not settings: what the
+    /// session works on (a folder, a task, a question).
     type Flags: Args + FromArgMatches;
-    /// The agent's `[NAME]` table in `agentloop.toml`.
-    type Config: DeserializeOwned + Default;
+    /// Its settings, declared once with `declare_settings!`: flags too, and
+    /// the keys of its `[NAME]` table in `agentloop.toml`.
+    type Settings: Settings;
     type State: State;
     type Event: EventKind;
 
-    /// The input from flags over the table over defaults. Checks that need
-    /// the machine (a folder exists, a command is installed) happen here,
-    /// before anything is stored. `data_dir` is where per-session folders go.
-    fn input(flags: Self::Flags, config: Self::Config, data_dir: &Path) -> Result<Self::Input>;
+    /// The input from the flags and the settings (already merged: flags
+    /// given over the table over defaults). Checks that need the machine (a
+    /// folder exists, a command is installed) happen here, before anything
+    /// is stored. `data_dir` is where per-session folders go.
+    fn input(flags: Self::Flags, settings: Self::Settings, data_dir: &Path) -> Result<Self::Input>;
+    /// The settings an input holds, so the registry can check an input
+    /// given whole as JSON against the flags' value parsers.
+    fn settings(input: &Self::Input) -> &Self::Settings;
     /// An input given whole as JSON (the server's new-session form) made
     /// ready as `input` makes one from flags: what it leaves out filled in
-    /// (numbers left at 0 take their defaults, a test command is detected,
-    /// a folder chosen) and checked against the machine.
+    /// (settings take their defaults, a test command is detected, a folder
+    /// chosen) and checked against the machine.
     fn prepare(input: Self::Input, _data_dir: &Path) -> Result<Self::Input> {
         Ok(input)
     }
@@ -163,7 +170,7 @@ impl<A: AgentSpec> Agent for Registered<A> {
     }
 
     fn flags(&self, command: clap::Command) -> clap::Command {
-        A::Flags::augment_args(command)
+        A::Settings::augment_args(A::Flags::augment_args(command))
     }
 
     fn converses(&self) -> bool {
@@ -175,16 +182,15 @@ impl<A: AgentSpec> Agent for Registered<A> {
     }
 
     fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &Path) -> Result<Value> {
+        let settings = settings::merged::<A::Settings>(A::NAME, flags, table)?;
         let flags = A::Flags::from_arg_matches(flags).map_err(|e| Error::other(e.to_string()))?;
-        let config = match table {
-            Some(t) => t.clone().try_into().map_err(|e| Error::other(format!("the [{}] table in agentloop.toml is not valid: {e}", A::NAME)))?,
-            None => A::Config::default(),
-        };
-        Ok(serde_json::to_value(A::input(flags, config, data_dir)?)?)
+        Ok(serde_json::to_value(A::input(flags, settings, data_dir)?)?)
     }
 
     fn prepare(&self, input: &Value, data_dir: &Path) -> Result<Value> {
-        Ok(serde_json::to_value(A::prepare(read_input::<A>(input, "the input")?, data_dir)?)?)
+        let typed = read_input::<A>(input, "the input")?;
+        settings::check(A::settings(&typed), &format!("the `{}` input", A::NAME))?;
+        Ok(serde_json::to_value(A::prepare(typed, data_dir)?)?)
     }
 
     fn input_schema(&self) -> Schema {

@@ -11,43 +11,23 @@ use agentloop_tools::Python;
 use serde::{Deserialize, Serialize};
 
 use super::events::ReplEvent;
-use super::state::{ReplConfig, ReplState};
+use super::state::{ReplSettings, ReplState};
 use crate::registry::env::AgentEnv;
 use crate::registry::spec::{start_session, AgentSpec, Conversation, Launch};
 use crate::registry::summary::Summary;
 
 pub struct Repl;
 
-/// `agentloop run repl` and `agentloop repl`.
+/// `agentloop run repl` and `agentloop repl`: the question and the folder
+/// (the settings are `ReplSettings`).
 #[derive(clap::Args, Debug)]
 pub struct ReplFlags {
     /// The question, in plain words (`run repl` needs it; at the prompt it is the first question).
     #[arg(long)]
     pub prompt: Option<String>,
-    /// Turns (generate → run → reflect) at most per question (default 5).
-    #[arg(long)]
-    pub max_turns: Option<u32>,
-    /// Answer in one turn without judging the result.
-    #[arg(long)]
-    pub no_reflect: bool,
-    /// Seconds one code block may run before it is interrupted (default 30).
-    #[arg(long)]
-    pub timeout: Option<u64>,
-    /// Programs that vote on the answer, the turn's and independent samples (default 1: a judge instead of a vote).
-    #[arg(long)]
-    pub candidates: Option<u32>,
     /// The Python session's folder (default: a new one under <data dir>/repl).
     #[arg(long)]
     pub folder: Option<PathBuf>,
-}
-
-/// `[repl]` in agentloop.toml.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplFile {
-    pub max_turns: Option<u32>,
-    pub timeout: Option<u64>,
-    pub candidates: Option<u32>,
 }
 
 /// A question asked earlier in the same conversation, and its answer.
@@ -66,33 +46,11 @@ pub struct ReplInput {
     /// The Python session's folder (a fresh one under the data dir when empty).
     #[serde(default)]
     pub folder: PathBuf,
-    #[serde(default = "default_turns")]
-    pub max_turns: u32,
-    #[serde(default = "default_reflect")]
-    pub reflect: bool,
-    /// Seconds one execution may run.
-    #[serde(default)]
-    pub timeout_secs: u64,
-    /// Programs that vote on the answer (0 or 1: a judge instead of a vote).
-    #[serde(default)]
-    pub candidates: u32,
+    #[serde(flatten)]
+    pub settings: ReplSettings,
     /// Earlier questions of the same conversation.
     #[serde(default)]
     pub earlier: Vec<Exchange>,
-}
-
-fn default_turns() -> u32 {
-    ReplConfig::default().max_turns
-}
-
-fn default_reflect() -> bool {
-    true
-}
-
-impl ReplInput {
-    fn config(&self) -> ReplConfig {
-        ReplConfig { max_turns: self.max_turns, reflect: self.reflect, timeout_secs: self.timeout_secs, candidates: self.candidates.max(1) }
-    }
 }
 
 impl AgentSpec for Repl {
@@ -102,22 +60,17 @@ impl AgentSpec for Repl {
     const CONVERSES: bool = true;
     type Input = ReplInput;
     type Flags = ReplFlags;
-    type Config = ReplFile;
+    type Settings = ReplSettings;
     type State = ReplState;
     type Event = ReplEvent;
 
-    fn input(flags: ReplFlags, file: ReplFile, data_dir: &Path) -> Result<ReplInput> {
-        let defaults = ReplConfig::default();
-        let input = ReplInput {
-            prompt: flags.prompt.unwrap_or_default(),
-            folder: flags.folder.unwrap_or_default(),
-            max_turns: flags.max_turns.or(file.max_turns).unwrap_or(defaults.max_turns),
-            reflect: !flags.no_reflect,
-            timeout_secs: flags.timeout.or(file.timeout).unwrap_or(defaults.timeout_secs),
-            candidates: flags.candidates.or(file.candidates).unwrap_or(defaults.candidates),
-            earlier: Vec::new(),
-        };
+    fn input(flags: ReplFlags, settings: ReplSettings, data_dir: &Path) -> Result<ReplInput> {
+        let input = ReplInput { prompt: flags.prompt.unwrap_or_default(), folder: flags.folder.unwrap_or_default(), settings, earlier: Vec::new() };
         Self::prepare(input, data_dir)
+    }
+
+    fn settings(input: &ReplInput) -> &ReplSettings {
+        &input.settings
     }
 
     /// A session with no folder of its own gets a fresh one under the data dir.
@@ -126,13 +79,6 @@ impl AgentSpec for Repl {
             input.folder = data_dir.join("repl").join(format!("{}-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S%3f"), std::process::id()));
         }
         std::fs::create_dir_all(&input.folder).map_err(|e| Error::other(format!("cannot create the session folder {} ({e})", input.folder.display())))?;
-        let defaults = ReplConfig::default();
-        if input.max_turns == 0 {
-            input.max_turns = defaults.max_turns;
-        }
-        if input.timeout_secs == 0 {
-            input.timeout_secs = defaults.timeout_secs;
-        }
         Ok(input)
     }
 
@@ -143,7 +89,7 @@ impl AgentSpec for Repl {
     /// The interpreter is new: the session's clean code history is replayed
     /// into it on its first execution.
     fn runner(env: &AgentEnv, input: &ReplInput) -> Result<Runner<ReplState>> {
-        let python = Arc::new(Python::new(env.sandbox(&input.folder)?, Duration::from_secs(input.timeout_secs)));
+        let python = Arc::new(Python::new(env.sandbox(&input.folder)?, Duration::from_secs(input.settings.timeout)));
         super::runner(python, env.models.clone(), env.store.clone(), env.tokens.clone())
     }
 
@@ -151,7 +97,7 @@ impl AgentSpec for Repl {
         if input.prompt.trim().is_empty() {
             return Err(Error::other("the repl needs a question: pass it with --prompt"));
         }
-        let config = input.config();
+        let config = input.settings.clone();
         let mut state = ReplState::new(&input.prompt, input.folder.display().to_string(), config.clone());
         for e in &input.earlier {
             state.messages.push(Message::user(e.question.clone()));
@@ -170,7 +116,7 @@ impl AgentSpec for Repl {
     }
 
     fn conversation(env: &AgentEnv, input: &ReplInput) -> Result<Option<Box<dyn Conversation>>> {
-        let python = super::python(env.sandbox(&input.folder)?, &input.config());
+        let python = super::python(env.sandbox(&input.folder)?, &input.settings);
         Ok(Some(Box::new(ReplConversation { input: input.clone(), python })))
     }
 }

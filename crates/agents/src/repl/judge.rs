@@ -117,12 +117,12 @@ mod tests {
 
     #[test]
     fn the_same_failing_code_again_is_called_out() {
-        use crate::repl::{ExecutionResult, ReplConfig};
+        use crate::repl::{ExecutionResult, ReplSettings};
         use agentloop_core::Message;
         let code = "import math\nprint(math.isprime(7))\n";
         let answer = format!("```python\n{code}```");
         let error = "AttributeError: module 'math' has no attribute 'isprime'".to_string();
-        let mut s = ReplState::new("Is 7 prime?", "/tmp", ReplConfig::default());
+        let mut s = ReplState::new("Is 7 prime?", "/tmp", ReplSettings::default());
         s.messages = vec![Message::user("Is 7 prime?"), Message::assistant(answer.clone()), Message::user("Execution results: …"), Message::assistant(answer)];
         s.code_blocks = vec![code.to_string()];
         s.execution_results = vec![ExecutionResult(error.clone(), true), ExecutionResult(error, true)];

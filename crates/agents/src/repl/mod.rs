@@ -32,11 +32,11 @@ use std::time::Duration;
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
 use agentloop_tools::{Python, Sandbox};
 
-pub use agent::{Exchange, Repl, ReplFile, ReplFlags, ReplInput};
+pub use agent::{Exchange, Repl, ReplFlags, ReplInput};
 
 pub use events::ReplEvent;
 pub use extract::code_blocks;
-pub use state::{ExecutionResult, ReplConfig, ReplState, Verdict, Vote};
+pub use state::{ExecutionResult, ReplSettings, ReplState, Verdict, Vote};
 
 pub const AGENT: &str = "repl";
 
@@ -76,8 +76,8 @@ pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {
 
 /// The Python tool for the sandbox's folder (share one across sessions to
 /// keep the namespace, as the interactive repl does).
-pub fn python(sandbox: Sandbox, config: &ReplConfig) -> Arc<Python> {
-    Arc::new(Python::new(sandbox, Duration::from_secs(config.timeout_secs)))
+pub fn python(sandbox: Sandbox, config: &ReplSettings) -> Arc<Python> {
+    Arc::new(Python::new(sandbox, Duration::from_secs(config.timeout)))
 }
 
 /// A runner for the repl with `models`, `store` and a Python session.
@@ -90,6 +90,6 @@ pub fn runner(python: Arc<Python>, models: Models, store: Arc<dyn Store>, sink: 
 /// At most `max_turns` turns; the graph itself ends there, this is the
 /// engine's backstop. A failed block is the loop's input, not a reason to
 /// pause, so `stuck` is left out.
-pub fn termination(config: &ReplConfig) -> Termination {
+pub fn termination(config: &ReplSettings) -> Termination {
     Termination::max_iterations(config.max_turns)
 }

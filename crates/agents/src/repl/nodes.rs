@@ -59,7 +59,7 @@ pub fn execute<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Re
     Box::pin(async move {
         let mut outputs = Vec::new();
         for (i, code) in s.code_blocks.clone().iter().enumerate() {
-            let out = step.tool("python", json!({"code": code, "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
+            let out = step.tool("python", json!({"code": code, "timeout_secs": s.config.timeout, "restore": s.history})).await?;
             let (text, failed) = render(&out);
             step.emit(ReplEvent::Output { turn: s.turn_count, block: i + 1, output: text.clone(), is_error: failed });
             if !failed {
@@ -155,7 +155,7 @@ pub(super) async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> R
     if code.trim().is_empty() {
         return Ok(None);
     }
-    let out = step.tool("python", json!({"code": prompts::isolated(&code), "timeout_secs": s.config.timeout_secs, "restore": s.history})).await?;
+    let out = step.tool("python", json!({"code": prompts::isolated(&code), "timeout_secs": s.config.timeout, "restore": s.history})).await?;
     let (text, failed) = render(&out);
     let check = judge::last_line(&text).to_string();
     let agrees = !failed && !check.is_empty() && judge::same_answer(answer, &check);

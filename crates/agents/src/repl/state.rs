@@ -9,23 +9,26 @@ use agentloop_core::{Fields, JsonSchema, Message, Role, State};
 use super::extract::code_blocks;
 use serde::{Deserialize, Serialize};
 
-/// The repl's settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ReplConfig {
-    pub max_turns: u32,
-    /// Seconds one code block may run before it is interrupted.
-    pub timeout_secs: u64,
-    /// Judge each turn's result; off, the repl answers in one turn.
-    pub reflect: bool,
-    /// Programs that vote on the answer (the turn's and independent
-    /// samples); above 1 the vote replaces the judge (`agree.rs`).
-    pub candidates: u32,
-}
+use crate::registry::settings::declare_settings;
 
-impl Default for ReplConfig {
-    fn default() -> Self {
-        Self { max_turns: 5, timeout_secs: 30, reflect: true, candidates: 1 }
+declare_settings! {
+    /// The repl's settings: flags of `run repl` and `repl`, keys of `[repl]`
+    /// in agentloop.toml, fields of its JSON input.
+    pub struct ReplSettings {
+        /// Turns (generate → run → reflect) at most per question.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        pub max_turns: u32 = 5,
+        /// Seconds one code block may run before it is interrupted.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        #[serde(alias = "timeoutSecs")]
+        pub timeout: u64 = 30,
+        /// Judge each turn's result; off (`--no-reflect`), the repl answers in one turn.
+        #[arg(long = "no-reflect", action = clap::ArgAction::SetFalse)]
+        pub reflect: bool = true,
+        /// Programs that vote on the answer, the turn's and independent
+        /// samples (1: a judge instead of a vote; `agree.rs`).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        pub candidates: u32 = 1,
     }
 }
 
@@ -72,7 +75,7 @@ pub struct ReplState {
     /// Every block's result, all turns, in order.
     pub execution_results: Vec<ExecutionResult>,
     pub turn_count: u32,
-    pub config: ReplConfig,
+    pub config: ReplSettings,
     /// The Python session's folder.
     pub folder: String,
     pub verdicts: Vec<Verdict>,
@@ -106,7 +109,7 @@ impl State for ReplState {
 }
 
 impl ReplState {
-    pub fn new(prompt: impl Into<String>, folder: impl Into<String>, config: ReplConfig) -> Self {
+    pub fn new(prompt: impl Into<String>, folder: impl Into<String>, config: ReplSettings) -> Self {
         Self { original_prompt: prompt.into(), folder: folder.into(), config, ..Self::default() }
     }
 

@@ -10,60 +10,23 @@ use agentloop_retrieval::{bundled, Corpus, Embedder};
 use serde::{Deserialize, Serialize};
 
 use super::events::ResearchEvent;
-use super::state::{ResearchConfig, ResearchState};
+use super::state::{ResearchSettings, ResearchState};
 use crate::registry::env::AgentEnv;
 use crate::registry::spec::AgentSpec;
 use crate::registry::summary::{Citation, Summary};
 
 pub struct Research;
 
-/// `agentloop run research`.
+/// `agentloop run research`: the question, and a switch for comparison
+/// (the settings are `ResearchSettings`).
 #[derive(clap::Args, Debug)]
 pub struct ResearchFlags {
     /// The question, in plain words.
     #[arg(long)]
     pub question: Option<String>,
-    /// The corpus to search (`agentloop corpus list`; default `wiki`).
-    #[arg(long)]
-    pub corpus: Option<String>,
     /// The loops off, for comparison: one retrieval, no decomposition, no reflection.
     #[arg(long)]
     pub baseline: bool,
-    /// No retrieval at all: the model answers from what it knows (uncited, never counted as checked).
-    #[arg(long)]
-    pub closed_book: bool,
-}
-
-/// `[research]` in agentloop.toml; each key also has the environment name
-/// in its comment, which wins over the file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResearchFile {
-    pub corpus: Option<String>,
-    /// REFLECTION_ENABLED
-    pub reflection: Option<bool>,
-    /// REFLECTION_MAX_ITERATIONS
-    pub max_reflections: Option<u32>,
-    /// REFLECTION_MIN_IMPROVEMENT
-    pub min_improvement: Option<f32>,
-    /// REFLECTION_QUALITY_TARGET
-    pub quality_target: Option<f32>,
-    /// REFLECTION_TIMEOUT_PER_ITERATION (seconds)
-    pub timeout_per_iteration: Option<u64>,
-    /// DECOMPOSITION_ENABLED
-    pub decomposition: Option<bool>,
-    /// DECOMPOSITION_MAX_SUB_QUERIES
-    pub max_sub_queries: Option<usize>,
-    /// ITERATIVE_RETRIEVAL_ENABLED
-    pub iterative_retrieval: Option<bool>,
-    /// ITERATIVE_RETRIEVAL_MAX_CYCLES
-    pub max_cycles: Option<u32>,
-    /// COVERAGE_THRESHOLD
-    pub coverage_threshold: Option<f32>,
-    pub passages_per_search: Option<usize>,
-    pub max_tokens: Option<u64>,
-    pub max_tool_calls: Option<u64>,
-    pub deadline: Option<u64>,
 }
 
 /// What a research session is started with.
@@ -71,63 +34,8 @@ pub struct ResearchFile {
 #[serde(rename_all = "camelCase")]
 pub struct ResearchInput {
     pub question: String,
-    /// The corpus to search.
-    #[serde(default = "default_corpus")]
-    pub corpus: String,
-    #[serde(default)]
-    pub config: ResearchConfig,
-}
-
-fn default_corpus() -> String {
-    super::DEFAULT_CORPUS.to_string()
-}
-
-/// `name`'s value in the environment, read as `T`; a value that does not
-/// read is an error naming it.
-fn env<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v.trim().parse().map(Some).map_err(|_| Error::other(format!("{name}={v} is not a valid value: fix or unset it"))),
-        _ => Ok(None),
-    }
-}
-
-/// `true`/`false`, also `1`/`0`, `yes`/`no`.
-fn env_bool(name: &str) -> Result<Option<bool>> {
-    match std::env::var(name).map(|v| v.trim().to_lowercase()) {
-        Ok(v) if ["true", "1", "yes", "on"].contains(&v.as_str()) => Ok(Some(true)),
-        Ok(v) if ["false", "0", "no", "off"].contains(&v.as_str()) => Ok(Some(false)),
-        Ok(v) if !v.is_empty() => Err(Error::other(format!("{name}={v} is not true or false: fix or unset it"))),
-        _ => Ok(None),
-    }
-}
-
-impl ResearchFile {
-    /// The settings: defaults, then the file, then the environment.
-    pub fn config(&self) -> Result<ResearchConfig> {
-        let mut c = ResearchConfig::default();
-        macro_rules! set {
-            ($field:ident, $file:expr, $env:expr) => {
-                if let Some(v) = $env.or($file) {
-                    c.$field = v;
-                }
-            };
-        }
-        set!(reflection, self.reflection, env_bool("REFLECTION_ENABLED")?);
-        set!(max_reflections, self.max_reflections, env("REFLECTION_MAX_ITERATIONS")?);
-        set!(min_improvement, self.min_improvement, env("REFLECTION_MIN_IMPROVEMENT")?);
-        set!(quality_target, self.quality_target, env("REFLECTION_QUALITY_TARGET")?);
-        set!(timeout_per_iteration_secs, self.timeout_per_iteration, env("REFLECTION_TIMEOUT_PER_ITERATION")?);
-        set!(decomposition, self.decomposition, env_bool("DECOMPOSITION_ENABLED")?);
-        set!(max_sub_queries, self.max_sub_queries, env("DECOMPOSITION_MAX_SUB_QUERIES")?);
-        set!(iterative_retrieval, self.iterative_retrieval, env_bool("ITERATIVE_RETRIEVAL_ENABLED")?);
-        set!(max_cycles, self.max_cycles, env("ITERATIVE_RETRIEVAL_MAX_CYCLES")?);
-        set!(coverage_threshold, self.coverage_threshold, env("COVERAGE_THRESHOLD")?);
-        set!(passages_per_search, self.passages_per_search, None);
-        set!(max_tokens, self.max_tokens, None);
-        set!(max_tool_calls, self.max_tool_calls, None);
-        set!(deadline_secs, self.deadline, None);
-        Ok(c)
-    }
+    #[serde(flatten)]
+    pub settings: ResearchSettings,
 }
 
 /// The sentence of `passage` that shares the most words with `claim`: what
@@ -152,19 +60,19 @@ impl AgentSpec for Research {
     const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = ResearchInput;
     type Flags = ResearchFlags;
-    type Config = ResearchFile;
+    type Settings = ResearchSettings;
     type State = ResearchState;
     type Event = ResearchEvent;
 
-    fn input(flags: ResearchFlags, file: ResearchFile, data_dir: &Path) -> Result<ResearchInput> {
-        let mut config = file.config()?;
+    fn input(flags: ResearchFlags, mut settings: ResearchSettings, data_dir: &Path) -> Result<ResearchInput> {
         if flags.baseline {
-            config = config.baseline();
+            settings = settings.baseline();
         }
-        config.closed_book = flags.closed_book;
-        let input =
-            ResearchInput { question: flags.question.unwrap_or_default(), corpus: flags.corpus.or(file.corpus.clone()).unwrap_or_else(default_corpus), config };
-        Self::prepare(input, data_dir)
+        Self::prepare(ResearchInput { question: flags.question.unwrap_or_default(), settings }, data_dir)
+    }
+
+    fn settings(input: &ResearchInput) -> &ResearchSettings {
+        &input.settings
     }
 
     fn prepare(input: ResearchInput, _data_dir: &Path) -> Result<ResearchInput> {
@@ -175,29 +83,29 @@ impl AgentSpec for Research {
     }
 
     fn intro(input: &ResearchInput) -> Vec<String> {
-        let c = &input.config;
+        let c = &input.settings;
         let mode = if c.closed_book {
             "closed book: no retrieval".to_string()
         } else if !c.decomposition && !c.iterative_retrieval && !c.reflection {
-            format!("corpus {}, loops off (baseline)", input.corpus)
+            format!("corpus {}, loops off (baseline)", input.settings.corpus)
         } else {
-            format!("corpus {}", input.corpus)
+            format!("corpus {}", input.settings.corpus)
         };
         vec![format!("Question: {}", input.question), mode]
     }
 
     fn runner(env: &AgentEnv, input: &ResearchInput) -> Result<Runner<ResearchState>> {
-        if input.config.closed_book {
+        if input.settings.closed_book {
             return Ok(Runner::new(super::graph()?, env.store.clone()).models(env.models.clone()));
         }
         let embedder = Embedder::installed(&models_dir(&env.data_dir)).map_err(|e| Error::other(e.to_string()))?;
-        let corpus = corpus(env, &input.corpus, &embedder).map_err(|e| Error::other(e.to_string()))?;
+        let corpus = corpus(env, &input.settings.corpus, &embedder).map_err(|e| Error::other(e.to_string()))?;
         super::runner(Arc::new(corpus), Arc::new(embedder), env.models.clone(), env.store.clone())
     }
 
     fn initial(input: &ResearchInput) -> Result<(ResearchState, Termination)> {
-        let state = ResearchState::new(input.question.clone(), input.corpus.clone(), input.config.clone());
-        Ok((state, super::termination(&input.config)))
+        let state = ResearchState::new(input.question.clone(), input.settings.corpus.clone(), input.settings.clone());
+        Ok((state, super::termination(&input.settings)))
     }
 
     fn summarize(state: &ResearchState, summary: &mut Summary) {

@@ -38,7 +38,7 @@ use std::time::Duration;
 use agentloop_core::{Budget, CompiledGraph, Graph, Models, Result, Runner, Store, Termination, Tools, END};
 use agentloop_retrieval::{Corpus, Embedder};
 
-pub use agent::{Research, ResearchFile, ResearchFlags, ResearchInput};
+pub use agent::{Research, ResearchFlags, ResearchInput};
 pub use coverage::{coverage as coverage_of, Aspect, CoverageAnswer, CoverageReport};
 pub use decompose::{execution_plan, resolved, Decomposition, DecompositionAnswer, QueryType, SubQuery};
 pub use events::ResearchEvent;
@@ -47,7 +47,7 @@ pub use nodes::{ClaimVerdict, SubAnswer, BRANCHES, FAITHFUL};
 pub use prompts::example_questions;
 pub use reflect::{AnswerFit, AnswerKind, Gap, GapKind, SelfCritique, StopReason};
 pub use search::{CorpusTerms, Search};
-pub use state::{Draft, ResearchConfig, ResearchState, SubQueryStatus, SubQueryWork};
+pub use state::{Draft, ResearchSettings, ResearchState, SubQueryStatus, SubQueryWork};
 
 use agentloop_llm::{Role, RoleDefault};
 
@@ -108,11 +108,11 @@ pub fn runner(corpus: Arc<Corpus>, embedder: Arc<Embedder>, models: Models, stor
 /// The limits users asked for: iterations enough for every phase, draft and
 /// pass; a per-iteration timeout; the token and tool-call budgets and the
 /// session deadline when set; the same tool call three times pauses.
-pub fn termination(config: &ResearchConfig) -> Termination {
+pub fn termination(config: &ResearchSettings) -> Termination {
     let iterations = 1 + config.max_sub_queries as u32 + 1 + 2 * config.max_reflections;
     let mut all = vec![
         Termination::max_iterations(iterations),
-        Termination::timeout(Duration::from_secs(config.timeout_per_iteration_secs.max(1))),
+        Termination::timeout(Duration::from_secs(config.timeout_per_iteration.max(1))),
         Termination::repetition(3),
     ];
     let budget = Budget {
@@ -123,8 +123,8 @@ pub fn termination(config: &ResearchConfig) -> Termination {
     if budget.tokens.is_some() || budget.tool_calls.is_some() {
         all.push(Termination::budget(budget));
     }
-    if config.deadline_secs > 0 {
-        all.push(Termination::deadline(Duration::from_secs(config.deadline_secs)));
+    if config.deadline > 0 {
+        all.push(Termination::deadline(Duration::from_secs(config.deadline)));
     }
     Termination::any_of(all)
 }

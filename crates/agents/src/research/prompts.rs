@@ -237,7 +237,7 @@ pub fn closed_book(question: &str) -> ChatRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::research::state::{ResearchConfig, SubQueryWork};
+    use crate::research::state::{ResearchSettings, SubQueryWork};
 
     fn passage(n: u32) -> Passage {
         Passage { id: n.to_string(), doc_id: n.to_string(), title: format!("Doc {n}"), text: format!("Text {n}."), start: 0, end: 7 }
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn every_findings_evidence_is_shown_before_any_second_citation() {
-        let mut s = ResearchState::new("q", "c", ResearchConfig::default());
+        let mut s = ResearchState::new("q", "c", ResearchSettings::default());
         s.evidence.passages = (1..=12).map(passage).collect();
         let work = |id: &str, citations: Vec<u32>, found: Vec<u32>| SubQueryWork { id: id.into(), citations, found, ..SubQueryWork::default() };
         s.sub_queries = vec![work("q1", vec![1, 2, 3, 4, 5, 6], vec![1, 2, 3, 4, 5, 6]), work("q2", vec![10], vec![10, 11])];

@@ -8,70 +8,74 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::{Fields, JsonSchema, State};
 use serde::{Deserialize, Serialize};
 
+use crate::registry::settings::{self, declare_settings};
+
 use super::coverage::CoverageReport;
 use super::decompose::Decomposition;
 use super::evidence::{Claim, Evidence, Scores};
 use super::reflect::{AnswerFit, Gap, SelfCritique, StopReason};
 
-/// The research agent's settings (`[research]`, and the environment names
-/// its users know).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ResearchConfig {
-    /// Break a complex question into sub-questions.
-    pub decomposition: bool,
-    pub max_sub_queries: usize,
-    /// Check coverage and search again for what is missing.
-    pub iterative_retrieval: bool,
-    /// Gap-filling retrieval cycles at most per question (each sub-question
-    /// gets at most one).
-    pub max_cycles: u32,
-    /// Coverage at which a sub-question's evidence is enough.
-    pub coverage_threshold: f32,
-    /// Critique and refine the answer.
-    pub reflection: bool,
-    pub max_reflections: u32,
-    /// A refinement improving quality by less than this ends the loop.
-    pub min_improvement: f32,
-    /// Quality at which the answer is good enough.
-    pub quality_target: f32,
-    /// Seconds one iteration (a phase, a draft, a reflection pass) may take.
-    pub timeout_per_iteration_secs: u64,
-    /// Passages each search returns.
-    pub passages_per_search: usize,
-    /// Answer from the model alone, with no retrieval (for comparison).
-    pub closed_book: bool,
-    /// Model tokens at most for the session (0: no limit).
-    pub max_tokens: u64,
-    /// Tool calls (searches) at most for the session (0: no limit).
-    pub max_tool_calls: u64,
-    /// Seconds of running time at most for the session (0: no limit).
-    pub deadline_secs: u64,
-}
-
-impl Default for ResearchConfig {
-    fn default() -> Self {
-        Self {
-            decomposition: true,
-            max_sub_queries: 5,
-            iterative_retrieval: true,
-            max_cycles: 2,
-            coverage_threshold: 0.85,
-            reflection: true,
-            max_reflections: 3,
-            min_improvement: 0.05,
-            quality_target: 0.9,
-            timeout_per_iteration_secs: 600,
-            passages_per_search: 5,
-            closed_book: false,
-            max_tokens: 0,
-            max_tool_calls: 60,
-            deadline_secs: 0,
-        }
+declare_settings! {
+    /// The research agent's settings: flags of `run research`, keys of
+    /// `[research]` in agentloop.toml, fields of its JSON input. Most also
+    /// read the environment names its users know, which win over the table.
+    pub struct ResearchSettings {
+        /// The corpus to search (`agentloop corpus list`).
+        #[arg(long)]
+        pub corpus: String = super::DEFAULT_CORPUS.to_string(),
+        /// Break a complex question into sub-questions.
+        #[arg(long, env = "DECOMPOSITION_ENABLED", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+        pub decomposition: bool = true,
+        /// Sub-questions at most.
+        #[arg(long, env = "DECOMPOSITION_MAX_SUB_QUERIES", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        pub max_sub_queries: usize = 5,
+        /// Check coverage and search again for what is missing.
+        #[arg(long, env = "ITERATIVE_RETRIEVAL_ENABLED", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+        pub iterative_retrieval: bool = true,
+        /// Gap-filling retrieval cycles at most per question (each
+        /// sub-question gets at most one).
+        #[arg(long, env = "ITERATIVE_RETRIEVAL_MAX_CYCLES")]
+        pub max_cycles: u32 = 2,
+        /// Coverage at which a sub-question's evidence is enough, 0 to 1.
+        #[arg(long, env = "COVERAGE_THRESHOLD", value_parser = settings::fraction::<f32>)]
+        pub coverage_threshold: f32 = 0.85,
+        /// Critique and refine the answer.
+        #[arg(long, env = "REFLECTION_ENABLED", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+        pub reflection: bool = true,
+        /// Refinements at most.
+        #[arg(long, env = "REFLECTION_MAX_ITERATIONS")]
+        pub max_reflections: u32 = 3,
+        /// A refinement improving quality by less than this ends the loop, 0 to 1.
+        #[arg(long, env = "REFLECTION_MIN_IMPROVEMENT", value_parser = settings::fraction::<f32>)]
+        pub min_improvement: f32 = 0.05,
+        /// Quality at which the answer is good enough, 0 to 1.
+        #[arg(long, env = "REFLECTION_QUALITY_TARGET", value_parser = settings::fraction::<f32>)]
+        pub quality_target: f32 = 0.9,
+        /// Seconds one iteration (a phase, a draft, a reflection pass) may take.
+        #[arg(long, env = "REFLECTION_TIMEOUT_PER_ITERATION", value_parser = clap::value_parser!(u64).range(1..))]
+        #[serde(alias = "timeoutPerIterationSecs")]
+        pub timeout_per_iteration: u64 = 600,
+        /// Passages each search returns.
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        pub passages_per_search: usize = 5,
+        /// No retrieval at all: the model answers from what it knows
+        /// (uncited, never counted as checked).
+        #[arg(long)]
+        pub closed_book: bool = false,
+        /// Model tokens at most for the session (0: no limit).
+        #[arg(long)]
+        pub max_tokens: u64 = 0,
+        /// Tool calls (searches) at most for the session (0: no limit).
+        #[arg(long)]
+        pub max_tool_calls: u64 = 60,
+        /// Seconds of running time at most for the session (0: no limit).
+        #[arg(long)]
+        #[serde(alias = "deadlineSecs")]
+        pub deadline: u64 = 0,
     }
 }
 
-impl ResearchConfig {
+impl ResearchSettings {
     /// The same agent with its loops off: one retrieval, no decomposition,
     /// no coverage cycles, no reflection.
     pub fn baseline(mut self) -> Self {
@@ -154,7 +158,7 @@ pub struct ResearchState {
     pub question: String,
     /// The corpus searched.
     pub corpus: String,
-    pub config: ResearchConfig,
+    pub config: ResearchSettings,
     pub decomposition: Option<Decomposition>,
     pub sub_queries: Vec<SubQueryWork>,
     /// The next phase of the execution plan to run.
@@ -200,7 +204,7 @@ impl State for ResearchState {
 }
 
 impl ResearchState {
-    pub fn new(question: impl Into<String>, corpus: impl Into<String>, config: ResearchConfig) -> Self {
+    pub fn new(question: impl Into<String>, corpus: impl Into<String>, config: ResearchSettings) -> Self {
         Self { question: question.into(), corpus: corpus.into(), config, ..Self::default() }
     }
 
