@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::coder::{self, CoderEvent, CoderSettings, CoderState, EditFormat};
+use agentloop_agents::coder::{self, CoderEvent, CoderSettings, CoderState};
 use agentloop_agents::test_command;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::SqliteStore;
@@ -33,9 +33,6 @@ pub struct CoderArgs {
     /// Which projects: `tuning` (examples/workspaces/) or `heldout` (never tuned on).
     #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
     pub set: String,
-    /// Iterations at most per project.
-    #[arg(long, default_value_t = 5)]
-    pub max_iterations: u32,
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
@@ -46,12 +43,10 @@ pub struct CoderArgs {
     /// Per-project results, one JSON object per line (default: <data dir>/benchmarks/coder-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Changes tried against the tests per CODE or FIX (the coder's default unless given).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub candidates: Option<u32>,
-    /// How changes give existing files (the coder's default unless given).
-    #[arg(long, value_enum)]
-    pub edit_format: Option<EditFormat>,
+    /// The coder's settings, as `run coder` takes them (`--approval` aside:
+    /// a benchmark asks no one).
+    #[command(flatten)]
+    pub settings: CoderSettings,
 }
 
 /// Where a set's projects are, in the source tree this binary was built from.
@@ -93,7 +88,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ws = if args.runs == 1 { scratch.join(&name) } else { scratch.join(format!("{name}-{run}")) };
         copy_dir(project, &ws)?;
         let started = Instant::now();
-        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), loop_config(&args)).await?;
+        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.settings.clone()).await?;
         let took = started.elapsed().as_secs_f64();
         solved += u32::from(record.solved);
         false_completions += u32::from(record.said_passed && !record.solved);
@@ -114,8 +109,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         "{}",
         json!({
             "set": args.set,
-            "candidates": loop_config(&args).candidates,
-            "edit_format": loop_config(&args).edit_format,
+            "candidates": args.settings.candidates,
+            "edit_format": args.settings.edit_format,
             "changes": changes,
             "projects": projects.len(),
             "sessions": n,
@@ -176,21 +171,10 @@ impl Changes {
     }
 }
 
-/// The coder's limits for a bench run: the defaults, with the flags'.
-fn loop_config(args: &CoderArgs) -> CoderSettings {
-    let defaults = CoderSettings::default();
-    CoderSettings {
-        max_iterations: args.max_iterations,
-        candidates: args.candidates.unwrap_or(defaults.candidates),
-        edit_format: args.edit_format.unwrap_or(defaults.edit_format),
-        ..defaults
-    }
-}
-
 async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
-    let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(300))?;
+    let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(config.command_timeout))?;
     let state = CoderState::new(&workspace, TASK, &command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;

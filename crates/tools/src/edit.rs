@@ -1,5 +1,8 @@
 //! Search/replace blocks, applied all or nothing, with errors that say which
-//! block failed and why — what a model needs to correct itself.
+//! block failed and why — what a model needs to correct itself. A block
+//! whose lines are in the file at one place but indented differently (a
+//! model often drops a function's indentation when it copies lines out of
+//! it) is applied there, its replacement shifted by the same amount.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,11 +25,56 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, String> {
         }
         match out.matches(edit.search.as_str()).count() {
             1 => out = out.replacen(edit.search.as_str(), &edit.replace, 1),
-            0 => return Err(format!("block {n} did not match: {}", why_no_match(&out, &edit.search))),
+            0 => match reindented(&out, edit) {
+                Some(text) => out = text,
+                None => return Err(format!("block {n} did not match: {}", why_no_match(&out, &edit.search))),
+            },
             k => return Err(format!("block {n} matches {k} places; add surrounding lines to `search` so it matches one")),
         }
     }
     Ok(out)
+}
+
+/// `text` with `edit` applied where its lines match the file's when
+/// indentation and trailing spaces are ignored, at the one place they do
+/// (`None` at none or several); the replacement is shifted by the
+/// indentation the file's lines have over the block's.
+fn reindented(text: &str, edit: &Edit) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let wanted: Vec<&str> = edit.search.lines().collect();
+    if wanted.iter().all(|l| l.trim().is_empty()) || wanted.len() > lines.len() {
+        return None;
+    }
+    let same = |at: usize| lines[at..at + wanted.len()].iter().zip(&wanted).all(|(a, b)| a.trim() == b.trim());
+    let mut places = (0..=lines.len() - wanted.len()).filter(|&at| same(at));
+    let at = places.next()?;
+    if places.next().is_some() {
+        return None;
+    }
+    let indent = |l: &str| isize::try_from(l.len() - l.trim_start().len()).unwrap_or(0);
+    let shift = lines[at..].iter().zip(&wanted).find(|(a, _)| !a.trim().is_empty()).map_or(0, |(a, b)| indent(a) - indent(b));
+    let mut out: String = lines[..at].concat();
+    for line in edit.replace.split_inclusive('\n') {
+        out.push_str(&shifted(line, shift));
+    }
+    if !edit.replace.is_empty() && !edit.replace.ends_with('\n') && at + wanted.len() < lines.len() {
+        out.push('\n');
+    }
+    out.push_str(&lines[at + wanted.len()..].concat());
+    Some(out)
+}
+
+/// `line` moved right by `shift` spaces, or left by as many leading spaces
+/// as it has up to `-shift`; a blank line stays as it is.
+fn shifted(line: &str, shift: isize) -> String {
+    if line.trim().is_empty() || shift == 0 {
+        return line.to_string();
+    }
+    if shift > 0 {
+        return format!("{}{line}", " ".repeat(shift.unsigned_abs()));
+    }
+    let spaces = line.len() - line.trim_start_matches(' ').len();
+    line[spaces.min(shift.unsigned_abs())..].to_string()
 }
 
 /// The likeliest reason a search text is absent: whitespace, or which of
@@ -63,8 +111,17 @@ mod tests {
     fn failures_say_why() {
         let text = "if x {\n    y();\n}\ny();\n";
         assert!(apply_edits(text, &[edit("y();", "z();")]).unwrap_err().contains("matches 2 places"));
-        assert!(apply_edits(text, &[edit("if x {\n  y();", "")]).unwrap_err().contains("whitespace"));
+        assert!(apply_edits(text, &[edit("if x { y(); }", "")]).unwrap_err().contains("whitespace"));
         assert!(apply_edits(text, &[edit("y();\nif x {", "")]).unwrap_err().contains("not together"));
         assert!(apply_edits(text, &[]).unwrap_err().contains("no edit blocks"));
+    }
+
+    #[test]
+    fn lines_indented_otherwise_apply_at_their_one_place_shifted_alike() {
+        let text = "def f(a, b):\n    if a < b:\n        return a\n    return b\n";
+        let out = apply_edits(text, &[edit("if a < b:\n    return a\n", "if a <= b:\n    return a\n")]).unwrap();
+        assert_eq!(out, "def f(a, b):\n    if a <= b:\n        return a\n    return b\n");
+        let twice = "def f():\n    x = 1\ndef g():\n    x = 1\n";
+        assert!(apply_edits(twice, &[edit("\tx = 1\n", "\tx = 2\n")]).unwrap_err().contains("did not match"), "two places: not guessed");
     }
 }

@@ -104,7 +104,7 @@ pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String
         // Hunks edit the file as an earlier block of this answer left it.
         let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
         let content = match (current, hunks::parse(&block.body)) {
-            (Some(old), Some(edits)) => hunks::apply(old, &edits?, &path)?,
+            (Some(old), Some(edits)) => agentloop_tools::apply_edits(old, &edits?).map_err(|why| format!("the edits to {path}: {why}"))?,
             (None, Some(_)) => return Err(format!("{path} does not exist, so it cannot be edited: give a new file's whole content")),
             (Some(old), None) if path.ends_with(".py") => splice_python(old, &block.body).unwrap_or_else(|| block.body.clone()),
             (_, None) => block.body.clone(),
@@ -384,7 +384,8 @@ mod tests {
         let answer = "a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
         assert_eq!(read(answer, &existing).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]));
         let missing = "a.py\n```python\n<<<<<<< SEARCH\n    return b\n=======\n    return a\n>>>>>>> REPLACE\n```";
-        assert!(read(missing, &existing).unwrap_err().contains("edit 1 to a.py"));
+        let err = read(missing, &existing).unwrap_err();
+        assert!(err.contains("the edits to a.py: block 1 did not match"), "{err}");
         let new = "b.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```";
         assert!(read(new, &existing).unwrap_err().contains("b.py does not exist"));
     }
