@@ -395,7 +395,7 @@ mod tests {
         let lark = grammar(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")], EditFormat::Hunks);
         assert!(lark.contains("file: edit_0 | edit_1 | new_file"), "{lark}");
         assert!(lark.contains(r#"edit_1: "b.py" "\n```" LANG "\n" hunk_1+ "```""#), "{lark}");
-        assert!(lark.contains(r#"hunk_1_line: "y = 2\n""#) && lark.contains("REPLACED: "), "{lark}");
+        assert!(lark.contains(r#"hunk_1_from_0: "y = 2\n""#) && lark.contains("REPLACED: "), "{lark}");
     }
 
     #[test]

@@ -15,11 +15,11 @@
 //!
 //! A hunk is short where a whole file is long, so a small model has less
 //! to copy and less room to drift; its risk is a SEARCH that is not the
-//! file's text. The grammar (`grammar_rules`) lets each SEARCH line be only
-//! a line the file holds; the hunks are then the `edit_file` tool's
+//! file's text. The grammar (`grammar_rules`) lets a SEARCH be only a run
+//! of the file's own lines; the hunks are then the `edit_file` tool's
 //! search/replace blocks (`agentloop_tools::apply_edits`), applied all or
-//! nothing, and refused with the reason when their lines are not one run
-//! of the file.
+//! nothing, and refused with the reason when their lines are at more than
+//! one place.
 
 use agentloop_tools::Edit;
 
@@ -75,26 +75,38 @@ pub fn parse(body: &str) -> Option<Result<Vec<Edit>, String>> {
 }
 
 /// Grammar rules (llguidance's Lark dialect) for one hunk of an existing
-/// file, named `rule`: lines to find that are each a line of `content`,
+/// file, named `rule`: lines to find that are a run of `content`'s lines —
+/// any line to start, then only the line after it, until the file ends —
 /// then a replacement running to the first REPLACE line (the terminal
-/// `REPLACED_TERMINAL` declares). A line a string literal cannot hold
-/// as written is left out.
+/// `REPLACED_TERMINAL` declares). So the lines to find are always text the
+/// file holds in that order, and a model cannot copy lines round and round
+/// until its token limit. A line a string literal cannot hold as written
+/// ends a run (the next one starts after it).
 pub fn grammar_rules(rule: &str, content: &str) -> String {
-    let plain = |c: char| matches!(c, '\t' | '"' | '\\' | '\'') || c.escape_debug().count() == 1;
-    let mut lines: Vec<String> = content
-        .lines()
-        .filter(|l| l.chars().all(plain))
-        .filter(|l| ![SEARCH, DIVIDER, REPLACE].contains(&l.trim_end()))
-        .map(|l| format!("{:?}", format!("{l}\n")))
-        .collect();
-    lines.sort();
-    lines.dedup();
-    if lines.is_empty() {
-        lines.push(format!("{:?}", "\n"));
+    let plain = |l: &str| {
+        l.chars().all(|c| matches!(c, '\t' | '"' | '\\' | '\'') || c.escape_debug().count() == 1) && ![SEARCH, DIVIDER, REPLACE].contains(&l.trim_end())
+    };
+    let lines: Vec<&str> = content.lines().collect();
+    let mut starts = Vec::new();
+    let mut rules = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !plain(line) {
+            continue;
+        }
+        let next = match lines.get(i + 1) {
+            Some(after) if plain(after) => format!(" {rule}_from_{}?", i + 1),
+            _ => String::new(),
+        };
+        rules.push_str(&format!("{rule}_from_{i}: {:?}{next}\n", format!("{line}\n")));
+        starts.push(format!("{rule}_from_{i}"));
+    }
+    if starts.is_empty() {
+        rules.push_str(&format!("{rule}_from_0: {:?}\n", "\n"));
+        starts.push(format!("{rule}_from_0"));
     }
     format!(
-        "{rule}: {search:?} {rule}_line+ {divider:?} REPLACED\n{rule}_line: {}\n",
-        lines.join(" | "),
+        "{rule}: {search:?} {rule}_run {divider:?} REPLACED\n{rule}_run: {}\n{rules}",
+        starts.join(" | "),
         search = format!("{SEARCH}\n"),
         divider = format!("{DIVIDER}\n"),
     )
@@ -132,9 +144,12 @@ mod tests {
     }
 
     #[test]
-    fn the_grammar_offers_only_the_files_lines() {
-        let rules = grammar_rules("edit_0", "def f():\n    return \"x\"\n\n");
-        assert!(rules.starts_with(r#"edit_0: "<<<<<<< SEARCH\n" edit_0_line+ "=======\n" REPLACED"#), "{rules}");
-        assert!(rules.contains(r#""    return \"x\"\n""#) && rules.contains(r#""def f():\n""#) && rules.contains(r#""\n""#), "{rules}");
+    fn the_grammar_offers_only_runs_of_the_files_lines() {
+        let rules = grammar_rules("h", "def f():\n    return \"x\"\n\n");
+        assert!(rules.starts_with(r#"h: "<<<<<<< SEARCH\n" h_run "=======\n" REPLACED"#), "{rules}");
+        assert!(rules.contains("h_run: h_from_0 | h_from_1 | h_from_2\n"), "{rules}");
+        assert!(rules.contains(r#"h_from_0: "def f():\n" h_from_1?"#), "{rules}");
+        assert!(rules.contains(r#"h_from_1: "    return \"x\"\n" h_from_2?"#), "{rules}");
+        assert!(rules.contains("h_from_2: \"\\n\"\n"), "the last line ends the run: {rules}");
     }
 }
