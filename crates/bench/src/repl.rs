@@ -23,9 +23,6 @@ pub struct ReplArgs {
     /// Only the first N questions.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Turns at most with reflection.
-    #[arg(long, default_value_t = 5)]
-    pub max_turns: u32,
     /// Which questions: `tuning` (the shipped set changes may be tuned on) or
     /// `heldout` (written before any tuning, never tuned on).
     #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
@@ -33,9 +30,10 @@ pub struct ReplArgs {
     /// Per-question results, one JSON object per line (default: <data dir>/benchmarks/repl-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Programs that vote on each answer in the loop; 1 judges each turn by reflection instead.
-    #[arg(long, default_value_t = 1)]
-    pub candidates: u32,
+    /// The repl's settings for the loop, as `run repl` takes them (the
+    /// one-turn answer is the same with one turn and no judge).
+    #[command(flatten)]
+    pub settings: ReplSettings,
 }
 
 const QUESTIONS: &str = include_str!("../data/repl-questions.toml");
@@ -68,8 +66,8 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let mut served = Served::default();
     for (i, q) in questions.question.iter().enumerate() {
         bar.set_message(harness::label(&q.prompt));
-        let reflect_config = ReplSettings { max_turns: args.max_turns, candidates: args.candidates.max(1), ..ReplSettings::default() };
-        let single_config = ReplSettings { max_turns: 1, reflect: false, ..ReplSettings::default() };
+        let reflect_config = args.settings.clone();
+        let single_config = ReplSettings { max_turns: 1, reflect: false, candidates: 1, ..args.settings.clone() };
         let with = answer(q, &reflect_config, &scratch.join(format!("q{i:02}-reflect")), config, &models, store.clone()).await?;
         let without = answer(q, &single_config, &scratch.join(format!("q{i:02}-single")), config, &models, store.clone()).await?;
         right_reflect += u32::from(with.correct);
@@ -90,13 +88,13 @@ pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
     let n = questions.question.len().max(1) as f64;
     let total = questions.question.len();
     let frac = |k: u32| fraction(k, total);
-    let looped = if args.candidates > 1 { "vote" } else { "reflect" };
+    let looped = if args.settings.candidates > 1 { "vote" } else { "reflect" };
     println!(
         "{}",
         json!({
             "set": args.set,
             "questions": total,
-            "candidates": args.candidates.max(1),
+            "candidates": args.settings.candidates,
             format!("accuracy_{looped}"): frac(right_reflect),
             format!("accuracy_{looped}_95"): harness::wilson(right_reflect, total),
             "accuracy_single": frac(right_single),

@@ -22,7 +22,7 @@ declare_settings! {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         #[serde(alias = "timeoutSecs")]
         pub timeout: u64 = 30,
-        /// Judge each turn's result; off (`--no-reflect`), the repl answers in one turn.
+        /// Judge each turn's result (`--no-reflect`: answer in one turn without judging).
         #[arg(long = "no-reflect", action = clap::ArgAction::SetFalse)]
         pub reflect: bool = true,
         /// Programs that vote on the answer, the turn's and independent
