@@ -43,26 +43,8 @@ pub fn parse(body: &str) -> Option<Result<Vec<Edit>, String>> {
         if line.trim_end() != SEARCH {
             continue;
         }
-        let mut search = String::new();
-        let mut divided = false;
-        for line in lines.by_ref() {
-            if line.trim_end() == DIVIDER {
-                divided = true;
-                break;
-            }
-            search.push_str(line);
-            search.push('\n');
-        }
-        let mut replace = String::new();
-        let mut closed = false;
-        for line in lines.by_ref() {
-            if line.trim_end() == REPLACE {
-                closed = true;
-                break;
-            }
-            replace.push_str(line);
-            replace.push('\n');
-        }
+        let (search, divided) = lines_until(&mut lines, DIVIDER);
+        let (replace, closed) = lines_until(&mut lines, REPLACE);
         if !divided || !closed {
             return Some(Err(format!("edit {} has no `{DIVIDER}` and `{REPLACE}` lines after its lines to find", hunks.len() + 1)));
         }
@@ -72,6 +54,20 @@ pub fn parse(body: &str) -> Option<Result<Vec<Edit>, String>> {
         hunks.push(Edit { search, replace });
     }
     Some(Ok(hunks))
+}
+
+/// The lines before the next `marker` line, each ending in a newline, and
+/// whether that line came (it did not when the body ended first).
+fn lines_until<'a>(lines: &mut impl Iterator<Item = &'a str>, marker: &str) -> (String, bool) {
+    let mut taken = String::new();
+    for line in lines {
+        if line.trim_end() == marker {
+            return (taken, true);
+        }
+        taken.push_str(line);
+        taken.push('\n');
+    }
+    (taken, false)
 }
 
 /// Grammar rules (llguidance's Lark dialect) for one hunk of an existing
