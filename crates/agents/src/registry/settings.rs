@@ -12,8 +12,6 @@
 //! the table or a JSON input pass the flag's own value parser ([`check`]),
 //! so a limit such as "at least 1" holds wherever the value came from.
 
-use std::ffi::OsString;
-
 use agentloop_core::{Error, JsonSchema, Result};
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
@@ -97,12 +95,6 @@ pub fn merged<S: Settings>(agent: &str, matches: &ArgMatches, table: Option<&tom
     Ok(settings)
 }
 
-/// The defaults as the flags declare them (what `S::default()` also gives).
-pub fn declared_defaults<S: Settings>() -> Result<S> {
-    let matches = declared::<S>().try_get_matches_from(Vec::<OsString>::new()).map_err(|e| Error::other(e.to_string()))?;
-    S::from_arg_matches(&matches).map_err(|e| Error::other(e.to_string()))
-}
-
 /// Holds each value of `settings` to its flag's parser (a range, a list of
 /// choices) by giving them all to the flags; `source` says where the values
 /// came from, for the error.
@@ -177,6 +169,12 @@ mod tests {
             #[arg(long)]
             pub target: String = "out".to_string(),
         }
+    }
+
+    /// The defaults as the flags declare them (what `S::default()` also gives).
+    fn declared_defaults<S: Settings>() -> Result<S> {
+        let matches = declared::<S>().try_get_matches_from(Vec::<std::ffi::OsString>::new()).map_err(|e| Error::other(e.to_string()))?;
+        S::from_arg_matches(&matches).map_err(|e| Error::other(e.to_string()))
     }
 
     fn matches(args: &[&str]) -> ArgMatches {
