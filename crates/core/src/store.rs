@@ -4,8 +4,11 @@
 //! transaction, and the runner must not start the next step before it is
 //! durable, so there is nothing to overlap it with.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
+use crate::control::Command;
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use crate::session::{Session, SessionStatus};
@@ -42,6 +45,20 @@ pub trait Store: Send + Sync {
     /// Who holds the session now, when a live holder does ("process 42 on
     /// box since 12:03:05 UTC").
     fn holder(&self, session_id: &str) -> Result<Option<String>>;
+    /// Puts a stored session in the queue that workers take sessions from.
+    fn enqueue(&self, session_id: &str) -> Result<()>;
+    /// Takes the oldest queued session that no live process holds, with
+    /// its lease (as `acquire` takes it); `None` when there is none.
+    fn claim(&self) -> Result<Option<String>>;
+    /// Takes the session out of the queue: its run ended, or it paused.
+    fn dequeue(&self, session_id: &str) -> Result<()>;
+    /// Returns when work may have been queued, or after `timeout`.
+    fn wait_for_work(&self, timeout: Duration);
+    /// Records a request (pause, resume, terminate) for whichever process
+    /// runs the session, wherever it runs; the request's number.
+    fn steer(&self, session_id: &str, request: &Command) -> Result<u64>;
+    /// The newest request for the session numbered above `after`.
+    fn steering(&self, session_id: &str, after: u64) -> Result<Option<(u64, Command)>>;
 }
 
 /// A session stored as running that no live process holds: its process

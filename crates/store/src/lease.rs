@@ -40,6 +40,13 @@ impl Holder {
         }
     }
 
+    /// Whether the holder of a lease still current on the shared store's
+    /// clock still runs: on this host its process must run too, so a
+    /// crashed worker's sessions need not wait for the lease to pass.
+    pub fn alive_while(&self, current: bool) -> bool {
+        current && (self.host != host_name() || start_time(self.pid).is_some_and(|t| t == self.started))
+    }
+
     /// "process 4242 on box (since 12:03:05)" for a refusal.
     pub fn describe(&self, since: &str) -> String {
         let since = DateTime::parse_from_rfc3339(since).map(|t| format!(" since {}", t.with_timezone(&Utc).format("%H:%M:%S UTC"))).unwrap_or_default();
@@ -47,7 +54,7 @@ impl Holder {
     }
 }
 
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "this machine".into())
 }
 

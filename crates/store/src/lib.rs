@@ -1,12 +1,18 @@
 //! agentloop-store: durable sessions. SQLite (WAL, migrations kept as files)
-//! is the default; `SqliteStore::in_memory()` is the store for tests.
+//! is the default; Postgres is the store many machines share;
+//! `SqliteStore::in_memory()` is the store for tests.
 
 mod checkpoint;
+mod codec;
 mod durability;
 mod lease;
 mod migrate;
+mod pg;
 mod row_id;
 mod sqlite;
 
 pub use durability::Durability;
 pub use sqlite::{default_path, SqliteStore};
+pub mod throwaway;
+
+pub use pg::{PostgresStore, DEFAULT_LEASE_TTL};

@@ -7,8 +7,12 @@ use rusqlite::{Connection, TransactionBehavior};
 /// 'AGLP'
 pub(crate) const APPLICATION_ID: i64 = 0x4147_4C50;
 
-const MIGRATIONS: &[&str] =
-    &[include_str!("../migrations/0001_init.sql"), include_str!("../migrations/0002_integer_keys.sql"), include_str!("../migrations/0003_leases.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_init.sql"),
+    include_str!("../migrations/0002_integer_keys.sql"),
+    include_str!("../migrations/0003_leases.sql"),
+    include_str!("../migrations/0004_queue_and_steering.sql"),
+];
 
 /// Why opening stopped: SQLite said something, or the file is not one we may use.
 pub(crate) enum Refusal {

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
 use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
-use agentloop_core::{Error, Result, Session, Store};
+use agentloop_core::{Command, Error, Result, Session, Store};
 use chrono::Utc;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
+use crate::codec::{decode, encode, to_i64, up_to_date};
 use crate::durability::Durability;
 use crate::lease::{Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
@@ -159,26 +159,21 @@ impl SqliteStore {
     /// The session row brought up to date from the step entries after it:
     /// the runner rewrites the row only now and then, and each entry says
     /// where the session is and, when they changed, its counters.
-    fn up_to_date(&self, conn: &Connection, key: i64, mut meta: SessionMeta) -> Result<SessionMeta> {
+    fn up_to_date(&self, conn: &Connection, key: i64, meta: SessionMeta) -> Result<SessionMeta> {
         let after_row = row_id(key, meta.step)?;
         let last = span(key).1;
         let newest: Option<(i64, Option<String>)> = conn
             .prepare_cached("SELECT step, next FROM steps WHERE id > ?1 AND id <= ?2 ORDER BY id DESC LIMIT 1")
             .and_then(|mut s| s.query_row([after_row, last], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .map_err(self.err("read the journal"))?;
-        let Some((step, next)) = newest else { return Ok(meta) };
+        if newest.is_none() {
+            return Ok(meta);
+        }
         let progress: Option<String> = conn
             .prepare_cached("SELECT progress FROM steps WHERE id > ?1 AND id <= ?2 AND progress IS NOT NULL ORDER BY id DESC LIMIT 1")
             .and_then(|mut s| s.query_row([after_row, last], |r| r.get(0)).optional())
             .map_err(self.err("read the journal"))?;
-        if let Some(text) = progress {
-            meta.progress = decode(&self.what, "step entry", &meta.id, &text)?;
-            meta.current_iteration = meta.progress.iterations;
-        }
-        meta.step = u64::try_from(step).unwrap_or(0);
-        meta.next_node = next;
-        meta.progress.steps = meta.step;
-        Ok(meta)
+        up_to_date(&self.what, meta, newest, progress)
     }
 
     fn upsert_meta(&self, tx: &Connection, meta: &SessionMeta, known: Option<i64>) -> Result<i64> {
@@ -325,6 +320,24 @@ impl SqliteStore {
             let holder = Holder { host, pid, started };
             (token != self.token && holder.alive(until)).then(|| (holder.describe(&since), epoch))
         }))
+    }
+
+    /// Takes the lease in the caller's write transaction, at the epoch after
+    /// the last holder's; that epoch.
+    fn take_lease(&self, tx: &Connection, session_id: &str) -> Result<i64> {
+        let epoch: i64 = tx
+            .query_row("SELECT epoch FROM leases WHERE session = ?1", [session_id], |r| r.get(0))
+            .optional()
+            .map_err(self.err("take the session's lease"))?
+            .unwrap_or(0)
+            + 1;
+        let me = &self.me;
+        tx.execute(
+            "INSERT OR REPLACE INTO leases (session, epoch, host, pid, started, until, since, token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![session_id, epoch, me.host, me.pid, me.started, Utc::now().timestamp_millis() + TTL_MS, Utc::now().to_rfc3339(), self.token],
+        )
+        .map_err(self.err("take the session's lease"))?;
+        Ok(epoch)
     }
 
     fn rows<T: DeserializeOwned>(&self, inner: &Inner, sql: &str, params: &[&dyn rusqlite::ToSql], id: &str, what: &str) -> Result<Vec<T>> {
@@ -490,18 +503,7 @@ impl Store for SqliteStore {
                 "session `{session_id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"
             )));
         }
-        let epoch: i64 = tx
-            .query_row("SELECT epoch FROM leases WHERE session = ?1", [session_id], |r| r.get(0))
-            .optional()
-            .map_err(self.err("take the session's lease"))?
-            .unwrap_or(0)
-            + 1;
-        let me = &self.me;
-        tx.execute(
-            "INSERT OR REPLACE INTO leases (session, epoch, host, pid, started, until, since, token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![session_id, epoch, me.host, me.pid, me.started, Utc::now().timestamp_millis() + TTL_MS, Utc::now().to_rfc3339(), self.token],
-        )
-        .map_err(self.err("take the session's lease"))?;
+        let epoch = self.take_lease(&tx, session_id)?;
         tx.commit().map_err(self.err("take the session's lease"))?;
         inner.held.insert(session_id.to_string(), (epoch, Instant::now()));
         Ok(())
@@ -511,9 +513,11 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         if let Some((epoch, _)) = inner.held.remove(session_id) {
+            // The row stays with its epoch, so the next holder's is higher
+            // than any a stale holder may still have.
             inner
                 .conn
-                .execute("DELETE FROM leases WHERE session = ?1 AND epoch = ?2", params![session_id, epoch])
+                .execute("UPDATE leases SET pid = 0, started = 0, until = 0, token = '' WHERE session = ?1 AND epoch = ?2", params![session_id, epoch])
                 .map_err(self.err("give up the session's lease"))?;
         }
         Ok(())
@@ -535,7 +539,9 @@ impl Store for SqliteStore {
         if let Some((holder, _)) = self.other_holder(&tx, session_id)?.or_else(|| inner_holds(&inner.held, session_id, &self.me)) {
             return Err(Error::Other(format!("session `{session_id}` is being run by {holder}: pause or terminate it first, then delete it")));
         }
-        tx.execute("DELETE FROM leases WHERE session = ?1", [session_id]).map_err(self.err("delete a session"))?;
+        for table in ["leases", "steering"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [session_id]).map_err(self.err("delete a session"))?;
+        }
         for table in ["snapshots", "calls", "interrupts"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
@@ -584,22 +590,69 @@ impl Store for SqliteStore {
             .map_err(self.err("save an answer"))?;
         Ok(())
     }
-}
 
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
+    fn enqueue(&self, session_id: &str) -> Result<()> {
+        let guard = self.lock()?;
+        let changed = guard
+            .conn
+            .execute("UPDATE sessions SET queued_at = ?2 WHERE id = ?1", params![session_id, Utc::now().timestamp_millis()])
+            .map_err(self.err("queue a session"))?;
+        if changed == 0 {
+            return Err(Error::UnknownSession(session_id.to_string()));
+        }
+        Ok(())
+    }
 
-fn encode<T: Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::Store(format!("cannot encode a journal row ({e})")))
-}
+    fn claim(&self) -> Result<Option<String>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("claim a queued session"))?;
+        let queued: Vec<String> = tx
+            .prepare_cached("SELECT id FROM sessions WHERE queued_at IS NOT NULL ORDER BY queued_at, key")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(self.err("claim a queued session"))?;
+        for id in queued {
+            if inner.held.contains_key(&id) || self.other_holder(&tx, &id)?.is_some() {
+                continue;
+            }
+            let epoch = self.take_lease(&tx, &id)?;
+            tx.commit().map_err(self.err("claim a queued session"))?;
+            inner.held.insert(id.clone(), (epoch, Instant::now()));
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
 
-fn decode<T: DeserializeOwned>(what: &str, kind: &str, id: &str, text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        Error::Store(format!(
-            "a stored {kind} of session `{id}` in {what} is malformed ({e}): it was changed outside agentloop; delete that session with `agentloop sessions delete {id}`"
-        ))
-    })
+    fn dequeue(&self, session_id: &str) -> Result<()> {
+        let guard = self.lock()?;
+        guard.conn.execute("UPDATE sessions SET queued_at = NULL WHERE id = ?1", [session_id]).map_err(self.err("take a session out of the queue"))?;
+        Ok(())
+    }
+
+    fn wait_for_work(&self, timeout: Duration) {
+        // One machine, no notifications: the caller polls.
+        std::thread::sleep(timeout);
+    }
+
+    fn steer(&self, session_id: &str, request: &Command) -> Result<u64> {
+        let mut guard = self.lock()?;
+        self.key(&mut guard, session_id)?;
+        guard
+            .conn
+            .execute("INSERT INTO steering (session, request, at) VALUES (?1, ?2, ?3)", params![session_id, encode(request)?, Utc::now().to_rfc3339()])
+            .map_err(self.err("steer a session"))?;
+        Ok(u64::try_from(guard.conn.last_insert_rowid()).unwrap_or(0))
+    }
+
+    fn steering(&self, session_id: &str, after: u64) -> Result<Option<(u64, Command)>> {
+        let guard = self.lock()?;
+        let row: Option<(i64, String)> = guard
+            .conn
+            .prepare_cached("SELECT seq, request FROM steering WHERE session = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT 1")
+            .and_then(|mut s| s.query_row(params![session_id, to_i64(after)], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(self.err("read a session's steering"))?;
+        row.map(|(seq, text)| Ok((u64::try_from(seq).unwrap_or(0), decode(&self.what, "steering request", session_id, &text)?))).transpose()
+    }
 }
 
 /// Refuses a file that is not SQLite at all (truncated to nothing useful, or
