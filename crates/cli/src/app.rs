@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agentloop_agents::registry::{Agent, AgentEnv, Preparing, Registry};
 use agentloop_core::{Models, Store, TokenSink};
 use agentloop_llm::build_models;
-use agentloop_store::SqliteStore;
+use agentloop_store::{PostgresStore, SqliteStore, DEFAULT_LEASE_TTL};
 use anyhow::Result;
 
 use crate::config::Config;
@@ -17,8 +17,17 @@ pub struct App {
 }
 
 impl App {
+    /// The store the configuration names: Postgres when `[store] url` (or
+    /// `AGENTLOOP_STORE_URL`) is set, else SQLite under the data dir.
     pub fn store(&self) -> Result<Arc<dyn Store>> {
-        Ok(Arc::new(SqliteStore::open(self.config.db_path(), self.config.durability)?))
+        Ok(match &self.config.store.url {
+            Some(url) => {
+                let ttl = self.config.store.lease_ttl_secs.map_or(DEFAULT_LEASE_TTL, std::time::Duration::from_secs);
+                anyhow::ensure!(ttl.as_secs() >= 2, "[store] lease_ttl_secs must be at least 2: a worker renews its lease every quarter of it");
+                Arc::new(PostgresStore::open(url, ttl)?)
+            }
+            None => Arc::new(SqliteStore::open(self.config.db_path(), self.config.durability)?),
+        })
     }
 
     /// What `agent` runs with; `tokens` gets the model's text as it is

@@ -23,10 +23,25 @@ struct File {
     /// How the commands agents run are confined.
     #[serde(default)]
     sandbox: SandboxConfig,
+    /// Where sessions are kept: SQLite under the data dir unless a URL says.
+    #[serde(default)]
+    store: StoreConfig,
     /// Every other table belongs to the agent of that name (`[planner]`),
     /// which reads and checks it.
     #[serde(flatten)]
     agents: BTreeMap<String, toml::Value>,
+}
+
+/// The `[store]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://user:password@host:port/db`: a store that many machines
+    /// share. `AGENTLOOP_STORE_URL` beats it.
+    pub url: Option<String>,
+    /// How long a worker's hold on a session lasts unrenewed (seconds): a
+    /// worker that stops is replaced after at most this long.
+    pub lease_ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +51,7 @@ pub struct Config {
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
     pub sandbox: SandboxConfig,
+    pub store: StoreConfig,
     /// Each agent's table, by agent name.
     pub agents: BTreeMap<String, toml::Value>,
 }
@@ -51,7 +67,7 @@ impl Config {
         };
         if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
             anyhow::bail!(
-                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox and one table per agent ({})",
+                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox, store and one table per agent ({})",
                 agents.join(", ")
             );
         }
@@ -63,11 +79,23 @@ impl Config {
         };
         let data_dir = data_dir.or(env_dir).or(from_file.data_dir).unwrap_or_else(agentloop_llm::catalog::default_data_dir);
         let debug_log = std::env::var_os("AGENTLOOP_DEBUG_LOG").map(PathBuf::from).or(from_file.debug_log);
+        let mut store = from_file.store;
+        if let Some(url) = std::env::var("AGENTLOOP_STORE_URL").ok().filter(|u| !u.is_empty()) {
+            store.url = Some(url);
+        }
         let mut models = from_file.models;
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, agents: from_file.agents })
+        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, store, agents: from_file.agents })
+    }
+
+    /// Where sessions are kept, in words (the password left out).
+    pub fn store_description(&self) -> String {
+        match &self.store.url {
+            Some(url) => agentloop_store::PostgresStore::describe(url),
+            None => format!("the database at {}", self.db_path().display()),
+        }
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -118,6 +146,19 @@ mod tests {
         std::fs::write(&file, "data_dri = \"/x\"\n").unwrap();
         let e = format!("{:#}", Config::load(Some(&file), None, None, None, &["planner"]).unwrap_err());
         assert!(e.contains("unknown key `data_dri`") && e.contains("planner"), "{e}");
+    }
+
+    #[test]
+    fn the_store_table_names_a_shared_store_and_an_unknown_key_in_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agentloop.toml");
+        std::fs::write(&file, "[store]\nurl = \"postgres://me:secret@db:5433/agents\"\nlease_ttl_secs = 10\n").unwrap();
+        let c = Config::load(Some(&file), None, None, None, &[]).unwrap();
+        assert_eq!((c.store.url.as_deref(), c.store.lease_ttl_secs), (Some("postgres://me:secret@db:5433/agents"), Some(10)));
+        assert_eq!(c.store_description(), "the Postgres database `agents` at db:5433");
+        std::fs::write(&file, "[store]\nurl_ = \"x\"\n").unwrap();
+        let e = format!("{:#}", Config::load(Some(&file), None, None, None, &[]).unwrap_err());
+        assert!(e.contains("unknown field `url_`"), "{e}");
     }
 
     #[test]

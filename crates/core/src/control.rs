@@ -121,6 +121,31 @@ impl Controller {
     }
 }
 
+/// How often a running session looks in the store for requests sent from
+/// elsewhere: the bound on how long a pause from another machine takes.
+const STEERING_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Feeds the requests sent to the session through the store (by another
+/// process, on this machine or another) into its control channel, the same
+/// door a local pause goes through, so an in-flight call is cancelled the
+/// same way. Requests from before this run are not applied to it. Ends
+/// when the run does.
+pub(crate) fn follow_steering(store: Arc<dyn Store>, id: String, control: Arc<watch::Sender<Command>>) {
+    let mut seen = store.steering(&id, 0).ok().flatten().map_or(0, |(seq, _)| seq);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(STEERING_POLL).await;
+            if control.is_closed() {
+                return;
+            }
+            if let Ok(Some((seq, request))) = store.steering(&id, seen) {
+                seen = seq;
+                control.send_replace(request);
+            }
+        }
+    });
+}
+
 /// A running session: its controller (through `Deref`) and its task.
 pub struct SessionHandle {
     pub(crate) controller: Controller,

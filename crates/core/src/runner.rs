@@ -185,7 +185,9 @@ struct HandleParts {
 impl HandleParts {
     fn spawn<S: State>(self, machine: Machine<S>) -> SessionHandle {
         let task = tokio::spawn(machine.run());
-        let controller = Controller { id: self.id, control: Arc::new(self.control_tx), answered: self.answered, events: self.events, store: self.store };
+        let control = Arc::new(self.control_tx);
+        crate::control::follow_steering(self.store.clone(), self.id.clone(), control.clone());
+        let controller = Controller { id: self.id, control, answered: self.answered, events: self.events, store: self.store };
         SessionHandle { controller, task }
     }
 }

@@ -280,3 +280,43 @@ async fn a_crash_while_the_session_row_lags_resumes_at_the_right_step() {
     assert_eq!(out.progress.steps, u64::from(TICKS));
     assert_contiguous(&store.events(&id, 0, usize::MAX).unwrap());
 }
+
+#[tokio::test]
+async fn a_pause_and_an_end_sent_through_another_store_reach_the_running_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
+    // A request from before the run is not applied to it.
+    let elsewhere = SqliteStore::open(&path, Durability::Process).unwrap();
+    let model = slow_model(Duration::from_secs(30));
+    let h = runner(&store, model).start(Loop::new(3), StartOptions::new(Termination::defaults(5))).unwrap();
+    let id = h.id().to_string();
+    wait_for_event(&h, &store, "agent:iteration:start").await;
+    // Another process (here, another store on the same file) steers it.
+    let t = Instant::now();
+    elsewhere.steer(&id, &agentloop_core::Command::Pause).unwrap();
+    wait_for_event(&h, &store, "agent:session:pause").await;
+    assert!(t.elapsed() < Duration::from_secs(2), "paused in {:?}, during a 30 s call", t.elapsed());
+    elsewhere.steer(&id, &agentloop_core::Command::Terminate(Ending::Failed, "from another shell".into())).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(5), h.wait()).await.unwrap().unwrap();
+    assert_eq!((out.status, out.finish_reason.as_deref()), (SessionStatus::Terminated, Some("failed")));
+    let last = store.events(&id, 0, usize::MAX).unwrap().pop().unwrap();
+    assert_eq!(last.payload["reason"], "from another shell");
+
+    // A request left from before a run is not applied to it: a session
+    // killed while paused, with an end requested since, resumes and finishes.
+    let model = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("planned"))).delay_first(Duration::from_secs(30)));
+    let h = runner(&store, model.clone()).start(Loop::new(1), StartOptions::new(Termination::defaults(5))).unwrap();
+    let id = h.id().to_string();
+    wait_for_event(&h, &store, "agent:iteration:start").await;
+    h.pause();
+    wait_for_event(&h, &store, "agent:session:pause").await;
+    h.abort();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store.release(&id).unwrap();
+    elsewhere.steer(&id, &agentloop_core::Command::Terminate(Ending::Terminated, "stale".into())).unwrap();
+    let h = runner(&store, model).resume(&id, false).unwrap();
+    h.resume();
+    let out = tokio::time::timeout(Duration::from_secs(10), h.wait()).await.unwrap().unwrap();
+    assert_eq!(out.status, SessionStatus::Completed);
+}

@@ -38,7 +38,7 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
         }
         None => say(&format!("agentloop serving on http://{bound}/ with no token: any program or page that reaches {bound} can run commands as you")),
     }
-    say(&format!("sessions: {}", app.config.db_path().display()));
+    say(&format!("sessions: {}", app.config.store_description()));
     tokio::select! {
         served = agentloop_server::serve(listener, config) => served.context("the server stopped")?,
         _ = tokio::signal::ctrl_c() => say("stopped"),

@@ -83,6 +83,11 @@ impl PostgresStore {
         &self.what
     }
 
+    /// A store URL in words, without its password.
+    pub fn describe(url: &str) -> String {
+        link::describe(url)
+    }
+
     /// Runs `f` on the connection; a failure becomes one sentence about `doing`.
     fn call<T: Send + 'static>(&self, doing: &str, f: impl FnOnce(&mut link::Session, &str) -> Result<T, Failure> + Send + 'static) -> Result<T> {
         let what = self.what.clone();
