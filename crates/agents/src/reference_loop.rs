@@ -59,6 +59,9 @@ pub struct Input {
     pub iterations: u32,
     pub calls: bool,
     pub call_log: Option<PathBuf>,
+    /// How long each model call takes, as a slow model would.
+    #[serde(default)]
+    pub model_latency_ms: Option<u64>,
 }
 
 fn message(role: &str, node: &str, content: String) -> Msg {
@@ -139,7 +142,8 @@ pub fn runner(store: Arc<dyn Store>, input: &Input) -> Result<Runner<LoopState>>
             append(&model_log, &format!("model {prompt}"))?;
             Ok(ChatResponse::text(format!("planned: {prompt}")))
         })
-        .named("echo");
+        .named("echo")
+        .delay(std::time::Duration::from_millis(input.model_latency_ms.unwrap_or(0)));
         runner = runner.models(Models::new(Arc::new(model))).tools(Tools::new().with(AppendLine { log }));
     }
     Ok(runner)
@@ -202,6 +206,9 @@ pub struct ReferenceFlags {
     /// File the --calls model and tool append one line to per real execution.
     #[arg(long, requires = "calls")]
     pub call_log: Option<PathBuf>,
+    /// With --calls: each model call takes this long, as a real model's would.
+    #[arg(long, requires = "calls")]
+    pub model_latency_ms: Option<u64>,
 }
 
 impl AgentSpec for ReferenceLoop {
@@ -215,7 +222,7 @@ impl AgentSpec for ReferenceLoop {
     type Event = NoEvent;
 
     fn input(flags: ReferenceFlags, _settings: NoSettings, _data_dir: &Path) -> Result<Input> {
-        Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log })
+        Ok(Input { iterations: flags.iterations, calls: flags.calls, call_log: flags.call_log, model_latency_ms: flags.model_latency_ms })
     }
 
     fn settings(_input: &Input) -> &NoSettings {

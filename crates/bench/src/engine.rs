@@ -51,7 +51,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         // A fresh database each run, as the LangGraph script does.
         remove_db(&db)?;
     }
-    let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone() };
+    let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone(), model_latency_ms: None };
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, env.durability)?);
     let runner = reference_loop::runner(store.clone(), &input)?;
     let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));

@@ -46,6 +46,19 @@ pub enum Command {
     Corpus(CorpusCommand),
     /// Run a command under exactly the sandbox an agent's commands get, to see what it allows.
     Sandbox(SandboxArgs),
+    /// Run queued sessions (`run AGENT --detach`, or the API's `"queue": true`), up to N at once, until stopped.
+    Worker(WorkerArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "With [store] url (or AGENTLOOP_STORE_URL) set to a Postgres database, workers on many machines share one queue.")]
+pub struct WorkerArgs {
+    /// Sessions run at once.
+    #[arg(long, default_value_t = 4)]
+    pub slots: usize,
+    /// Exit once the queue is empty and this worker's sessions have ended.
+    #[arg(long)]
+    pub drain: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -160,6 +173,9 @@ pub enum SessionsCommand {
         /// Reply to the question the session waits on, without prompting.
         #[arg(long)]
         answer: Option<String>,
+        /// Queue it for a worker (`agentloop worker`) instead of running it here.
+        #[arg(long)]
+        queue: bool,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -173,6 +189,18 @@ pub enum SessionsCommand {
         /// With --attempt: only candidate K (from 1) of that attempt's search.
         #[arg(long, requires = "attempt")]
         candidate: Option<usize>,
+    },
+    /// Pause a session wherever it runs (this machine or another sharing the store).
+    Pause { id: String },
+    /// End a session wherever it runs, at its next step boundary.
+    Terminate {
+        id: String,
+        /// Why, recorded with the session.
+        #[arg(long, default_value = "terminated by the user")]
+        reason: String,
+        /// How it ended: completed (the goal is met), failed, terminated or stuck.
+        #[arg(long = "as", default_value = "terminated", value_parser = ["completed", "failed", "terminated", "stuck"])]
+        ending: String,
     },
     /// Delete a session and its journal.
     Delete { id: String },

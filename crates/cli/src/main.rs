@@ -18,7 +18,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use app::App;
 use cli::{Cli, Command, ModelsCommand, SessionsCommand};
-use commands::{bench, corpus, models, run as run_agent, sandbox, serve, sessions, stats};
+use commands::{bench, corpus, models, run as run_agent, sandbox, serve, sessions, stats, worker};
 use config::Config;
 
 #[tokio::main]
@@ -55,13 +55,20 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
         Command::Serve(args) => serve::run(&app, args).await,
         Command::Corpus(cmd) => corpus::run(&app, cmd),
         Command::Sandbox(args) => sandbox::run(&app.config, args),
+        Command::Worker(args) => worker::run(&app, args).await,
         Command::Stats(f) => stats::run(&*app.store()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*app.store()?, f.json),
             SessionsCommand::Show { id, json } => sessions::show(&app, &*app.store()?, &id, json.json),
             SessionsCommand::Events { id, after, follow, json } => sessions::events(&*app.store()?, &id, after, follow, json.json).await,
             SessionsCommand::Export { id, output } => sessions::export(&*app.store()?, &id, output.as_deref()),
-            SessionsCommand::Resume { id, answer, json } => sessions::resume(&app, app.store()?, &id, answer, json.json).await,
+            SessionsCommand::Resume { id, answer, queue: true, json } => sessions::queue(&*app.store()?, &id, answer, json.json),
+            SessionsCommand::Resume { id, answer, queue: false, json } => sessions::resume(&app, app.store()?, &id, answer, json.json).await,
+            SessionsCommand::Pause { id } => sessions::steer(&*app.store()?, &id, agentloop_core::Command::Pause).await,
+            SessionsCommand::Terminate { id, reason, ending } => {
+                let ending = serde_json::from_value(serde_json::Value::String(ending))?;
+                sessions::steer(&*app.store()?, &id, agentloop_core::Command::Terminate(ending, reason)).await
+            }
             SessionsCommand::Diff { id, attempt, candidate } => sessions::diff(&app, &*app.store()?, &id, attempt, candidate),
             SessionsCommand::Delete { id } => sessions::delete(&*app.store()?, &id),
         },

@@ -52,7 +52,7 @@ pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
 pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, TokenSink, ToolCall, ToolSpec, Usage};
 pub use models::{Models, DEFAULT_ROLE};
 pub use progress::{Progress, Signals};
-pub use runner::{Runner, StartOptions};
+pub use runner::{create_session, Runner, StartOptions};
 pub use schemars::{self, JsonSchema};
 pub use session::{Iteration, MessageRecord, MessageUsage, Session, SessionStatus, ToolCallRecord};
 pub use state::{Fields, Marks, State};

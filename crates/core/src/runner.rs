@@ -76,40 +76,22 @@ impl<S: State> Runner<S> {
 
     /// Starts a new session from `state`. Must be called inside a Tokio runtime.
     pub fn start(&self, state: S, options: StartOptions) -> Result<SessionHandle> {
-        let id = options.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        if self.store.load(&id).is_ok() {
-            return Err(Error::Other(format!("a session with id `{id}` already exists: pick another id or resume it")));
-        }
-        let meta = SessionMeta {
-            id: id.clone(),
-            agent: self.graph.name().to_string(),
-            status: SessionStatus::Running,
-            current_iteration: 0,
-            max_iterations: options.termination.max_iterations_limit(),
-            finish_reason: None,
-            started_at: Utc::now(),
-            completed_at: None,
-            step: 0,
-            next_node: Some(self.graph.entry().to_string()),
-            progress: Progress::default(),
-            termination: options.termination,
-            input: options.input,
-        };
-        let snapshot = serde_json::to_string(&state)?;
+        let exit_when_paused = options.exit_when_paused;
+        let (meta, snapshot) = self.new_session(&state, options)?;
+        let id = meta.id.clone();
         self.store.acquire(&id)?;
         let (handle, env) = self.handle(&id, &meta.termination, 0);
-        let batch = vec![
-            Pending::Write(Write::Meta(Box::new(meta.clone()))),
-            Pending::Write(Write::Snapshot { step: 0, state: snapshot.clone() }),
-            Pending::Event(EngineEvent::SessionStart { session_id: id.clone(), max_iterations: meta.max_iterations }.draft()),
-        ];
         let machine = env
-            .commit(0, batch, false)
-            .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, options.exit_when_paused))
+            .commit(0, first_batch(&meta, snapshot.clone()), false)
+            .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, exit_when_paused))
             .inspect_err(|_| {
                 let _ = self.store.release(&id);
             })?;
         Ok(handle.spawn(machine))
+    }
+
+    fn new_session(&self, state: &S, options: StartOptions) -> Result<(SessionMeta, String)> {
+        new_session(&*self.store, self.graph.name(), Some(self.graph.entry()), state, options)
     }
 
     /// Continues a stored session where its journal ends. One runner per
@@ -137,6 +119,10 @@ impl<S: State> Runner<S> {
         }
         let state: S = serde_json::from_value(loaded.state).map_err(|e| Error::State(format!("session `{id}` does not fit agent `{}` ({e})", meta.agent)))?;
         let was_paused = meta.status == SessionStatus::Paused;
+        if meta.status == SessionStatus::Idle && meta.step == 0 {
+            // Created to be run later: its first run starts at the entry.
+            meta.next_node = Some(self.graph.entry().to_string());
+        }
         meta.status = SessionStatus::Running;
         let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
         env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(resumed(id))], false)?;
@@ -172,6 +158,52 @@ impl<S: State> Runner<S> {
         });
         (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone() }, env)
     }
+}
+
+/// The row and the first snapshot of a session not stored yet: running
+/// from `entry`, or idle (not started) without one.
+fn new_session<S: State>(store: &dyn Store, agent: &str, entry: Option<&str>, state: &S, options: StartOptions) -> Result<(SessionMeta, String)> {
+    let id = options.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    if store.load(&id).is_ok() {
+        return Err(Error::Other(format!("a session with id `{id}` already exists: pick another id or resume it")));
+    }
+    let meta = SessionMeta {
+        id,
+        agent: agent.to_string(),
+        status: if entry.is_some() { SessionStatus::Running } else { SessionStatus::Idle },
+        current_iteration: 0,
+        max_iterations: options.termination.max_iterations_limit(),
+        finish_reason: None,
+        started_at: Utc::now(),
+        completed_at: None,
+        step: 0,
+        next_node: entry.map(str::to_string),
+        progress: Progress::default(),
+        termination: options.termination,
+        input: options.input,
+    };
+    let snapshot = serde_json::to_string(state)?;
+    Ok((meta, snapshot))
+}
+
+/// Stores a new session of `agent` from `state` without running it: idle,
+/// at no node yet (its first run starts at its graph's entry), for a worker
+/// to take up once it is queued. Its id.
+pub fn create_session<S: State>(store: &dyn Store, agent: &str, state: &S, options: StartOptions) -> Result<String> {
+    let (meta, snapshot) = new_session(store, agent, None, state, options)?;
+    let start = EngineEvent::SessionStart { session_id: meta.id.clone(), max_iterations: meta.max_iterations }.draft();
+    let event = crate::event::Event { session_id: meta.id.clone(), seq: 1, name: start.name, payload: start.payload, timestamp: Utc::now(), step: 0 };
+    store.write(&meta.id, &[Write::Meta(Box::new(meta.clone())), Write::Snapshot { step: 0, state: snapshot }, Write::Event(event)], true)?;
+    Ok(meta.id)
+}
+
+/// A new session's first commit: its row, its state and its start event.
+fn first_batch(meta: &SessionMeta, snapshot: String) -> Vec<Pending> {
+    vec![
+        Pending::Write(Write::Meta(Box::new(meta.clone()))),
+        Pending::Write(Write::Snapshot { step: 0, state: snapshot }),
+        Pending::Event(EngineEvent::SessionStart { session_id: meta.id.clone(), max_iterations: meta.max_iterations }.draft()),
+    ]
 }
 
 struct HandleParts {

@@ -1,11 +1,13 @@
 //! Steering a session: pause, resume, end it (terminate with one of the
 //! users' four reasons, or confirm it complete), answer its question.
-//! A paused session not running in this process (started by the CLI, or
-//! before a restart) is resumed here first when the request needs it.
+//! A session run by another live process (a CLI, a worker, another server,
+//! on this machine or another sharing the store) is steered through the
+//! store, and that process obeys before its next step. A paused session
+//! nobody runs is resumed here first when the request needs it.
 
 use std::sync::Arc;
 
-use agentloop_core::{Controller, Ending};
+use agentloop_core::{Command, Controller, Ending};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -17,7 +19,10 @@ use crate::state::AppState;
 
 /// `POST /api/sessions/{id}/pause`.
 pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    running_here(&app, &id)?.pause();
+    match app.live(&id) {
+        Some(c) => c.pause(),
+        None => steer_elsewhere(&app, &id, Command::Pause)?,
+    }
     Ok(StatusCode::ACCEPTED)
 }
 
@@ -26,6 +31,7 @@ pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> 
 pub async fn resume(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     match app.live(&id) {
         Some(c) => c.resume(),
+        None if app.reads().holder(&id)?.is_some() => steer_elsewhere(&app, &id, Command::Run)?,
         None => {
             take_up(&app, &id).await?;
         }
@@ -57,11 +63,11 @@ pub async fn complete(State(app): State<Arc<AppState>>, Path(id): Path<String>, 
 
 async fn end(app: &Arc<AppState>, id: &str, ending: Ending, reason: String) -> ApiResult<StatusCode> {
     let reason = if reason.trim().is_empty() { default_reason(ending).to_string() } else { reason };
-    let controller = match app.live(id) {
-        Some(c) => c,
-        None => take_up(app, id).await?,
-    };
-    controller.end(ending, reason);
+    match app.live(id) {
+        Some(c) => c.end(ending, reason),
+        None if app.reads().holder(id)?.is_some() => steer_elsewhere(app, id, Command::Terminate(ending, reason))?,
+        None => take_up(app, id).await?.end(ending, reason),
+    }
     let _ = app.changed.send(id.to_string());
     Ok(StatusCode::ACCEPTED)
 }
@@ -103,17 +109,18 @@ pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, ra
     Ok(StatusCode::ACCEPTED)
 }
 
-/// The controller of a session running in this process, or why not.
-fn running_here(app: &AppState, id: &str) -> ApiResult<Controller> {
-    if let Some(c) = app.live(id) {
-        return Ok(c);
+/// Sends `request` through the store to the live process that runs the
+/// session elsewhere; a session nobody runs is refused with what to do.
+fn steer_elsewhere(app: &AppState, id: &str, request: Command) -> ApiResult<()> {
+    let status = app.reads().load(id)?.meta.status;
+    if status.is_final() {
+        return Err(ApiError::conflict(format!("session {id} is {} already", status.as_str())));
     }
-    let status = app.reads().session(id)?.status;
-    Err(if status.is_final() {
-        ApiError::conflict(format!("session {id} is {} already", status.as_str()))
-    } else {
-        ApiError::conflict(format!("session {id} is {} but not running in this server: resume it here first", status.as_str()))
-    })
+    if app.reads().holder(id)?.is_none() {
+        return Err(ApiError::conflict(format!("session {id} is {} and no process runs it: resume it first", status.as_str())));
+    }
+    app.config.store.steer(id, &request)?;
+    Ok(())
 }
 
 /// Resumes a stored session in this process: a paused one, or one whose

@@ -107,13 +107,23 @@ pub struct StartRequest {
     pub agent: String,
     #[serde(default)]
     pub input: Value,
+    /// Store it for a worker (`agentloop worker`) to run instead of running it here.
+    #[serde(default)]
+    pub queue: bool,
 }
 
-/// `POST /api/sessions {agent, input}`: starts a session in this process.
+/// `POST /api/sessions {agent, input, queue}`: starts a session in this
+/// process, or queues it for a worker.
 pub async fn start(State(app): State<Arc<AppState>>, raw: Bytes) -> ApiResult<impl IntoResponse> {
     let req: StartRequest = body(&raw, None)?;
     let agent = app.config.registry.get(&req.agent)?;
     let input = agent.prepare(&req.input, &app.config.data_dir)?;
+    if req.queue {
+        let id = agent.create(app.config.store.as_ref(), &input, None)?;
+        app.config.store.enqueue(&id)?;
+        let _ = app.changed.send(id.clone());
+        return Ok((StatusCode::CREATED, Json(json!({"sessionId": id, "queued": true}))));
+    }
     let env = app.env(agent).await?;
     let handle = agent.start(&env, &input, Launch::default())?;
     let id = handle.id().to_string();

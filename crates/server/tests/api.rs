@@ -367,8 +367,12 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
     let (_, list) = s.get("/api/sessions").await;
     assert_eq!(list["sessions"][0]["sessionId"], id.as_str());
     assert_eq!(list["sessions"][0]["live"], false, "not run by the server");
+    // Steered through the store: the other process pauses, then goes on.
     let (status, v) = s.post(&format!("/api/sessions/{id}/pause"), json!({})).await;
-    assert_eq!(status, StatusCode::CONFLICT, "the server cannot steer another process's run: {v}");
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    s.until(&id, "paused", |v| is_status(v, "paused")).await;
+    let (status, v) = s.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
     let events = s.events(&id, None, None).await;
     let (end, seen) = events.split_last().unwrap();
     assert_eq!(end.1["status"], "completed", "followed to the end by polling the store");
@@ -399,10 +403,11 @@ async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
     let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});
     let handle = Registry::standard().get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
     let id = handle.id().to_string();
+    // Passed on to the process that runs it, not run here too.
     let (status, v) = s.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
-    assert_eq!(status, StatusCode::CONFLICT, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("is being run by process"), "{v}");
-    assert_eq!(s.get(&format!("/api/sessions/{id}")).await.1["interrupted"], false);
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    let (_, v) = s.get(&format!("/api/sessions/{id}")).await;
+    assert_eq!((v["interrupted"].as_bool(), v["live"].as_bool()), (Some(false), Some(false)), "{v}");
 
     // The process dies mid-run: its task stops and its lease is gone.
     handle.abort();
@@ -520,4 +525,32 @@ where
         let chunk = tokio::time::timeout(Duration::from_secs(10), body.next()).await.unwrap().unwrap().unwrap();
         text.push_str(&String::from_utf8_lossy(chunk.as_ref()));
     }
+}
+
+#[tokio::test]
+async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let (status, v) = s.post("/api/sessions", json!({"agent": "bench-engine", "input": {"iterations": 2, "calls": false}, "queue": true})).await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    assert_eq!(v["queued"], true);
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let (_, session) = s.get(&format!("/api/sessions/{id}")).await;
+    assert_eq!((session["status"].as_str(), session["live"].as_bool()), (Some("idle"), Some(false)), "{session}");
+    // A worker (here, another store on the same file) claims it and runs it to the end.
+    let worker: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
+    assert_eq!(worker.claim().unwrap().as_deref(), Some(id.as_str()));
+    let env = agentloop_agents::registry::AgentEnv {
+        store: worker.clone(),
+        models: Models::none(),
+        data_dir: s.dir.path().to_path_buf(),
+        tokens: None,
+        sandbox: Default::default(),
+        preparing: None,
+    };
+    let registry = Registry::standard();
+    let meta = worker.load(&id).unwrap().meta;
+    let out = registry.resume(&env, &meta, true).unwrap().wait().await.unwrap();
+    assert_eq!(out.status, agentloop_core::SessionStatus::Completed);
+    let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    assert_eq!(v["currentIteration"], 2);
 }

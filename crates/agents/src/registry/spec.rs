@@ -6,7 +6,7 @@ use std::path::Path;
 
 use agentloop_core::journal::{LoadedSession, SessionMeta};
 use agentloop_core::schemars::{Schema, SchemaGenerator};
-use agentloop_core::{Error, Event, EventKind, JsonSchema, Result, Runner, SessionHandle, StartOptions, State, Termination};
+use agentloop_core::{Error, Event, EventKind, JsonSchema, Result, Runner, SessionHandle, StartOptions, State, Store, Termination};
 use clap::{Args, FromArgMatches};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -41,6 +41,9 @@ pub trait Agent: Send + Sync {
     /// Lines to show before a run starts (the folder, the task, ...).
     fn intro(&self, input: &Value) -> Result<Vec<String>>;
     fn start(&self, env: &AgentEnv, input: &Value, launch: Launch) -> Result<SessionHandle>;
+    /// Stores a new session with `input` without running it, for a worker
+    /// to take up once it is queued; its id. Loads no model or corpus.
+    fn create(&self, store: &dyn Store, input: &Value, session_id: Option<String>) -> Result<String>;
     /// Continues a stored session of this agent where its journal ends.
     fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle>;
     fn summary(&self, loaded: &LoadedSession) -> Summary;
@@ -205,6 +208,15 @@ impl<A: AgentSpec> Agent for Registered<A> {
         let typed = read_input::<A>(input, "the input")?;
         let (state, termination) = A::initial(&typed)?;
         start_session(&A::runner(env, &typed)?, state, termination, input.clone(), launch)
+    }
+
+    fn create(&self, store: &dyn Store, input: &Value, session_id: Option<String>) -> Result<String> {
+        let typed = read_input::<A>(input, "the input")?;
+        let (state, termination) = A::initial(&typed)?;
+        let mut options = StartOptions::new(termination);
+        options.session_id = session_id;
+        options.input = input.clone();
+        agentloop_core::create_session(store, A::NAME, &state, options)
     }
 
     fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {

@@ -6,3 +6,4 @@ pub mod sandbox;
 pub mod serve;
 pub mod sessions;
 pub mod stats;
+pub mod worker;

@@ -19,7 +19,11 @@ pub fn commands(registry: &Registry, cli: Command) -> Command {
     let mut run = Command::new("run").about("Run an agent on a task").subcommand_required(true).arg_required_else_help(true);
     for agent in registry.agents() {
         let json = Arg::new("json").long("json").action(ArgAction::SetTrue).help("Print the outcome and the summary as JSON instead of the live view");
-        run = run.subcommand(agent.flags(Command::new(agent.name())).about(agent.about()).arg(json));
+        let detach = Arg::new("detach")
+            .long("detach")
+            .action(ArgAction::SetTrue)
+            .help("Store the session and queue it for a worker (`agentloop worker`) instead of running it here; prints its id");
+        run = run.subcommand(agent.flags(Command::new(agent.name())).about(agent.about()).arg(json).arg(detach));
     }
     let mut cli = cli.subcommand(run);
     for agent in registry.agents().filter(|a| a.converses()) {
@@ -51,6 +55,17 @@ pub async fn run(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitCode> 
         }
     }
     let store = app.store()?;
+    if flags.get_flag("detach") {
+        let id = agent.create(&*store, &input, None)?;
+        store.enqueue(&id)?;
+        if json {
+            println!("{}", serde_json::json!({"sessionId": id, "queued": true}));
+        } else {
+            println!("{id}");
+            eprintln!("queued: a worker (`agentloop worker`) runs it; `agentloop sessions events {id} --follow` follows it");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let env = app.env(agent, store.clone(), (!json).then(stream_to_terminal))?;
     let handle = agent.start(&env, &input, Launch { session_id: None, exit_when_paused: !live::interactive() })?;
     finish(app, &*store, handle, json).await

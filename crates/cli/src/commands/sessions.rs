@@ -160,6 +160,57 @@ pub async fn resume(app: &App, store: Arc<dyn Store>, id: &str, answer: Option<S
     }
 }
 
+/// `sessions resume ID --queue`: answers what it waits on, if told, and
+/// leaves the rest to a worker.
+pub fn queue(store: &dyn Store, id: &str, answer: Option<String>, json: bool) -> Result<ExitCode> {
+    let meta = store.load(id)?.meta;
+    if meta.status.is_final() {
+        anyhow::bail!("session {id} already ended ({}): there is nothing to queue", meta.status.as_str());
+    }
+    if let (Some(q), Some(reply)) = (store.pending_interrupt(id)?, answer) {
+        store.answer(id, &q.id, &json!(reply))?;
+    }
+    store.enqueue(id)?;
+    if json {
+        println!("{}", json!({"sessionId": id, "queued": true}));
+    } else {
+        println!("queued session {id}: a worker (`agentloop worker`) goes on with it");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions pause|terminate ID`: a request through the store to whichever
+/// process runs the session, on this machine or another; waits (briefly)
+/// to see it obeyed.
+pub async fn steer(store: &dyn Store, id: &str, request: agentloop_core::Command) -> Result<ExitCode> {
+    let before = store.load(id)?.meta;
+    if before.status.is_final() {
+        anyhow::bail!("session {id} already ended ({}): there is nothing to steer", before.status.as_str());
+    }
+    let Some(holder) = store.holder(id)? else {
+        anyhow::bail!(
+            "session {id} is not running anywhere now: `agentloop sessions resume {id}` continues it, and `agentloop sessions delete {id}` removes it"
+        )
+    };
+    let what = match &request {
+        agentloop_core::Command::Pause => "pause",
+        agentloop_core::Command::Run => "resume",
+        agentloop_core::Command::Terminate(..) => "end",
+    };
+    store.steer(id, &request)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        let status = store.load(id)?.meta.status;
+        if status != before.status {
+            println!("session {id} is {} now (run by {holder})", status.as_str());
+            return Ok(ExitCode::SUCCESS);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("asked {holder} to {what} session {id}; it does so at its next step");
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn delete(store: &dyn Store, id: &str) -> Result<ExitCode> {
     store.delete(id)?;
     println!("deleted session {id}");

@@ -1,0 +1,161 @@
+//! `agentloop worker`: runs queued sessions, up to N at once, until stopped.
+//!
+//! A worker claims the oldest queued session that no live process holds
+//! (with its lease), resumes it from its journal, and takes it out of the
+//! queue when the run ends or pauses for a person. A session whose worker
+//! died stays queued, and another worker claims it once the lease passes;
+//! its journal makes sure no recorded call runs twice.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_agents::registry::AgentEnv;
+use agentloop_core::{Outcome, SessionHandle, Store};
+use anyhow::Result;
+use tokio::task::JoinSet;
+
+use crate::app::App;
+use crate::cli::WorkerArgs;
+
+/// How long an idle worker waits for a notification before it looks
+/// again anyway (the backstop when notifications are lost or absent).
+const POLL: Duration = Duration::from_secs(1);
+
+/// Runs that end in an error this many times in one worker are taken out
+/// of the queue, so a session that always fails cannot hold a slot for ever.
+const ATTEMPTS: u32 = 3;
+
+pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
+    let store = app.store()?;
+    let slots = args.slots.max(1);
+    eprintln!("worker: up to {slots} sessions at once from {}; Ctrl-C stops it", app.config.store_description());
+    let mut worker = Worker { app, store, envs: HashMap::new(), failures: HashMap::new() };
+    let mut running: JoinSet<(String, agentloop_core::Result<Outcome>)> = JoinSet::new();
+    let mut ids: HashMap<tokio::task::Id, String> = HashMap::new();
+    let stop = shutdown();
+    tokio::pin!(stop);
+    loop {
+        while running.len() < slots {
+            let Some((id, handle)) = worker.next().await? else { break };
+            let key = id.clone();
+            let task = running.spawn(async move { (id, handle.wait().await) });
+            ids.insert(task.id(), key);
+        }
+        if args.drain && running.is_empty() {
+            eprintln!("worker: the queue is empty");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let store = worker.store.clone();
+        tokio::select! {
+            Some(done) = running.join_next_with_id(), if !running.is_empty() => {
+                if let Ok((task, (id, outcome))) = done {
+                    ids.remove(&task);
+                    worker.settle(&id, outcome);
+                }
+            }
+            _ = tokio::task::spawn_blocking(move || store.wait_for_work(POLL)), if running.len() < slots => {}
+            _ = &mut stop => {
+                // Stopped like a crash, but the leases are given back, so
+                // another worker takes the sessions up at once.
+                running.abort_all();
+                while running.join_next().await.is_some() {}
+                for id in ids.values() {
+                    let _ = worker.store.release(id);
+                }
+                eprintln!("worker: stopped; {} sessions handed back to the queue", ids.len());
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
+}
+
+struct Worker<'a> {
+    app: &'a App,
+    store: Arc<dyn Store>,
+    /// One environment per agent: its models are loaded once.
+    envs: HashMap<String, AgentEnv>,
+    failures: HashMap<String, u32>,
+}
+
+impl Worker<'_> {
+    /// Claims and starts the next queued session; `None` when none waits.
+    async fn next(&mut self) -> Result<Option<(String, SessionHandle)>> {
+        loop {
+            let store = self.store.clone();
+            let id = match tokio::task::spawn_blocking(move || store.claim()).await? {
+                Ok(Some(id)) => id,
+                Ok(None) => return Ok(None),
+                // The store out of reach (a restart, a network cut): the
+                // worker keeps going and claims again at the next poll.
+                Err(e) => {
+                    eprintln!("worker: cannot claim a session now ({e}); trying again");
+                    return Ok(None);
+                }
+            };
+            match self.start(&id) {
+                Ok(handle) => return Ok(Some((id, handle))),
+                Err(e) => {
+                    eprintln!("{id}: cannot run it, so it leaves the queue: {e:#}");
+                    let _ = self.store.dequeue(&id);
+                    let _ = self.store.release(&id);
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, id: &str) -> Result<SessionHandle> {
+        let meta = self.store.load(id)?.meta;
+        let agent = self.app.registry.agent_of(&meta)?;
+        if !self.envs.contains_key(agent.name()) {
+            let env = self.app.env(agent, self.store.clone(), None)?;
+            self.envs.insert(agent.name().to_string(), env);
+        }
+        let env = self.envs.get(agent.name()).ok_or_else(|| anyhow::anyhow!("no environment for agent {}", agent.name()))?;
+        eprintln!("{id}: claimed ({}, step {})", meta.agent, meta.step);
+        // Paused sessions leave the worker: a person answers or resumes them.
+        Ok(agent.resume(env, &meta, true)?)
+    }
+
+    /// A run ended: out of the queue when it is done or waits for a person.
+    fn settle(&mut self, id: &str, outcome: agentloop_core::Result<Outcome>) {
+        match outcome {
+            Ok(outcome) => {
+                let reason = outcome.finish_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+                eprintln!("{id}: {}{reason}", outcome.status.as_str());
+                let _ = self.store.dequeue(id);
+                self.failures.remove(id);
+            }
+            Err(e) => {
+                let failures = self.failures.entry(id.to_string()).or_insert(0);
+                *failures += 1;
+                let ended = self.store.load(id).is_ok_and(|l| l.meta.status.is_final());
+                if ended || *failures >= ATTEMPTS {
+                    eprintln!("{id}: failed, and leaves the queue: {e}");
+                    let _ = self.store.dequeue(id);
+                } else {
+                    // Taken over, or the store was out of reach: it stays
+                    // queued for whoever can run it.
+                    eprintln!("{id}: stopped here ({e}); it stays queued");
+                }
+            }
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
