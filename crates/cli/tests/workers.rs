@@ -174,3 +174,52 @@ fn a_worker_frozen_past_its_lease_writes_nothing_more_when_it_wakes() {
     let session = store.session(&id).unwrap();
     assert_eq!(session.iterations.len(), 40, "every iteration once");
 }
+
+#[test]
+fn workers_reconnect_after_postgres_restarts_mid_run_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = throwaway::Cluster::start().unwrap();
+    let url = cluster.database().unwrap();
+    let sessions: Vec<(String, PathBuf)> = (0..4).map(|n| queue(dir.path(), &url, n, 12, 150)).collect();
+    let ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
+    let mut workers: Vec<Child> = (0..2).map(|n| worker(dir.path(), &url, 2, &format!("w{n}"))).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    {
+        let store = store(&url);
+        while ids.iter().map(|id| store.load(id).unwrap().meta.step).min().unwrap() < 3 {
+            assert!(Instant::now() < deadline, "the workers never got going");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    cluster.restart().unwrap();
+    let store = store(&url);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let metas: Vec<_> = ids.iter().map(|id| store.load(id).unwrap().meta).collect();
+        for m in metas.iter().filter(|m| m.status == SessionStatus::Paused) {
+            if store.pending_interrupt(&m.id).unwrap().is_some() {
+                let out = agentloop(dir.path(), &url).args(["sessions", "resume", &m.id, "--answer", "skip", "--queue"]).output().unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        if metas.iter().all(|m| m.status == SessionStatus::Completed) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every session completed after the restart: {:?}; worker 0 said: {}",
+            metas.iter().map(|m| (m.status, m.step)).collect::<Vec<_>>(),
+            std::fs::read_to_string(dir.path().join("w0.err")).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (n, w) in workers.iter_mut().enumerate() {
+        signal(w, libc::SIGTERM);
+        let status = w.wait().unwrap();
+        assert!(status.success(), "worker {n} ended with {status}: {}", std::fs::read_to_string(dir.path().join(format!("w{n}.err"))).unwrap());
+    }
+    for (id, log) in &sessions {
+        assert_eq!(repeated_lines(log), vec![], "session {id} made a recorded call twice");
+        assert_eq!(store.session(id).unwrap().iterations.len(), 12, "session {id}: every iteration once");
+    }
+}

@@ -295,6 +295,11 @@ impl<S: State> Machine<S> {
     async fn run(mut self) -> Result<Outcome> {
         let result = match self.drive().await {
             Ok(outcome) => Ok(outcome),
+            // The store failed (out of reach, or the session taken over by
+            // another process): nothing more is written, and the session
+            // stays as its journal has it, to be resumed or taken up again
+            // rather than marked failed for a fault that was not its own.
+            Err(e @ Error::Store(_)) => Err(e),
             Err(e) => {
                 // Record why the session ended; the original error wins if that fails too.
                 let _ = self.finish(SessionStatus::Error, "error", Some(e.to_string()));

@@ -19,23 +19,129 @@ const PREFIX: &str = "agentloop-pg-";
 
 /// The URL of a new, empty database on the process's throwaway server.
 pub fn database() -> Result<String> {
-    static SERVER: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+    static SERVER: OnceLock<std::result::Result<Cluster, String>> = OnceLock::new();
     let server = SERVER.get_or_init(|| match std::env::var("AGENTLOOP_TEST_PG_URL") {
-        Ok(url) => Ok(url),
-        Err(_) => start().map_err(|e| e.to_string()),
+        Ok(url) => Ok(Cluster { url, keeper: None }),
+        Err(_) => Cluster::start().map_err(|e| e.to_string()),
     });
-    let server = server.clone().map_err(Error::Store)?;
-    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-    let (admin, created) = (server.clone(), name.clone());
-    // The client blocks on a runtime of its own: keep it off the caller's.
-    std::thread::spawn(move || -> std::result::Result<(), postgres::Error> {
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls)?;
-        client.batch_execute(&format!("CREATE DATABASE {created}"))
-    })
-    .join()
-    .map_err(|_| Error::Store("creating a test database panicked".into()))?
-    .map_err(|e| Error::Store(format!("cannot create a test database on {server}: {e}")))?;
-    Ok(with_database(&server, &name))
+    server.as_ref().map_err(|e| Error::Store(e.clone()))?.database()
+}
+
+/// A throwaway server of one's own, for a test that stops or restarts it.
+pub struct Cluster {
+    /// The admin URL (database `postgres`).
+    url: String,
+    /// Starts and stops the server (none for a server given by URL).
+    keeper: Option<std::sync::mpsc::Sender<Order>>,
+}
+
+enum Order {
+    /// Stop the server (fast: open transactions are cut) and start it again.
+    Restart(std::sync::mpsc::Sender<Result<()>>),
+}
+
+impl Cluster {
+    /// Makes a cluster in a temporary folder and starts its server.
+    pub fn start() -> Result<Self> {
+        let bin = binaries()?;
+        remove_stale_clusters();
+        let dir = std::env::temp_dir().join(format!("{PREFIX}{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Store(format!("cannot make {} ({e})", dir.display())))?;
+        // initdb refuses to run as root: the cluster then belongs to `postgres`.
+        let owner = if unsafe { libc::geteuid() } == 0 { Some(postgres_user()?) } else { None };
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| Error::Store(format!("cannot give {} to postgres ({e})", dir.display())))?;
+        }
+        let data = dir.join("data");
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]).stdout(Stdio::null()).stderr(Stdio::piped());
+        as_owner(&mut initdb, owner);
+        let out = initdb.output().map_err(|e| Error::Store(format!("cannot run initdb ({e})")))?;
+        if !out.status.success() {
+            return Err(Error::Store(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        }
+        let port = free_port()?;
+        let folder = dir.clone();
+        let server = move || {
+            let mut c = Command::new(bin.join("postgres"));
+            c.arg("-D")
+                .arg(&data)
+                .args(["-p", &port.to_string(), "-k"])
+                .arg(&dir)
+                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            as_owner(&mut c, owner);
+            // The server dies with the test process (SIGQUIT: an immediate
+            // stop). The signal follows the thread that started it, so the
+            // keeper thread, which lives as long as the process, starts it.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
+                    Ok(())
+                });
+            }
+            c
+        };
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let (orders, inbox) = std::sync::mpsc::channel::<Order>();
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let admin = url.clone();
+        std::thread::spawn(move || {
+            let mut running = server().spawn();
+            let ok = running.is_ok();
+            let _ = started_tx.send(running.as_ref().map(|_| ()).map_err(|e| Error::Store(format!("cannot start the Postgres server ({e})"))));
+            if !ok {
+                return;
+            }
+            for order in inbox {
+                match order {
+                    Order::Restart(done) => {
+                        if let Ok(child) = running.as_mut() {
+                            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                            let _ = child.wait();
+                        }
+                        running = server().spawn();
+                        let up = running.as_ref().map_err(|e| Error::Store(format!("cannot start the Postgres server again ({e})"))).map(|_| ());
+                        let _ = done.send(up.and_then(|()| wait_until_up(&admin)));
+                    }
+                }
+            }
+            // The cluster was dropped: its server and folder go with it.
+            if let Ok(child) = running.as_mut() {
+                unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+                let _ = child.wait();
+            }
+            let _ = std::fs::remove_dir_all(&folder);
+        });
+        started.recv().map_err(|_| Error::Store("the thread starting Postgres ended".into()))??;
+        wait_until_up(&url)?;
+        Ok(Self { url, keeper: Some(orders) })
+    }
+
+    /// A new, empty database on this server; its URL.
+    pub fn database(&self) -> Result<String> {
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let (admin, created) = (self.url.clone(), name.clone());
+        // The client blocks on a runtime of its own: keep it off the caller's.
+        std::thread::spawn(move || -> std::result::Result<(), postgres::Error> {
+            let mut client = postgres::Client::connect(&admin, postgres::NoTls)?;
+            client.batch_execute(&format!("CREATE DATABASE {created}"))
+        })
+        .join()
+        .map_err(|_| Error::Store("creating a test database panicked".into()))?
+        .map_err(|e| Error::Store(format!("cannot create a test database on {}: {e}", self.url)))?;
+        Ok(with_database(&self.url, &name))
+    }
+
+    /// Stops the server, cutting every connection, and starts it again on
+    /// the same port with the same data; returns once it answers.
+    pub fn restart(&self) -> Result<()> {
+        let keeper = self.keeper.as_ref().ok_or_else(|| Error::Store("a server given by AGENTLOOP_TEST_PG_URL is not restarted by the tests".into()))?;
+        let (done, wait) = std::sync::mpsc::channel();
+        keeper.send(Order::Restart(done)).map_err(|_| Error::Store("the throwaway server's keeper has ended".into()))?;
+        wait.recv().map_err(|_| Error::Store("the throwaway server's keeper has ended".into()))?
+    }
 }
 
 /// `url` with its database replaced by `name`.
@@ -50,64 +156,6 @@ fn with_database(url: &str, name: &str) -> String {
         Some(q) => format!("{base}/{name}?{q}"),
         None => format!("{base}/{name}"),
     }
-}
-
-/// Makes a cluster and starts its server; the admin URL.
-fn start() -> Result<String> {
-    let bin = binaries()?;
-    remove_stale_clusters();
-    let dir = std::env::temp_dir().join(format!("{PREFIX}{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::Store(format!("cannot make {} ({e})", dir.display())))?;
-    // initdb refuses to run as root: the cluster then belongs to `postgres`.
-    let owner = if unsafe { libc::geteuid() } == 0 { Some(postgres_user()?) } else { None };
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| Error::Store(format!("cannot give {} to postgres ({e})", dir.display())))?;
-    }
-    let data = dir.join("data");
-    let mut initdb = Command::new(bin.join("initdb"));
-    initdb.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]).stdout(Stdio::null()).stderr(Stdio::piped());
-    as_owner(&mut initdb, owner);
-    let out = initdb.output().map_err(|e| Error::Store(format!("cannot run initdb ({e})")))?;
-    if !out.status.success() {
-        return Err(Error::Store(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
-    }
-    let port = free_port()?;
-    let mut server = Command::new(bin.join("postgres"));
-    server
-        .arg("-D")
-        .arg(&data)
-        .args(["-p", &port.to_string(), "-k"])
-        .arg(&dir)
-        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    as_owner(&mut server, owner);
-    // The server dies with the test process (SIGQUIT: an immediate stop).
-    // The signal follows the thread that started it, so a thread that
-    // lives as long as the process starts it.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        unsafe {
-            server.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT);
-                Ok(())
-            });
-        }
-        let started = server.spawn();
-        let ok = started.is_ok();
-        let _ = tx.send(started.map(|_| ()));
-        if ok {
-            loop {
-                std::thread::park();
-            }
-        }
-    });
-    rx.recv()
-        .map_err(|_| Error::Store("the thread starting Postgres ended".into()))?
-        .map_err(|e| Error::Store(format!("cannot start the Postgres server ({e})")))?;
-    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-    wait_until_up(&url)?;
-    Ok(url)
 }
 
 fn wait_until_up(url: &str) -> Result<()> {
