@@ -3,6 +3,7 @@
 //! file where it has items, and prints one JSON object as its last line.
 //! The CLI's `bench` subcommands are thin wrappers around these.
 
+pub mod cluster;
 pub mod coder;
 pub mod engine;
 mod escapes;

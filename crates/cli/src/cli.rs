@@ -210,6 +210,9 @@ pub enum SessionsCommand {
 pub enum BenchCommand {
     /// The reference loop (plan → act → reflect, N iterations) with durable steps.
     Engine(agentloop_bench::engine::EngineArgs),
+    /// Real workers on one Postgres: steps per second with one and with
+    /// several, and a worker killed mid-run (takeover time, calls repeated).
+    Cluster(agentloop_bench::cluster::ClusterArgs),
     /// The embedded model: prompt and generation speed, constrained
     /// generation, cold and shared-prefix prefill (default model unless --model).
     Model(ModelArgs),

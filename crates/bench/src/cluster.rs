@@ -1,0 +1,240 @@
+//! `agentloop bench cluster`: real `agentloop worker` processes sharing one
+//! Postgres (a throwaway server, or the one `AGENTLOOP_TEST_PG_URL` names).
+//!
+//! Three runs, each on a fresh database holding the same queued sessions of
+//! the reference loop with a stand-in model of fixed latency: one worker;
+//! N workers; N workers with one killed (`kill -9`) mid-run. The first two
+//! give steps per second and the ratio between them; the third gives how
+//! long the killed worker's sessions waited to be taken over and how many
+//! recorded calls ran twice (which must be none). The last line is JSON.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentloop_agents::reference_loop::Input;
+use agentloop_agents::registry::Registry;
+use agentloop_core::{SessionStatus, Store};
+use agentloop_store::{throwaway, PostgresStore};
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::harness::{bar, round, scratch_dir};
+
+/// `agentloop bench cluster`.
+#[derive(clap::Args, Debug)]
+pub struct ClusterArgs {
+    /// Sessions queued for each run.
+    #[arg(long, default_value_t = 200)]
+    pub sessions: usize,
+    /// Iterations per session (three steps each: plan, act, reflect).
+    #[arg(long, default_value_t = 7)]
+    pub iterations: u32,
+    /// Workers in the second and third runs.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Sessions each worker runs at once.
+    #[arg(long, default_value_t = 8)]
+    pub slots: usize,
+    /// The stand-in model's latency per call.
+    #[arg(long, default_value_t = 50)]
+    pub model_latency_ms: u64,
+    /// The workers' lease, which bounds how long a killed worker's sessions wait.
+    #[arg(long, default_value_t = 10)]
+    pub lease_ttl_secs: u64,
+    /// Leave out the run with a killed worker.
+    #[arg(long)]
+    pub no_kill: bool,
+}
+
+/// Runs the benchmark with `program` (this `agentloop`) as the workers.
+pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
+    if args.workers < 2 {
+        bail!("--workers must be at least 2: the runs compare one worker with several");
+    }
+    let scratch = scratch_dir("bench-cluster")?;
+    let bench = Bench { args: &args, program, scratch: &scratch };
+    let one = bench.throughput(1).await?;
+    let many = bench.throughput(args.workers).await?;
+    let kill = if args.no_kill { Value::Null } else { bench.kill().await? };
+    let speedup = many["steps_per_s"].as_f64().unwrap_or(0.0) / one["steps_per_s"].as_f64().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+    let report = json!({
+        "benchmark": "cluster",
+        "sessions": args.sessions,
+        "steps_per_session": args.iterations * 3,
+        "slots_per_worker": args.slots,
+        "model_latency_ms": args.model_latency_ms,
+        "one_worker": one,
+        "workers": args.workers,
+        "many_workers": many,
+        "speedup": round(speedup, 2),
+        "kill": kill,
+        "load_average": load_average(),
+        "postgres": "throwaway cluster on loopback, fsync off",
+    });
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!("{report}");
+    Ok(())
+}
+
+struct Bench<'a> {
+    args: &'a ClusterArgs,
+    program: &'a Path,
+    scratch: &'a Path,
+}
+
+/// Kills and reaps a worker when dropped, however the run ends.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Bench<'_> {
+    /// A fresh database with the sessions queued; its URL, its store and
+    /// each session's id and call log.
+    async fn queued(&self, run: &str) -> Result<(String, Arc<PostgresStore>, Vec<(String, PathBuf)>)> {
+        let url = tokio::task::spawn_blocking(throwaway::database).await??;
+        let store = Arc::new(PostgresStore::open(&url, Duration::from_secs(self.args.lease_ttl_secs))?);
+        let agent = Registry::standard();
+        let agent = agent.get(agentloop_agents::reference_loop::AGENT)?;
+        let logs = self.scratch.join(run);
+        std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+        let mut sessions = Vec::new();
+        for n in 0..self.args.sessions {
+            let log = logs.join(format!("calls-{n}.log"));
+            let input =
+                Input { iterations: self.args.iterations, calls: true, call_log: Some(log.clone()), model_latency_ms: Some(self.args.model_latency_ms) };
+            let id = agent.create(store.as_ref(), &serde_json::to_value(&input)?, None)?;
+            store.enqueue(&id)?;
+            sessions.push((id, log));
+        }
+        Ok((url, store, sessions))
+    }
+
+    fn worker(&self, url: &str, drain: bool) -> Result<Worker> {
+        let config = self.scratch.join("agentloop.toml");
+        std::fs::write(&config, format!("[store]\nlease_ttl_secs = {}\n", self.args.lease_ttl_secs)).context("cannot write the workers' config")?;
+        let mut c = Command::new(self.program);
+        c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(&config).arg("--data-dir").arg(self.scratch.join("data"));
+        c.args(["worker", "--slots", &self.args.slots.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+        if drain {
+            c.arg("--drain");
+        }
+        Ok(Worker(c.spawn().with_context(|| format!("cannot start {}", self.program.display()))?))
+    }
+
+    /// Every session run by `workers` draining workers: steps per second.
+    async fn throughput(&self, workers: usize) -> Result<Value> {
+        let (url, store, sessions) = self.queued(&format!("run-{workers}")).await?;
+        let progress = bar(sessions.len());
+        progress.set_message(format!("{workers} worker(s)"));
+        let start = Instant::now();
+        let mut running: Vec<Worker> = (0..workers).map(|_| self.worker(&url, true)).collect::<Result<_>>()?;
+        loop {
+            let done = finished(store.as_ref())?;
+            progress.set_position(done as u64);
+            if running.iter_mut().all(|w| w.0.try_wait().ok().flatten().is_some()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        progress.finish_and_clear();
+        let steps: u64 = store.list()?.iter().map(|m| m.step).sum();
+        let completed = finished(store.as_ref())?;
+        if completed < sessions.len() {
+            bail!("{workers} worker(s) ended with {completed} of {} sessions completed", sessions.len());
+        }
+        Ok(json!({"seconds": round(seconds, 2), "steps": steps, "steps_per_s": round(steps as f64 / seconds, 1)}))
+    }
+
+    /// The kill run: one of the workers is killed once it runs sessions.
+    async fn kill(&self) -> Result<Value> {
+        let (url, store, sessions) = self.queued("kill").await?;
+        let ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
+        let progress = bar(sessions.len());
+        progress.set_message("a worker killed");
+        let mut workers: Vec<Worker> = (0..self.args.workers).map(|_| self.worker(&url, false)).collect::<Result<_>>()?;
+        let victim = format!("process {} ", workers[0].0.id());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let held = loop {
+            let held: Vec<String> = ids.iter().filter(|id| store.holder(id).ok().flatten().is_some_and(|h| h.contains(&victim))).cloned().collect();
+            if held.len() >= self.args.slots.min(2) {
+                break held;
+            }
+            if Instant::now() > deadline {
+                bail!("the first worker never ran a session");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let _ = workers[0].0.kill();
+        let _ = workers[0].0.wait();
+        let killed = Instant::now();
+        let mut taken_over: HashMap<String, f64> = HashMap::new();
+        let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
+        loop {
+            for id in &held {
+                if !taken_over.contains_key(id) {
+                    let now = store.holder(id)?;
+                    let status = store.load(id)?.meta.status;
+                    if now.is_some_and(|h| !h.contains(&victim)) || status.is_final() {
+                        taken_over.insert(id.clone(), killed.elapsed().as_secs_f64());
+                    }
+                }
+            }
+            // A side effect the killed worker had in flight asks
+            // retry-or-skip: skipped here, and the session queued again.
+            for m in store.list()?.iter().filter(|m| m.status == SessionStatus::Paused) {
+                if let Some(q) = store.pending_interrupt(&m.id)? {
+                    taken_over.entry(m.id.clone()).or_insert_with(|| killed.elapsed().as_secs_f64());
+                    store.answer(&m.id, &q.id, &json!("skip"))?;
+                    store.enqueue(&m.id)?;
+                }
+            }
+            let done = finished(store.as_ref())?;
+            progress.set_position(done as u64);
+            if done == sessions.len() {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("after the kill only {done} of {} sessions completed", sessions.len());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        progress.finish_and_clear();
+        drop(workers);
+        let repeated: usize = sessions.iter().map(|(_, log)| repeated_lines(log)).sum();
+        let slowest = taken_over.values().copied().fold(0.0, f64::max);
+        Ok(json!({
+            "killed_sessions": held.len(),
+            "takeover_max_s": round(slowest, 2),
+            "lease_ttl_s": self.args.lease_ttl_secs,
+            "repeated_calls": repeated,
+        }))
+    }
+}
+
+/// Sessions that completed.
+fn finished(store: &dyn Store) -> Result<usize> {
+    Ok(store.list()?.iter().filter(|m| m.status == SessionStatus::Completed).count())
+}
+
+/// Lines of a call log written more than once: a call made twice.
+fn repeated_lines(log: &Path) -> usize {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *counts.entry(line.to_string()).or_default() += 1;
+    }
+    counts.values().map(|n| n - 1).sum()
+}
+
+/// The one-minute load average: what else shared the machine.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
