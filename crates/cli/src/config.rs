@@ -26,6 +26,9 @@ struct File {
     /// Where sessions are kept: SQLite under the data dir unless a URL says.
     #[serde(default)]
     store: StoreConfig,
+    /// Where traces go.
+    #[serde(default)]
+    telemetry: TelemetryConfig,
     /// Every other table belongs to the agent of that name (`[planner]`),
     /// which reads and checks it.
     #[serde(flatten)]
@@ -44,6 +47,15 @@ pub struct StoreConfig {
     pub lease_ttl_secs: Option<u64>,
 }
 
+/// The `[telemetry]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// An OpenTelemetry collector's OTLP/HTTP address (`http://127.0.0.1:4318`):
+    /// sessions' spans go there. Off when absent.
+    pub otlp_endpoint: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
@@ -52,6 +64,7 @@ pub struct Config {
     pub debug_log: Option<PathBuf>,
     pub sandbox: SandboxConfig,
     pub store: StoreConfig,
+    pub telemetry: TelemetryConfig,
     /// Each agent's table, by agent name.
     pub agents: BTreeMap<String, toml::Value>,
 }
@@ -67,7 +80,7 @@ impl Config {
         };
         if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
             anyhow::bail!(
-                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox, store and one table per agent ({})",
+                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox, store, telemetry and one table per agent ({})",
                 agents.join(", ")
             );
         }
@@ -87,7 +100,7 @@ impl Config {
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, store, agents: from_file.agents })
+        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, store, telemetry: from_file.telemetry, agents: from_file.agents })
     }
 
     /// Where sessions are kept, in words (the password left out).

@@ -134,6 +134,10 @@ pub struct SessionMeta {
     pub termination: Termination,
     /// Agent-specific parameters the session was started with.
     pub input: Value,
+    /// The W3C `traceparent` of its first run's span, so later runs (on
+    /// any worker) continue the same trace. Absent when telemetry was off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// One element of a commit batch.

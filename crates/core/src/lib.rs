@@ -41,6 +41,7 @@ pub mod state;
 pub mod status;
 pub mod step;
 pub mod store;
+pub mod telemetry;
 pub mod termination;
 pub mod tool;
 

@@ -171,6 +171,11 @@ impl ChatResponse {
 pub trait ChatModel: Send + Sync {
     /// A short name recorded with every answer (e.g. `qwen2.5-coder-0.5b`).
     fn name(&self) -> &str;
+    /// Who serves it, as traces name it (`gen_ai.provider.name`: `openai`,
+    /// `anthropic`, `llama.cpp`).
+    fn provider(&self) -> &str {
+        "agentloop"
+    }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
     /// The caller found the last answer unusable (it did not parse or
     /// validate). A fallback chain counts it like a failure; others ignore it.

@@ -21,6 +21,7 @@ use crate::state::{Marks, State};
 use crate::status::SessionStatus;
 use crate::step::{close_iteration, reply_is, Env, IterationClock, Pending, Step};
 use crate::store::Store;
+use crate::telemetry::RunTrace;
 use crate::termination::{Stop, Termination, Verdict};
 use crate::tool::Tools;
 use crate::{Error, Result};
@@ -77,10 +78,14 @@ impl<S: State> Runner<S> {
     /// Starts a new session from `state`. Must be called inside a Tokio runtime.
     pub fn start(&self, state: S, options: StartOptions) -> Result<SessionHandle> {
         let exit_when_paused = options.exit_when_paused;
-        let (meta, snapshot) = self.new_session(&state, options)?;
+        let (mut meta, snapshot) = self.new_session(&state, options)?;
         let id = meta.id.clone();
         self.store.acquire(&id)?;
-        let (handle, env) = self.handle(&id, &meta.termination, 0);
+        let trace = RunTrace::start(self.graph.name(), &id, None).map(|(trace, traceparent)| {
+            meta.traceparent = Some(traceparent);
+            trace
+        });
+        let (handle, env) = self.handle(&id, &meta.termination, 0, trace);
         let machine = env
             .commit(0, first_batch(&meta, snapshot.clone()), false)
             .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, exit_when_paused))
@@ -124,7 +129,13 @@ impl<S: State> Runner<S> {
             meta.next_node = Some(self.graph.entry().to_string());
         }
         meta.status = SessionStatus::Running;
-        let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq);
+        // The run continues the session's trace (or starts one, for a
+        // session stored while telemetry was off).
+        let trace = RunTrace::start(self.graph.name(), id, meta.traceparent.as_deref()).map(|(trace, traceparent)| {
+            meta.traceparent = Some(traceparent);
+            trace
+        });
+        let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq, trace);
         env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(resumed(id))], false)?;
         let mut machine = Machine::new(
             env,
@@ -140,7 +151,7 @@ impl<S: State> Runner<S> {
         Ok(handle.spawn(machine))
     }
 
-    fn handle(&self, id: &str, termination: &Termination, seq: u64) -> (HandleParts, Arc<Env>) {
+    fn handle(&self, id: &str, termination: &Termination, seq: u64, trace: Option<RunTrace>) -> (HandleParts, Arc<Env>) {
         let (control_tx, control_rx) = watch::channel(Command::Run);
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let answered = Arc::new(Notify::new());
@@ -155,6 +166,7 @@ impl<S: State> Runner<S> {
             events: events.clone(),
             answered: answered.clone(),
             seq: AtomicU64::new(seq),
+            trace,
         });
         (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone() }, env)
     }
@@ -181,6 +193,7 @@ fn new_session<S: State>(store: &dyn Store, agent: &str, entry: Option<&str>, st
         progress: Progress::default(),
         termination: options.termination,
         input: options.input,
+        traceparent: None,
     };
     let snapshot = serde_json::to_string(state)?;
     Ok((meta, snapshot))
@@ -306,6 +319,9 @@ impl<S: State> Machine<S> {
                 Err(e)
             }
         };
+        if let Some(trace) = &self.env.trace {
+            trace.end(result.as_ref().err().map(ToString::to_string));
+        }
         // Whoever resumes it next may take it; a failure here only leaves a
         // lease that dies with this process.
         let _ = self.env.store.release(&self.env.session_id);

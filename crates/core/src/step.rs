@@ -40,6 +40,8 @@ pub(crate) struct Env {
     pub answered: Arc<Notify>,
     /// Last event sequence number persisted.
     pub seq: AtomicU64,
+    /// This run's spans, when telemetry is on.
+    pub trace: Option<crate::telemetry::RunTrace>,
 }
 
 /// Something a step will write at its next flush or commit.
@@ -71,6 +73,9 @@ impl Env {
         self.store.write(&self.session_id, &writes, flush)?;
         self.seq.store(seq, Ordering::Relaxed);
         for e in events {
+            if let Some(trace) = &self.trace {
+                trace.on_event(&e);
+            }
             // Nobody listening is fine: the store has them.
             let _ = self.events.send(e);
         }
@@ -282,8 +287,10 @@ impl Step {
         self.calls += requests.len() as u32;
         let recorded: Vec<Option<CallRecord>> = (0..requests.len() as u32).map(|i| self.recorded(first + i)).collect();
         let mut fresh = Vec::new();
+        let mut asked = (String::new(), String::new());
         if recorded.iter().any(Option::is_none) {
             let model = self.env.models.get(role)?.clone();
+            asked = (model.provider().to_string(), model.name().to_string());
             // Let watchers see what is happening before slow calls start.
             self.flush(false)?;
             let asks = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| {
@@ -319,6 +326,9 @@ impl Step {
                         "last": request.messages.last(),
                         "jsonSchema": request.json_schema.is_some(),
                     });
+                    if let Some(trace) = &self.env.trace {
+                        trace.chat(&asked.0, &asked.1, started_at, &result);
+                    }
                     let record = self.call_record(first + i as u32, CallKind::Model, name, input, started_at, &result, t);
                     let took_ms = record.duration_ms.unwrap_or(0);
                     self.pending.push(Pending::Write(Write::Call(record)));
@@ -447,6 +457,9 @@ impl Step {
         let result = self.cancellable(tool.call(input.clone())).await;
         if matches!(result, Err(Error::Cancelled)) {
             return Err(Error::Cancelled);
+        }
+        if let Some(trace) = &self.env.trace {
+            trace.tool(name, started_at, result.as_ref().err().map(ToString::to_string));
         }
         let record = self.call_record(index, CallKind::Tool, name.to_string(), input, started_at, &result, t);
         let duration = record.duration_ms.unwrap_or(0);

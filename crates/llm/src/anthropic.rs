@@ -90,6 +90,10 @@ impl ChatModel for AnthropicModel {
         &self.config.model
     }
 
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
         let body = self.body(request);

@@ -56,6 +56,10 @@ impl ChatModel for DebugLog {
         self.inner.name()
     }
 
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let started = Instant::now();
         let result = self.inner.chat(request).await;

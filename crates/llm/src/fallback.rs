@@ -65,6 +65,11 @@ impl ChatModel for FallbackChain {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        let at = self.at.lock().map(|p| p.model).unwrap_or(0);
+        self.models.get(at).map_or("agentloop", |m| m.provider())
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         loop {
             let model = self.models[self.position().model].clone();

@@ -39,6 +39,10 @@ impl ChatModel for LazyModel {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        self.model.get().map_or("llama.cpp", |m| m.provider())
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let mut answer = self.model().await?.chat(request).await?;
         if answer.model.is_empty() {

@@ -89,6 +89,10 @@ impl ChatModel for OpenAiModel {
         &self.config.model
     }
 
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
         let body = self.body(request);

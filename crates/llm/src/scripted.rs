@@ -83,6 +83,10 @@ impl ChatModel for ScriptedModel {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let n = {
             let mut requests = lock(&self.requests);

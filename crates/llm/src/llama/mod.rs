@@ -164,6 +164,10 @@ impl ChatModel for LlamaModel {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        "llama.cpp"
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let g = self.generate(request).await?;
         Ok(ChatResponse {

@@ -19,5 +19,6 @@ pub fn meta(id: &str) -> SessionMeta {
         progress: Progress::default(),
         termination: Termination::defaults(3),
         input: serde_json::Value::Null,
+        traceparent: None,
     }
 }
