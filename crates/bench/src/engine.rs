@@ -35,6 +35,10 @@ pub struct EngineArgs {
     /// File the --calls model and tool append one line to per real execution.
     #[arg(long, requires = "calls")]
     pub call_log: Option<PathBuf>,
+    /// Run this many sessions at once in one process (after one alone, for
+    /// comparison): their durable steps share commits.
+    #[arg(long, default_value_t = 1)]
+    pub sessions: usize,
 }
 
 /// Runs the reference loop and prints its report; the outcome says how the session ended.
@@ -59,6 +63,13 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
     options.input = serde_json::to_value(&input)?;
     options.exit_when_paused = true;
 
+    if args.sessions > 1 {
+        let outcome = concurrent(env, &runner, &input, args.iterations, args.sessions, &db).await;
+        if args.db.is_none() {
+            let _ = std::fs::remove_dir_all(&scratch);
+        }
+        return outcome;
+    }
     let t0 = Instant::now();
     let handle = runner.start(reference_loop::initial_state(&input), options)?;
     let bar = progress(&handle, args.iterations);
@@ -87,6 +98,54 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
     }
     println!("{report}");
     Ok(outcome)
+}
+
+/// Steps per second of `n` sessions run at once, against one alone, on
+/// the same store: what group commit gains.
+async fn concurrent(
+    env: &BenchEnv,
+    runner: &agentloop_core::Runner<reference_loop::LoopState>,
+    input: &Input,
+    iterations: u32,
+    n: usize,
+    db: &Path,
+) -> Result<Outcome> {
+    let run = |count: usize| async move {
+        let t0 = Instant::now();
+        let handles = (0..count)
+            .map(|_| {
+                let mut options = StartOptions::new(Termination::defaults(iterations.max(1)));
+                options.input = serde_json::to_value(input)?;
+                options.exit_when_paused = true;
+                Ok(runner.start(reference_loop::initial_state(input), options)?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut outcomes = Vec::with_capacity(count);
+        for h in handles {
+            outcomes.push(h.wait().await?);
+        }
+        anyhow::Ok((outcomes, t0.elapsed().as_secs_f64()))
+    };
+    let (alone, alone_s) = run(1).await?;
+    let (together, together_s) = run(n).await?;
+    let steps = |outcomes: &[Outcome]| outcomes.iter().map(|o| o.progress.steps).sum::<u64>();
+    let (one, many) = (steps(&alone) as f64 / alone_s, steps(&together) as f64 / together_s);
+    println!(
+        "{}",
+        json!({
+            "engine": "agentloop",
+            "sessions": n,
+            "iterations_each": iterations,
+            "one_session_steps_per_s": round(one, 1),
+            "steps_per_s": round(many, 1),
+            "ratio": round(many / one.max(f64::MIN_POSITIVE), 2),
+            "seconds": round(together_s, 3),
+            "durability": env.durability.to_string(),
+            "db_bytes": db_size(db),
+        })
+    );
+    let failed = together.iter().find(|o| o.status != agentloop_core::SessionStatus::Completed).cloned();
+    failed.or_else(|| together.into_iter().last()).ok_or_else(|| anyhow::anyhow!("no session ran"))
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
@@ -33,6 +33,8 @@ pub struct SqliteStore {
     /// closes last, checkpoints what is left and removes the WAL file.
     checkpointer: Option<Checkpointer>,
     inner: Mutex<Inner>,
+    /// Batches waiting for the commit under way to end (group commit).
+    waiting: Mutex<Vec<Arc<Ticket>>>,
     /// Shown in errors: the file, or "the in-memory store".
     what: String,
     durability: Durability,
@@ -40,6 +42,28 @@ pub struct SqliteStore {
     me: Holder,
     /// Tells this store's leases from those of other stores in the same process.
     token: String,
+}
+
+/// A batch queued for whoever commits next (group commit).
+struct Ticket {
+    session_id: String,
+    batch: Vec<Write>,
+    flush: bool,
+    result: Mutex<Option<Result<()>>>,
+}
+
+/// Why a batch failed, and whether it was because the session's lease
+/// moved on to another holder.
+struct Failed {
+    error: Error,
+    lost: bool,
+}
+
+/// What a batch's commit needs to know of its session beforehand.
+struct Plan {
+    known: Option<i64>,
+    held: Option<(i64, Instant)>,
+    renew: bool,
 }
 
 struct Inner {
@@ -107,12 +131,19 @@ impl SqliteStore {
         migrate(&mut conn, what)?;
         Ok(Self {
             inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new(), held: HashMap::new() }),
+            waiting: Mutex::new(Vec::new()),
             checkpointer: None,
             what: what.to_string(),
             durability,
             me: Holder::me(),
             token: uuid::Uuid::new_v4().simple().to_string(),
         })
+    }
+
+    /// Transactions committed so far by this store: fewer than the writes
+    /// when concurrent sessions shared commits.
+    pub fn commits(&self) -> u64 {
+        self.inner.lock().map(|i| i.commits).unwrap_or(0)
     }
 
     pub fn path_description(&self) -> &str {
@@ -322,6 +353,137 @@ impl SqliteStore {
         }))
     }
 
+    fn unusable(&self) -> Error {
+        Error::Store(format!("{} is unusable after an earlier failure: restart agentloop", self.what))
+    }
+
+    fn take_queued(&self) -> Result<Vec<Arc<Ticket>>> {
+        Ok(std::mem::take(&mut *self.waiting.lock().map_err(|_| self.unusable())?))
+    }
+
+    /// Commits `own` (the caller's batch) and the `queued` ones in one
+    /// transaction: one sync to disk for all. Each batch is its own
+    /// savepoint, so one that fails (a lost lease, an unknown session)
+    /// fails alone. Queued batches get their result in their ticket; the
+    /// caller's is returned.
+    fn commit_group(&self, inner: &mut Inner, own: Option<(&str, &[Write], bool)>, queued: &[Arc<Ticket>]) -> Result<()> {
+        let items: Vec<(&str, &[Write], bool)> = own.into_iter().chain(queued.iter().map(|t| (t.session_id.as_str(), t.batch.as_slice(), t.flush))).collect();
+        if items.is_empty() {
+            return Ok(());
+        }
+        let raise = self.durability == Durability::Process && items.iter().any(|(_, _, flush)| *flush);
+        if raise {
+            inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
+        }
+        let plans: Vec<Plan> = items
+            .iter()
+            .map(|(id, _, _)| {
+                let held = inner.held.get(*id).copied();
+                Plan { known: inner.keys.get(*id).copied(), held, renew: held.is_some_and(|(_, renewed)| renewed.elapsed() >= RENEW_EVERY) }
+            })
+            .collect();
+        let grouped = items.len() > 1;
+        let mut outcomes: Vec<Result<i64, Failed>> = Vec::with_capacity(items.len());
+        let committed = self.in_transaction(&inner.conn, |tx| {
+            let exec = |sql: &str| tx.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ()).map_err(self.err("write the journal"));
+            for ((id, batch, _), plan) in items.iter().zip(&plans) {
+                if grouped {
+                    exec("SAVEPOINT batch")?;
+                }
+                let outcome = self.write_one(tx, id, batch, plan);
+                if grouped {
+                    if outcome.is_err() {
+                        exec("ROLLBACK TO batch")?;
+                    }
+                    exec("RELEASE batch")?;
+                }
+                outcomes.push(outcome);
+            }
+            // Alone, a failed batch fails the transaction; grouped, it was
+            // rolled back to its savepoint and the rest commit.
+            match (grouped, outcomes.first()) {
+                (false, Some(Err(failed))) => Err(Error::Store(failed.error.to_string())),
+                _ => Ok(()),
+            }
+        });
+        if raise {
+            inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
+        }
+        let mut results: Vec<Result<()>> = Vec::with_capacity(items.len());
+        for (((id, _, _), plan), outcome) in items.iter().zip(&plans).zip(outcomes) {
+            let result = match (&committed, outcome) {
+                (Ok(()), Ok(key)) => {
+                    inner.keys.insert(id.to_string(), key);
+                    if let (true, Some(h)) = (plan.renew, inner.held.get_mut(*id)) {
+                        h.1 = Instant::now();
+                    }
+                    Ok(())
+                }
+                (_, Err(failed)) => {
+                    if failed.lost {
+                        inner.held.remove(*id);
+                    }
+                    Err(failed.error)
+                }
+                (Err(e), Ok(_)) => Err(Error::Store(e.to_string())),
+            };
+            results.push(result);
+        }
+        if committed.is_ok() {
+            inner.commits += 1;
+            if let Some(c) = &self.checkpointer {
+                if inner.commits % COMMITS_PER_CATCH_UP == 0 {
+                    // Failure only delays the WAL restart to the next catch-up.
+                    let _ = passive_checkpoint(&inner.conn);
+                } else if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
+                    c.nudge();
+                }
+            }
+        }
+        let mut results = results.into_iter();
+        let own_result = if own.is_some() { results.next().unwrap_or(Ok(())) } else { Ok(()) };
+        for (ticket, result) in queued.iter().zip(results) {
+            if let Ok(mut slot) = ticket.result.lock() {
+                *slot = Some(result);
+            }
+        }
+        own_result
+    }
+
+    /// One batch in the group's transaction; the session's key.
+    fn write_one(&self, tx: &Connection, session_id: &str, batch: &[Write], plan: &Plan) -> Result<i64, Failed> {
+        let key = self.write_batch(tx, session_id, batch, plan.known).map_err(|error| Failed { error, lost: false })?;
+        // Checked last: the writes above took the write lock on the
+        // newest snapshot, so no other holder can slip in before the
+        // commit, and a read first could not take the lock after a
+        // commit of another session in between.
+        if let Some((epoch, _)) = plan.held {
+            self.still_held(tx, session_id, epoch, plan.renew).map_err(|error| Failed { error, lost: true })?;
+        }
+        Ok(key)
+    }
+
+    fn write_batch(&self, tx: &Connection, session_id: &str, batch: &[Write], known: Option<i64>) -> Result<i64> {
+        let mut key = known;
+        for w in batch {
+            if let Write::Meta(m) = w {
+                key = Some(self.upsert_meta(tx, m, key)?);
+            }
+        }
+        let key = match key {
+            Some(k) => k,
+            None => tx
+                .query_row("SELECT key FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
+                .optional()
+                .map_err(self.err("look up a session"))?
+                .ok_or_else(|| Error::UnknownSession(session_id.to_string()))?,
+        };
+        for w in batch {
+            self.apply(tx, key, w)?;
+        }
+        Ok(key)
+    }
+
     /// Takes the lease in the caller's write transaction, at the epoch after
     /// the last holder's; that epoch.
     fn take_lease(&self, tx: &Connection, session_id: &str) -> Result<i64> {
@@ -357,63 +519,29 @@ fn inner_holds(held: &HashMap<String, (i64, Instant)>, session_id: &str, me: &Ho
 
 impl Store for SqliteStore {
     fn write(&self, session_id: &str, batch: &[Write], flush: bool) -> Result<()> {
+        // Nobody else is at the database: commit at once, with whatever
+        // other writers queued meanwhile.
+        match self.inner.try_lock() {
+            Ok(mut guard) => {
+                let queued = self.take_queued()?;
+                return self.commit_group(&mut guard, Some((session_id, batch, flush)), &queued);
+            }
+            Err(std::sync::TryLockError::Poisoned(_)) => return Err(self.unusable()),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        // Another commit is under way: queue a copy, and whoever holds the
+        // database next commits it with the rest in one transaction (one
+        // fsync for all) — unless this writer gets there first.
+        let ticket = Arc::new(Ticket { session_id: session_id.to_string(), batch: batch.to_vec(), flush, result: Mutex::new(None) });
+        self.waiting.lock().map_err(|_| self.unusable())?.push(ticket.clone());
         let mut guard = self.lock()?;
-        let inner = &mut *guard;
-        let raise = flush && self.durability == Durability::Process;
-        if raise {
-            inner.conn.pragma_update(None, "synchronous", "FULL").map_err(self.err("flush"))?;
+        if let Some(done) = ticket.result.lock().map_err(|_| self.unusable())?.take() {
+            return done;
         }
-        let known = inner.keys.get(session_id).copied();
-        let held = inner.held.get(session_id).copied();
-        let renew = held.is_some_and(|(_, renewed)| renewed.elapsed() >= RENEW_EVERY);
-        let lost = std::cell::Cell::new(false);
-        let result = self.in_transaction(&inner.conn, |tx| {
-            let mut key = known;
-            for w in batch {
-                if let Write::Meta(m) = w {
-                    key = Some(self.upsert_meta(tx, m, key)?);
-                }
-            }
-            let key = match key {
-                Some(k) => k,
-                None => tx
-                    .query_row("SELECT key FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
-                    .optional()
-                    .map_err(self.err("look up a session"))?
-                    .ok_or_else(|| Error::UnknownSession(session_id.to_string()))?,
-            };
-            for w in batch {
-                self.apply(tx, key, w)?;
-            }
-            // Checked last: the writes above took the write lock on the
-            // newest snapshot, so no other holder can slip in before the
-            // commit, and a read first could not take the lock after a
-            // commit of another session in between.
-            if let Some((epoch, _)) = held {
-                self.still_held(tx, session_id, epoch, renew).inspect_err(|_| lost.set(true))?;
-            }
-            Ok(key)
-        });
-        if raise {
-            inner.conn.pragma_update(None, "synchronous", self.durability.synchronous()).map_err(self.err("flush"))?;
-        }
-        if lost.get() {
-            inner.held.remove(session_id);
-        } else if let (true, Some(h)) = (renew && result.is_ok(), inner.held.get_mut(session_id)) {
-            h.1 = Instant::now();
-        }
-        let key = result?;
-        inner.keys.insert(session_id.to_string(), key);
-        inner.commits += 1;
-        if let Some(c) = &self.checkpointer {
-            if inner.commits % COMMITS_PER_CATCH_UP == 0 {
-                // Failure only delays the WAL restart to the next catch-up.
-                let _ = passive_checkpoint(&inner.conn);
-            } else if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
-                c.nudge();
-            }
-        }
-        Ok(())
+        let queued = self.take_queued()?;
+        self.commit_group(&mut guard, None, &queued)?;
+        let done = ticket.result.lock().map_err(|_| self.unusable())?.take();
+        done.unwrap_or_else(|| Err(Error::Store(format!("a commit queued in {} was lost: try again", self.what))))
     }
 
     fn load(&self, session_id: &str) -> Result<LoadedSession> {
@@ -695,4 +823,49 @@ fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
 /// Default database file under a data dir.
 pub fn default_path(data_dir: &Path) -> PathBuf {
     data_dir.join("agentloop.sqlite")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn ticket(id: &str, batch: Vec<Write>) -> Arc<Ticket> {
+        Arc::new(Ticket { session_id: id.into(), batch, flush: false, result: Mutex::new(None) })
+    }
+
+    #[test]
+    fn a_group_commits_in_one_transaction_and_a_bad_batch_in_it_fails_alone() {
+        let store = SqliteStore::in_memory().unwrap();
+        let step = |n| Write::Step { step: n, next: Some("a".into()), patch: None, progress: None };
+        let mut meta = SessionMeta {
+            id: "s1".into(),
+            agent: "test".into(),
+            status: agentloop_core::SessionStatus::Running,
+            current_iteration: 0,
+            max_iterations: None,
+            finish_reason: None,
+            started_at: Utc::now(),
+            completed_at: None,
+            step: 0,
+            next_node: Some("a".into()),
+            progress: agentloop_core::Progress::default(),
+            termination: agentloop_core::Termination::defaults(3),
+            input: Value::Null,
+            traceparent: None,
+        };
+        store.write("s1", &[Write::Meta(Box::new(meta.clone())), Write::Snapshot { step: 0, state: "{}".into() }], false).unwrap();
+        meta.id = "s2".into();
+        store.write("s2", &[Write::Meta(Box::new(meta)), Write::Snapshot { step: 0, state: "{}".into() }], false).unwrap();
+        let before = store.commits();
+        let queued = [ticket("nope", vec![step(1)]), ticket("s2", vec![step(1)])];
+        let mut inner = store.inner.lock().unwrap();
+        store.commit_group(&mut inner, Some(("s1", &[step(1)], false)), &queued).unwrap();
+        drop(inner);
+        assert_eq!(store.commits(), before + 1, "one transaction for the three");
+        assert!(matches!(queued[0].result.lock().unwrap().take(), Some(Err(Error::UnknownSession(_)))));
+        assert!(matches!(queued[1].result.lock().unwrap().take(), Some(Ok(()))));
+        assert_eq!((store.load("s1").unwrap().meta.step, store.load("s2").unwrap().meta.step), (1, 1));
+    }
 }
