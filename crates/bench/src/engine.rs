@@ -56,7 +56,8 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         remove_db(&db)?;
     }
     let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone(), model_latency_ms: None };
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, env.durability)?);
+    let sqlite = Arc::new(SqliteStore::open(&db, env.durability)?);
+    let store: Arc<dyn Store> = sqlite.clone();
     let runner = reference_loop::runner(store.clone(), &input)?;
     let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));
     options.session_id = args.session_id.clone();
@@ -64,7 +65,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
     options.exit_when_paused = true;
 
     if args.sessions > 1 {
-        let outcome = concurrent(env, &runner, &input, args.iterations, args.sessions, &db).await;
+        let outcome = concurrent(env, &runner, &sqlite, &input, (args.iterations, args.sessions), &db).await;
         if args.db.is_none() {
             let _ = std::fs::remove_dir_all(&scratch);
         }
@@ -105,9 +106,9 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
 async fn concurrent(
     env: &BenchEnv,
     runner: &agentloop_core::Runner<reference_loop::LoopState>,
+    store: &SqliteStore,
     input: &Input,
-    iterations: u32,
-    n: usize,
+    (iterations, n): (u32, usize),
     db: &Path,
 ) -> Result<Outcome> {
     let run = |count: usize| async move {
@@ -127,7 +128,9 @@ async fn concurrent(
         anyhow::Ok((outcomes, t0.elapsed().as_secs_f64()))
     };
     let (alone, alone_s) = run(1).await?;
+    let commits_before = store.commits();
     let (together, together_s) = run(n).await?;
+    let commits = store.commits() - commits_before;
     let steps = |outcomes: &[Outcome]| outcomes.iter().map(|o| o.progress.steps).sum::<u64>();
     let (one, many) = (steps(&alone) as f64 / alone_s, steps(&together) as f64 / together_s);
     println!(
@@ -140,6 +143,8 @@ async fn concurrent(
             "steps_per_s": round(many, 1),
             "ratio": round(many / one.max(f64::MIN_POSITIVE), 2),
             "seconds": round(together_s, 3),
+            "steps": steps(&together),
+            "transactions": commits,
             "durability": env.durability.to_string(),
             "db_bytes": db_size(db),
         })

@@ -210,6 +210,32 @@ pub fn create_session<S: State>(store: &dyn Store, agent: &str, state: &S, optio
     Ok(meta.id)
 }
 
+/// Runs under way in this process.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts a run as under way while it lives.
+struct Running;
+
+impl Running {
+    fn new() -> Self {
+        RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether another run is under way in this process, on a runtime whose
+/// other threads can go on while this one waits for the disk.
+pub(crate) fn others_running() -> bool {
+    RUNNING.load(std::sync::atomic::Ordering::Relaxed) > 1
+        && tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
 /// A new session's first commit: its row, its state and its start event.
 fn first_batch(meta: &SessionMeta, snapshot: String) -> Vec<Pending> {
     vec![
@@ -306,6 +332,7 @@ impl<S: State> Machine<S> {
     }
 
     async fn run(mut self) -> Result<Outcome> {
+        let _running = Running::new();
         let result = match self.drive().await {
             Ok(outcome) => Ok(outcome),
             // The store failed (out of reach, or the session taken over by

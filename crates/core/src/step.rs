@@ -70,7 +70,15 @@ impl Env {
                 }
             })
             .collect();
-        self.store.write(&self.session_id, &writes, flush)?;
+        let write = || self.store.write(&self.session_id, &writes, flush);
+        if crate::runner::others_running() {
+            // Other sessions of this process may be committing too: wait
+            // for the disk off the async thread, so their commits can join
+            // this one (the store groups them into one sync).
+            tokio::task::block_in_place(write)?;
+        } else {
+            write()?;
+        }
         self.seq.store(seq, Ordering::Relaxed);
         for e in events {
             if let Some(trace) = &self.trace {
