@@ -71,6 +71,7 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         }
         return outcome;
     }
+    let floor = sync_floor(db.parent().unwrap_or(Path::new(".")))?;
     let t0 = Instant::now();
     let handle = runner.start(reference_loop::initial_state(&input), options)?;
     let bar = progress(&handle, args.iterations);
@@ -88,6 +89,8 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         "seconds": round(seconds, 4),
         "steps_per_s": round(steps as f64 / seconds, 1),
         "us_per_step": round(seconds / steps.max(1) as f64 * 1e6, 1),
+        "floor_us": round(floor, 1),
+        "over_floor": round(seconds / steps.max(1) as f64 * 1e6 / floor.max(f64::MIN_POSITIVE), 2),
         "db_bytes": db_bytes,
         "payload_bytes": steps * MESSAGE_BYTES as u64,
         "durability": env.durability.to_string(),
@@ -151,6 +154,34 @@ async fn concurrent(
     );
     let failed = together.iter().find(|o| o.status != agentloop_core::SessionStatus::Completed).cloned();
     failed.or_else(|| together.into_iter().last()).ok_or_else(|| anyhow::anyhow!("no session ran"))
+}
+
+/// The disk's floor for a durable step, measured beside it: one 4 KiB
+/// write at a fixed offset and an fdatasync, in µs (the median of 200).
+fn sync_floor(dir: &Path) -> Result<f64> {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join("floor.bin");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let page = [7u8; 4096];
+    file.write_all_at(&page, 0)?;
+    file.sync_all()?;
+    let mut times: Vec<f64> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            file.write_all_at(&page, 0)?;
+            file.sync_data()?;
+            Ok(t.elapsed().as_secs_f64() * 1e6)
+        })
+        .collect::<std::io::Result<_>>()?;
+    let _ = std::fs::remove_file(&path);
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
