@@ -136,21 +136,24 @@ impl Bench<'_> {
         progress.set_message(format!("{workers} worker(s)"));
         let start = Instant::now();
         let mut running: Vec<Worker> = (0..workers).map(|_| self.worker(&url, true)).collect::<Result<_>>()?;
-        loop {
+        // Timed until the last session completes; the workers then drain
+        // and exit on their own.
+        let seconds = loop {
             let done = finished(store.as_ref())?;
             progress.set_position(done as u64);
+            if done == sessions.len() {
+                break start.elapsed().as_secs_f64();
+            }
             if running.iter_mut().all(|w| w.0.try_wait().ok().flatten().is_some()) {
-                break;
+                bail!("{workers} worker(s) exited with {done} of {} sessions completed", sessions.len());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let seconds = start.elapsed().as_secs_f64();
+        };
         progress.finish_and_clear();
-        let steps: u64 = store.list()?.iter().map(|m| m.step).sum();
-        let completed = finished(store.as_ref())?;
-        if completed < sessions.len() {
-            bail!("{workers} worker(s) ended with {completed} of {} sessions completed", sessions.len());
+        for w in &mut running {
+            let _ = w.0.wait();
         }
+        let steps: u64 = store.list()?.iter().map(|m| m.step).sum();
         Ok(json!({"seconds": round(seconds, 2), "steps": steps, "steps_per_s": round(steps as f64 / seconds, 1)}))
     }
 

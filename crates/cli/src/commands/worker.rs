@@ -36,6 +36,7 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
     let mut ids: HashMap<tokio::task::Id, String> = HashMap::new();
     let stop = shutdown();
     tokio::pin!(stop);
+    let mut waiting: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         while running.len() < slots {
             let Some((id, handle)) = worker.next().await? else { break };
@@ -47,7 +48,12 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
             eprintln!("worker: the queue is empty");
             return Ok(ExitCode::SUCCESS);
         }
-        let store = worker.store.clone();
+        // One wait for work at a time: it blocks a thread until a
+        // notification or the poll, and is kept across turns of the loop.
+        if waiting.is_none() && running.len() < slots {
+            let store = worker.store.clone();
+            waiting = Some(tokio::task::spawn_blocking(move || store.wait_for_work(POLL)));
+        }
         tokio::select! {
             Some(done) = running.join_next_with_id(), if !running.is_empty() => {
                 if let Ok((task, (id, outcome))) = done {
@@ -55,7 +61,9 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
                     worker.settle(&id, outcome);
                 }
             }
-            _ = tokio::task::spawn_blocking(move || store.wait_for_work(POLL)), if running.len() < slots => {}
+            () = finished(&mut waiting), if waiting.is_some() && running.len() < slots => {
+                waiting = None;
+            }
             _ = &mut stop => {
                 // Stopped like a crash, but the leases are given back, so
                 // another worker takes the sessions up at once.
@@ -68,6 +76,13 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
         }
+    }
+}
+
+/// Resolves when the wait for work ends.
+async fn finished(waiting: &mut Option<tokio::task::JoinHandle<()>>) {
+    if let Some(w) = waiting {
+        let _ = w.await;
     }
 }
 
