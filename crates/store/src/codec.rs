@@ -1,7 +1,7 @@
 //! How journal rows are written as text and read back, the same on every
 //! backend, and the one sentence a row that does not read back gets.
 
-use agentloop_core::journal::SessionMeta;
+use agentloop_core::journal::{self, LoadedSession, SessionMeta};
 use agentloop_core::{Error, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -36,4 +36,18 @@ pub(crate) fn up_to_date(what: &str, mut meta: SessionMeta, newest: Option<(i64,
     meta.next_node = next;
     meta.progress.steps = meta.step;
     Ok(meta)
+}
+
+/// A session as loaded: its row, and its state rebuilt from the snapshot
+/// and the patches (step, JSON Patch) written after it.
+pub(crate) fn loaded(meta: SessionMeta, snapshot: &str, patches: &[(i64, String)], last_event_seq: i64) -> Result<LoadedSession> {
+    let state = journal::rebuild(snapshot, patches.iter().map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())))
+        .map_err(|e| Error::State(format!("session `{}`: {e}", meta.id)))?;
+    Ok(LoadedSession {
+        meta,
+        state,
+        snapshot_bytes: snapshot.len() as u64,
+        patch_bytes_since_snapshot: patches.iter().map(|(_, p)| p.len() as u64).sum(),
+        last_event_seq: u64::try_from(last_event_seq).unwrap_or(0),
+    })
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
-use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
+use agentloop_core::journal::{CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Command, Error, Result, Session, Store};
 use chrono::Utc;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
-use crate::codec::{decode, encode, to_i64, up_to_date};
+use crate::codec::{decode, encode, loaded, to_i64, up_to_date};
 use crate::durability::Durability;
 use crate::lease::{Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
@@ -432,10 +432,10 @@ impl SqliteStore {
         if committed.is_ok() {
             inner.commits += 1;
             if let Some(c) = &self.checkpointer {
-                if inner.commits % COMMITS_PER_CATCH_UP == 0 {
+                if inner.commits.is_multiple_of(COMMITS_PER_CATCH_UP) {
                     // Failure only delays the WAL restart to the next catch-up.
                     let _ = passive_checkpoint(&inner.conn);
-                } else if inner.commits % COMMITS_PER_CHECKPOINT == 0 {
+                } else if inner.commits.is_multiple_of(COMMITS_PER_CHECKPOINT) {
                     c.nudge();
                 }
             }
@@ -563,22 +563,13 @@ impl Store for SqliteStore {
             .query_map(params![after_snapshot, span(key).1], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(self.err("read patches"))?;
-        let patch_bytes: u64 = patches.iter().map(|(_, p)| p.len() as u64).sum();
-        let state = journal::rebuild(&snapshot, patches.iter().map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())))
-            .map_err(|e| Error::State(format!("session `{session_id}`: {e}")))?;
         let last_event_seq: i64 = inner
             .conn
             .query_row("SELECT seq FROM events WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1", span(key), |r| r.get(0))
             .optional()
             .map_err(self.err("read events"))?
             .unwrap_or(0);
-        Ok(LoadedSession {
-            meta,
-            state,
-            snapshot_bytes: snapshot.len() as u64,
-            patch_bytes_since_snapshot: patch_bytes,
-            last_event_seq: u64::try_from(last_event_seq).unwrap_or(0),
-        })
+        loaded(meta, &snapshot, &patches, last_event_seq)
     }
 
     fn step_records(&self, session_id: &str, step: u64) -> Result<StepRecords> {

@@ -3,14 +3,14 @@
 //! connection's thread.
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
-use agentloop_core::journal::{self, CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
+use agentloop_core::journal::{CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Error, Result, Session};
 use postgres::{GenericClient, IsolationLevel, Row, Statement, Transaction};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::link::{Failure, Session as Conn};
-use crate::codec::{decode, encode, to_i64, up_to_date};
+use crate::codec::{decode, encode, loaded, to_i64, up_to_date};
 
 /// The session row with the newest step entries after it, for one session
 /// (`$1`) or all; the caller applies them with `up_to_date`.
@@ -127,17 +127,8 @@ pub(crate) fn load(conn: &mut Conn, what: &str, id: &str) -> Result<LoadedSessio
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let patch_bytes: u64 = patches.iter().map(|(_, p)| p.len() as u64).sum();
-    let state = journal::rebuild(&snapshot, patches.iter().map(|(s, p)| (u64::try_from(*s).unwrap_or(0), p.as_str())))
-        .map_err(|e| Error::State(format!("session `{id}`: {e}")))?;
     let last_event_seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM agentloop.events WHERE session = $1", &[&id])?.get(0);
-    Ok(LoadedSession {
-        meta,
-        state,
-        snapshot_bytes: snapshot.len() as u64,
-        patch_bytes_since_snapshot: patch_bytes,
-        last_event_seq: u64::try_from(last_event_seq).unwrap_or(0),
-    })
+    Ok(loaded(meta, &snapshot, &patches, last_event_seq)?)
 }
 
 /// Decoded JSON records: the first column of each row.

@@ -48,6 +48,18 @@ pub(crate) fn holder(client: &mut impl GenericClient, me: &Me, id: &str) -> Resu
 
 /// Takes the lease in the caller's transaction; its epoch.
 pub(crate) fn acquire(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<i64, Failure> {
+    match try_take(tx, me, id)? {
+        Ok(epoch) => Ok(epoch),
+        Err(holder) => {
+            Err(Error::Other(format!("session `{id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"))
+                .into())
+        }
+    }
+}
+
+/// Takes the lease when no other live process holds it (its epoch), or
+/// says who does.
+fn try_take(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<Result<i64, String>, Failure> {
     // A first lease needs a row to lock; one that exists keeps its epoch.
     tx.execute(
         "INSERT INTO agentloop.leases (session, epoch, host, pid, started, until, since, token) VALUES ($1, 0, '', 0, 0, '-infinity', now(), '')
@@ -55,9 +67,7 @@ pub(crate) fn acquire(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<i64
         &[&id],
     )?;
     if let Some(holder) = other_holder(tx, me, id, true)? {
-        return Err(
-            Error::Other(format!("session `{id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here")).into()
-        );
+        return Ok(Err(holder));
     }
     let h = &me.holder;
     let row = tx.query_one(
@@ -65,7 +75,7 @@ pub(crate) fn acquire(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<i64
          WHERE session = $1 RETURNING epoch",
         &[&id, &h.host, &h.pid, &h.started, &me.ttl_ms(), &me.token],
     )?;
-    Ok(row.get(0))
+    Ok(Ok(row.get(0)))
 }
 
 /// Gives the lease up; the row stays, with its epoch, for the next holder.
@@ -97,15 +107,25 @@ pub(crate) fn renew(client: &mut impl GenericClient, me: &Me, held: &[(String, i
 /// lease in the caller's transaction. Another worker claiming at the same
 /// moment skips the row this one locked instead of waiting for it.
 pub(crate) fn claim(tx: &mut Transaction<'_>, me: &Me) -> Result<Option<(String, i64)>, Failure> {
-    let row = tx.query_opt(
-        "SELECT s.id FROM agentloop.sessions s
-         WHERE s.queued_at IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM agentloop.leases l WHERE l.session = s.id AND l.until > now())
-         ORDER BY s.queued_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED",
-        &[],
-    )?;
-    let Some(row) = row else { return Ok(None) };
-    let id: String = row.get(0);
-    let epoch = acquire(tx, me, &id)?;
-    Ok(Some((id, epoch)))
+    // A claimer that committed since this statement began is not seen by
+    // it: its session is found held once its lease row is locked, and the
+    // next statement (a newer snapshot) looks past it.
+    for _ in 0..CLAIM_TRIES {
+        let row = tx.query_opt(
+            "SELECT s.id FROM agentloop.sessions s
+             WHERE s.queued_at IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM agentloop.leases l WHERE l.session = s.id AND l.until > now())
+             ORDER BY s.queued_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED",
+            &[],
+        )?;
+        let Some(row) = row else { return Ok(None) };
+        let id: String = row.get(0);
+        if let Ok(epoch) = try_take(tx, me, &id)? {
+            return Ok(Some((id, epoch)));
+        }
+    }
+    Ok(None)
 }
+
+/// Sessions a claim looks at before it gives up for this turn.
+const CLAIM_TRIES: usize = 8;
