@@ -112,9 +112,18 @@ impl Worker<'_> {
             match self.start(&id) {
                 Ok(handle) => return Ok(Some((id, handle))),
                 Err(e) => {
+                    let _ = self.store.release(&id);
+                    // The store out of reach: the session stays queued, and
+                    // this worker looks again at the next poll (a few times).
+                    let store_fault = e.downcast_ref::<agentloop_core::Error>().is_some_and(|e| matches!(e, agentloop_core::Error::Store(_)));
+                    let failures = self.failures.entry(id.clone()).or_insert(0);
+                    *failures += 1;
+                    if store_fault && *failures < ATTEMPTS {
+                        eprintln!("{id}: cannot start it now ({e:#}); it stays queued");
+                        return Ok(None);
+                    }
                     eprintln!("{id}: cannot run it, so it leaves the queue: {e:#}");
                     let _ = self.store.dequeue(&id);
-                    let _ = self.store.release(&id);
                 }
             }
         }
