@@ -54,6 +54,25 @@ impl Holder {
     }
 }
 
+/// Why a second run of a session is refused: `holder` runs it.
+pub(crate) fn busy(session_id: &str, holder: &str) -> agentloop_core::Error {
+    agentloop_core::Error::Other(format!(
+        "session `{session_id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"
+    ))
+}
+
+/// Why a held session is not deleted.
+pub(crate) fn busy_for_delete(session_id: &str, holder: &str) -> agentloop_core::Error {
+    agentloop_core::Error::Other(format!("session `{session_id}` is being run by {holder}: pause or terminate it first, then delete it"))
+}
+
+/// Why a holder that lost its session stops writing to it.
+pub(crate) fn taken_over(session_id: &str) -> agentloop_core::Error {
+    agentloop_core::Error::Store(format!(
+        "session `{session_id}` was taken over by another process, so this one stops without writing to it; follow it with `agentloop sessions show {session_id}`"
+    ))
+}
+
 pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "this machine".into())
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::codec::{decode, encode, loaded, to_i64, up_to_date};
 use crate::durability::Durability;
-use crate::lease::{Holder, RENEW_EVERY, TTL_MS};
+use crate::lease::{busy, busy_for_delete, taken_over, Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
 
@@ -331,9 +331,7 @@ impl SqliteStore {
                 .map_err(self.err("check the session's lease"))?
         };
         if !held {
-            return Err(Error::Store(format!(
-                "session `{session_id}` was taken over by another process, so this one stops without writing to it; follow it with `agentloop sessions show {session_id}`"
-            )));
+            return Err(taken_over(session_id));
         }
         Ok(())
     }
@@ -618,9 +616,7 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("take the session's lease"))?;
         if let Some((holder, _)) = self.other_holder(&tx, session_id)? {
-            return Err(Error::Other(format!(
-                "session `{session_id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"
-            )));
+            return Err(busy(session_id, &holder));
         }
         let epoch = self.take_lease(&tx, session_id)?;
         tx.commit().map_err(self.err("take the session's lease"))?;
@@ -656,7 +652,7 @@ impl Store for SqliteStore {
         let key = self.key(inner, session_id)?;
         let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("delete a session"))?;
         if let Some((holder, _)) = self.other_holder(&tx, session_id)?.or_else(|| inner_holds(&inner.held, session_id, &self.me)) {
-            return Err(Error::Other(format!("session `{session_id}` is being run by {holder}: pause or terminate it first, then delete it")));
+            return Err(busy_for_delete(session_id, &holder));
         }
         for table in ["leases", "steering"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [session_id]).map_err(self.err("delete a session"))?;

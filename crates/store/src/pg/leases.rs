@@ -9,11 +9,11 @@
 
 use std::time::Duration;
 
-use agentloop_core::{Error, Result};
+use agentloop_core::Result;
 use postgres::{GenericClient, Transaction};
 
 use super::link::Failure;
-use crate::lease::Holder;
+use crate::lease::{busy, Holder};
 
 /// What this process is, as its leases record it.
 pub(crate) struct Me {
@@ -29,17 +29,19 @@ impl Me {
     }
 }
 
-/// The live holder of `id` other than `me`, described, from its locked row.
+/// The lease row as `other_holder` reads it (`since` in RFC 3339, as
+/// `Holder::describe` takes it).
+const LEASE: &str = "SELECT host, pid, started, until > now(), to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), token
+     FROM agentloop.leases WHERE session = $1";
+
+/// The live holder of `id` other than `me`, described; with `lock`, the
+/// lease row stays locked for the rest of the caller's transaction.
 fn other_holder(client: &mut impl GenericClient, me: &Me, id: &str, lock: bool) -> Result<Option<String>, Failure> {
-    let sql = if lock {
-        "SELECT host, pid, started, until > now(), to_char(since AT TIME ZONE 'UTC', 'HH24:MI:SS'), token FROM agentloop.leases WHERE session = $1 FOR UPDATE"
-    } else {
-        "SELECT host, pid, started, until > now(), to_char(since AT TIME ZONE 'UTC', 'HH24:MI:SS'), token FROM agentloop.leases WHERE session = $1"
-    };
-    let Some(row) = client.query_opt(sql, &[&id])? else { return Ok(None) };
+    let row = if lock { client.query_opt(format!("{LEASE} FOR UPDATE").as_str(), &[&id])? } else { client.query_opt(LEASE, &[&id])? };
+    let Some(row) = row else { return Ok(None) };
     let holder = Holder { host: row.get(0), pid: row.get(1), started: row.get(2) };
     let (current, since, token): (bool, String, String) = (row.get(3), row.get(4), row.get(5));
-    Ok((token != me.token && holder.alive_while(current)).then(|| format!("process {} on {} since {since} UTC", holder.pid, holder.host)))
+    Ok((token != me.token && holder.alive_while(current)).then(|| holder.describe(&since)))
 }
 
 pub(crate) fn holder(client: &mut impl GenericClient, me: &Me, id: &str) -> Result<Option<String>, Failure> {
@@ -48,13 +50,7 @@ pub(crate) fn holder(client: &mut impl GenericClient, me: &Me, id: &str) -> Resu
 
 /// Takes the lease in the caller's transaction; its epoch.
 pub(crate) fn acquire(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<i64, Failure> {
-    match try_take(tx, me, id)? {
-        Ok(epoch) => Ok(epoch),
-        Err(holder) => {
-            Err(Error::Other(format!("session `{id}` is being run by {holder}: wait for it to end, or pause or terminate it there, then resume it here"))
-                .into())
-        }
-    }
+    try_take(tx, me, id)?.map_err(|holder| busy(id, &holder).into())
 }
 
 /// Takes the lease when no other live process holds it (its epoch), or
@@ -82,12 +78,6 @@ fn try_take(tx: &mut Transaction<'_>, me: &Me, id: &str) -> Result<Result<i64, S
 pub(crate) fn release(client: &mut impl GenericClient, id: &str, epoch: i64) -> Result<(), Failure> {
     client.execute("UPDATE agentloop.leases SET until = '-infinity', token = '' WHERE session = $1 AND epoch = $2", &[&id, &epoch])?;
     Ok(())
-}
-
-pub(crate) fn lost(id: &str) -> Error {
-    Error::Store(format!(
-        "session `{id}` was taken over by another process, so this one stops without writing to it; follow it with `agentloop sessions show {id}`"
-    ))
 }
 
 /// Renews the leases held at these epochs; those that moved on to someone else.

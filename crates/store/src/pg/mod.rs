@@ -19,7 +19,7 @@ use fallible_iterator::FallibleIterator;
 use serde_json::Value;
 
 use crate::codec::{decode, encode, to_i64};
-use crate::lease::Holder;
+use crate::lease::{busy_for_delete, taken_over, Holder};
 use leases::Me;
 use link::{Failure, Link};
 
@@ -60,13 +60,7 @@ impl PostgresStore {
         }
         let link = Link::open(url, &what, &setup(lease_ttl))?;
         let for_migration = what.clone();
-        link.call(move |s| {
-            migrate::migrate(&mut s.client, &for_migration).map_err(|r| match r {
-                migrate::Refusal::Sql(e) => Failure::Sql(e),
-                migrate::Refusal::Refused(sentence) => Failure::Said(Error::Store(sentence)),
-            })
-        })
-        .map_err(|f| f.into_error(&what, "set up the schema"))?;
+        link.call(move |s| migrate::migrate(&mut s.client, &for_migration)).map_err(|f| f.into_error(&what, "set up the schema"))?;
         let me = Me { holder: Holder::me(), token: uuid::Uuid::new_v4().simple().to_string(), ttl: lease_ttl };
         Ok(Self {
             link,
@@ -122,7 +116,7 @@ impl Store for PostgresStore {
         // server's to set), so a flush asks nothing more.
         let fence = self.held()?.get(session_id).copied();
         if fence.is_some_and(|h| h.lost) {
-            return Err(leases::lost(session_id));
+            return Err(taken_over(session_id));
         }
         let (id, batch) = (session_id.to_string(), batch.to_vec());
         let held = self.call("commit a step", move |s, _| {
@@ -142,7 +136,7 @@ impl Store for PostgresStore {
         })?;
         if !held {
             self.held()?.entry(session_id.to_string()).and_modify(|h| h.lost = true);
-            return Err(leases::lost(session_id));
+            return Err(taken_over(session_id));
         }
         Ok(())
     }
@@ -179,7 +173,7 @@ impl Store for PostgresStore {
             let mut tx = s.client.transaction()?;
             let holder = if mine { Some(me.holder.describe("")) } else { leases::holder(&mut tx, &me, &id)? };
             if let Some(holder) = holder {
-                return Err(Error::Other(format!("session `{id}` is being run by {holder}: pause or terminate it first, then delete it")).into());
+                return Err(busy_for_delete(&id, &holder).into());
             }
             journal::delete(&mut tx, &id)?;
             tx.commit()?;
