@@ -128,10 +128,9 @@ const STEERING_POLL: std::time::Duration = std::time::Duration::from_millis(200)
 /// Feeds the requests sent to the session through the store (by another
 /// process, on this machine or another) into its control channel, the same
 /// door a local pause goes through, so an in-flight call is cancelled the
-/// same way. Requests from before this run are not applied to it. Ends
-/// when the run does.
-pub(crate) fn follow_steering(store: Arc<dyn Store>, id: String, control: Arc<watch::Sender<Command>>) {
-    let mut seen = store.steering(&id, 0).ok().flatten().map_or(0, |(seq, _)| seq);
+/// same way. Requests numbered up to `seen` came before this run and are
+/// not applied to it. Ends when the run does.
+pub(crate) fn follow_steering(store: Arc<dyn Store>, id: String, mut seen: u64, control: Arc<watch::Sender<Command>>) {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(STEERING_POLL).await;

@@ -85,7 +85,8 @@ impl<S: State> Runner<S> {
             meta.traceparent = Some(traceparent);
             trace
         });
-        let (handle, env) = self.handle(&id, &meta.termination, 0, trace);
+        // A new session has no steering requests yet.
+        let (handle, env) = self.handle(&id, &meta.termination, (0, 0), trace);
         let machine = env
             .commit(0, first_batch(&meta, snapshot.clone()), false)
             .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, exit_when_paused))
@@ -135,7 +136,9 @@ impl<S: State> Runner<S> {
             meta.traceparent = Some(traceparent);
             trace
         });
-        let (handle, env) = self.handle(id, &meta.termination, loaded.last_event_seq, trace);
+        // Requests from before this run are not applied to it.
+        let steered = self.store.steering(id, 0)?.map_or(0, |(seq, _)| seq);
+        let (handle, env) = self.handle(id, &meta.termination, (loaded.last_event_seq, steered), trace);
         env.commit(0, vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Event(resumed(id))], false)?;
         let mut machine = Machine::new(
             env,
@@ -151,7 +154,8 @@ impl<S: State> Runner<S> {
         Ok(handle.spawn(machine))
     }
 
-    fn handle(&self, id: &str, termination: &Termination, seq: u64, trace: Option<RunTrace>) -> (HandleParts, Arc<Env>) {
+    /// `after`: the last event and steering request already stored.
+    fn handle(&self, id: &str, termination: &Termination, (seq, steered): (u64, u64), trace: Option<RunTrace>) -> (HandleParts, Arc<Env>) {
         let (control_tx, control_rx) = watch::channel(Command::Run);
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let answered = Arc::new(Notify::new());
@@ -168,7 +172,7 @@ impl<S: State> Runner<S> {
             seq: AtomicU64::new(seq),
             trace,
         });
-        (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone() }, env)
+        (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone(), steered }, env)
     }
 }
 
@@ -204,7 +208,7 @@ fn new_session<S: State>(store: &dyn Store, agent: &str, entry: Option<&str>, st
 /// to take up once it is queued. Its id.
 pub fn create_session<S: State>(store: &dyn Store, agent: &str, state: &S, options: StartOptions) -> Result<String> {
     let (meta, snapshot) = new_session(store, agent, None, state, options)?;
-    let start = EngineEvent::SessionStart { session_id: meta.id.clone(), max_iterations: meta.max_iterations }.draft();
+    let start = session_start(&meta);
     let event = crate::event::Event { session_id: meta.id.clone(), seq: 1, name: start.name, payload: start.payload, timestamp: Utc::now(), step: 0 };
     store.write(&meta.id, &[Write::Meta(Box::new(meta.clone())), Write::Snapshot { step: 0, state: snapshot }, Write::Event(event)], true)?;
     Ok(meta.id)
@@ -238,11 +242,11 @@ pub(crate) fn others_running() -> bool {
 
 /// A new session's first commit: its row, its state and its start event.
 fn first_batch(meta: &SessionMeta, snapshot: String) -> Vec<Pending> {
-    vec![
-        Pending::Write(Write::Meta(Box::new(meta.clone()))),
-        Pending::Write(Write::Snapshot { step: 0, state: snapshot }),
-        Pending::Event(EngineEvent::SessionStart { session_id: meta.id.clone(), max_iterations: meta.max_iterations }.draft()),
-    ]
+    vec![Pending::Write(Write::Meta(Box::new(meta.clone()))), Pending::Write(Write::Snapshot { step: 0, state: snapshot }), Pending::Event(session_start(meta))]
+}
+
+fn session_start(meta: &SessionMeta) -> crate::event::EventDraft {
+    EngineEvent::SessionStart { session_id: meta.id.clone(), max_iterations: meta.max_iterations }.draft()
 }
 
 struct HandleParts {
@@ -251,13 +255,15 @@ struct HandleParts {
     events: broadcast::Sender<crate::event::Event>,
     answered: Arc<Notify>,
     store: Arc<dyn Store>,
+    /// The newest steering request stored before this run.
+    steered: u64,
 }
 
 impl HandleParts {
     fn spawn<S: State>(self, machine: Machine<S>) -> SessionHandle {
         let task = tokio::spawn(machine.run());
         let control = Arc::new(self.control_tx);
-        crate::control::follow_steering(self.store.clone(), self.id.clone(), control.clone());
+        crate::control::follow_steering(self.store.clone(), self.id.clone(), self.steered, control.clone());
         let controller = Controller { id: self.id, control, answered: self.answered, events: self.events, store: self.store };
         SessionHandle { controller, task }
     }

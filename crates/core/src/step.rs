@@ -295,10 +295,11 @@ impl Step {
         self.calls += requests.len() as u32;
         let recorded: Vec<Option<CallRecord>> = (0..requests.len() as u32).map(|i| self.recorded(first + i)).collect();
         let mut fresh = Vec::new();
-        let mut asked = (String::new(), String::new());
+        // The model asked, kept for the calls' spans when tracing.
+        let mut traced = None;
         if recorded.iter().any(Option::is_none) {
             let model = self.env.models.get(role)?.clone();
-            asked = (model.provider().to_string(), model.name().to_string());
+            traced = self.env.trace.is_some().then(|| model.clone());
             // Let watchers see what is happening before slow calls start.
             self.flush(false)?;
             let asks = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| {
@@ -334,8 +335,8 @@ impl Step {
                         "last": request.messages.last(),
                         "jsonSchema": request.json_schema.is_some(),
                     });
-                    if let Some(trace) = &self.env.trace {
-                        trace.chat(&asked.0, &asked.1, started_at, &result);
+                    if let (Some(trace), Some(model)) = (&self.env.trace, &traced) {
+                        trace.chat(model.provider(), model.name(), started_at, &result);
                     }
                     let record = self.call_record(first + i as u32, CallKind::Model, name, input, started_at, &result, t);
                     let took_ms = record.duration_ms.unwrap_or(0);

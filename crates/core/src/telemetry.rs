@@ -36,12 +36,9 @@ fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-fn tracer() -> global::BoxedTracer {
-    global::tracer("agentloop")
-}
-
 /// The spans of one run of a session.
 pub(crate) struct RunTrace {
+    tracer: global::BoxedTracer,
     run: Context,
     /// The open iteration's span, under the run's.
     iteration: Mutex<Option<Context>>,
@@ -57,7 +54,8 @@ impl RunTrace {
         }
         let earlier = traceparent.and_then(parse_traceparent);
         let parent = earlier.clone().map(|sc| Context::new().with_remote_span_context(sc)).unwrap_or_default();
-        let mut builder = tracer().span_builder(format!("invoke_agent {agent}")).with_kind(SpanKind::Internal).with_attributes([
+        let tracer = global::tracer("agentloop");
+        let mut builder = tracer.span_builder(format!("invoke_agent {agent}")).with_kind(SpanKind::Internal).with_attributes([
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
             KeyValue::new("gen_ai.agent.name", agent.to_string()),
             KeyValue::new("gen_ai.conversation.id", session_id.to_string()),
@@ -65,9 +63,9 @@ impl RunTrace {
         if let Some(sc) = earlier {
             builder = builder.with_links(vec![Link::with_context(sc)]);
         }
-        let span = builder.start_with_context(&tracer(), &parent);
+        let span = builder.start_with_context(&tracer, &parent);
         let kept = traceparent.map(str::to_string).unwrap_or_else(|| format_traceparent(span.span_context()));
-        Some((Self { run: parent.with_span(span), iteration: Mutex::new(None) }, kept))
+        Some((Self { tracer, run: parent.with_span(span), iteration: Mutex::new(None) }, kept))
     }
 
     /// Opens and closes iteration spans as the run commits its events.
@@ -79,7 +77,7 @@ impl RunTrace {
                     cx.span().end();
                 }
                 let n = event.payload.get("iteration").and_then(|v| v.as_u64()).unwrap_or(0);
-                let span = tracer().span_builder(format!("iteration {n}")).with_kind(SpanKind::Internal).start_with_context(&tracer(), &self.run);
+                let span = self.tracer.span_builder(format!("iteration {n}")).with_kind(SpanKind::Internal).start_with_context(&self.tracer, &self.run);
                 *open = Some(self.run.with_span(span));
             }
             ITERATION_COMPLETE => {
@@ -122,12 +120,13 @@ impl RunTrace {
     }
 
     fn call(&self, name: String, kind: SpanKind, attributes: Vec<KeyValue>, started_at: DateTime<Utc>, failed: Option<String>) {
-        let mut span = tracer()
+        let mut span = self
+            .tracer
             .span_builder(name)
             .with_kind(kind)
             .with_start_time(SystemTime::from(started_at))
             .with_attributes(attributes)
-            .start_with_context(&tracer(), &self.parent());
+            .start_with_context(&self.tracer, &self.parent());
         if let Some(why) = failed {
             span.set_status(Status::error(why));
         }
