@@ -21,7 +21,15 @@ use crate::state::AppState;
 pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     match app.live(&id) {
         Some(c) => c.pause(),
-        None => steer_elsewhere(&app, &id, Command::Pause)?,
+        None if steered_elsewhere(&app, &id, Command::Pause)? => {}
+        None => {
+            let status = app.reads().load(&id)?.meta.status;
+            return Err(ApiError::conflict(if status.is_final() {
+                format!("session {id} is {} already", status.as_str())
+            } else {
+                format!("session {id} is {} and no process runs it: resume it first", status.as_str())
+            }));
+        }
     }
     Ok(StatusCode::ACCEPTED)
 }
@@ -31,7 +39,7 @@ pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> 
 pub async fn resume(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     match app.live(&id) {
         Some(c) => c.resume(),
-        None if app.reads().holder(&id)?.is_some() => steer_elsewhere(&app, &id, Command::Run)?,
+        None if steered_elsewhere(&app, &id, Command::Run)? => {}
         None => {
             take_up(&app, &id).await?;
         }
@@ -65,7 +73,7 @@ async fn end(app: &Arc<AppState>, id: &str, ending: Ending, reason: String) -> A
     let reason = if reason.trim().is_empty() { default_reason(ending).to_string() } else { reason };
     match app.live(id) {
         Some(c) => c.end(ending, reason),
-        None if app.reads().holder(id)?.is_some() => steer_elsewhere(app, id, Command::Terminate(ending, reason))?,
+        None if steered_elsewhere(app, id, Command::Terminate(ending, reason.clone()))? => {}
         None => take_up(app, id).await?.end(ending, reason),
     }
     let _ = app.changed.send(id.to_string());
@@ -109,18 +117,14 @@ pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, ra
     Ok(StatusCode::ACCEPTED)
 }
 
-/// Sends `request` through the store to the live process that runs the
-/// session elsewhere; a session nobody runs is refused with what to do.
-fn steer_elsewhere(app: &AppState, id: &str, request: Command) -> ApiResult<()> {
-    let status = app.reads().load(id)?.meta.status;
-    if status.is_final() {
-        return Err(ApiError::conflict(format!("session {id} is {} already", status.as_str())));
-    }
+/// Sends `request` through the store when another live process runs the
+/// session; false when none does.
+fn steered_elsewhere(app: &AppState, id: &str, request: Command) -> ApiResult<bool> {
     if app.reads().holder(id)?.is_none() {
-        return Err(ApiError::conflict(format!("session {id} is {} and no process runs it: resume it first", status.as_str())));
+        return Ok(false);
     }
     app.config.store.steer(id, &request)?;
-    Ok(())
+    Ok(true)
 }
 
 /// Resumes a stored session in this process: a paused one, or one whose

@@ -6,6 +6,7 @@
 //! died stays queued, and another worker claims it once the lease passes;
 //! its journal makes sure no recorded call runs twice.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -132,11 +133,10 @@ impl Worker<'_> {
     fn start(&mut self, id: &str) -> Result<SessionHandle> {
         let meta = self.store.load(id)?.meta;
         let agent = self.app.registry.agent_of(&meta)?;
-        if !self.envs.contains_key(agent.name()) {
-            let env = self.app.env(agent, self.store.clone(), None)?;
-            self.envs.insert(agent.name().to_string(), env);
-        }
-        let env = self.envs.get(agent.name()).ok_or_else(|| anyhow::anyhow!("no environment for agent {}", agent.name()))?;
+        let env = match self.envs.entry(agent.name().to_string()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.app.env(agent, self.store.clone(), None)?),
+        };
         eprintln!("{id}: claimed ({}, step {})", meta.agent, meta.step);
         // Paused sessions leave the worker: a person answers or resumes them.
         Ok(agent.resume(env, &meta, true)?)
