@@ -59,6 +59,14 @@ pub trait Store: Send + Sync {
     fn steer(&self, session_id: &str, request: &Command) -> Result<u64>;
     /// The newest request for the session numbered above `after`.
     fn steering(&self, session_id: &str, after: u64) -> Result<Option<(u64, Command)>>;
+    /// Waits up to `timeout` for sessions whose journal grew in any process
+    /// and returns their ids (empty: none did). `None` when this store
+    /// cannot tell, now or ever: the caller reads the journal again on its
+    /// own schedule instead.
+    fn wait_for_change(&self, timeout: Duration) -> Option<Vec<String>> {
+        let _ = timeout;
+        None
+    }
 }
 
 /// A session stored as running that no live process holds: its process

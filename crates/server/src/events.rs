@@ -3,9 +3,10 @@
 //! as the SSE `id`, so a browser that reconnects with `Last-Event-ID` misses
 //! nothing and sees nothing twice. The store is the source of truth: a
 //! session running in this process hands its followers each event as it is
-//! committed, and a follower that falls behind (or a session run by another
-//! process, which is polled) reads on from the store where it is, so no
-//! event is ever dropped.
+//! committed, and a follower that falls behind (or of a session run by
+//! another process, woken by the store's change notices or a backstop
+//! timer) reads on from the store where it is, so no event is ever
+//! dropped.
 //!
 //! The session-list stream sends a row whenever a session appears, changes
 //! status or iteration, or is deleted.
@@ -13,7 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agentloop_core::{Event, SessionStatus};
 use axum::extract::{Path, Query, State};
@@ -30,7 +31,8 @@ use crate::state::AppState;
 
 /// Events read from the store at a time.
 const BATCH: usize = 512;
-/// How often a session not running here, or the list, is looked at again.
+/// How long a live session's broadcast is waited on before the store is
+/// read (it may have ended, or moved to another process).
 const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +47,8 @@ struct Follow {
     last: u64,
     queue: VecDeque<SseEvent>,
     live: Option<broadcast::Receiver<Event>>,
+    /// Ids of sessions that changed (`AppState::changed`).
+    changed: broadcast::Receiver<String>,
     /// The store held nothing newer at the last read.
     caught_up: bool,
     ended: bool,
@@ -63,7 +67,9 @@ pub async fn session(
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let last = resumed.or(q.after).unwrap_or(0);
     let live = app.live(&id).map(|c| c.events());
-    let follow = Follow { app, id, last, queue: VecDeque::new(), live, caught_up: false, ended: false };
+    // Before the first read, so no change after it goes unnoticed.
+    let changed = app.changed.subscribe();
+    let follow = Follow { app, id, last, queue: VecDeque::new(), live, changed, caught_up: false, ended: false };
     let stream = stream::unfold(follow, |mut f| async move {
         loop {
             if let Some(e) = f.queue.pop_front() {
@@ -116,7 +122,24 @@ impl Follow {
                 self.live = self.app.live(&self.id).map(|c| c.events());
             }
             if self.live.is_none() {
-                tokio::time::sleep(POLL).await;
+                self.wait_for_change().await;
+            }
+        }
+    }
+
+    /// Returns when this session changed, or when it is time to read the
+    /// store anyway.
+    async fn wait_for_change(&mut self) {
+        let backstop = tokio::time::sleep(self.app.recheck_after());
+        tokio::pin!(backstop);
+        loop {
+            tokio::select! {
+                got = self.changed.recv() => match got {
+                    Ok(id) if id != self.id => continue,
+                    // This session, a missed notice, or a server shutting down.
+                    _ => return,
+                },
+                () = &mut backstop => return,
             }
         }
     }
@@ -174,7 +197,7 @@ impl Follow {
 /// deleted.
 pub async fn list(State(app): State<Arc<AppState>>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let changed = app.changed.subscribe();
-    let watch = WatchList { app, changed, seen: HashMap::new(), queue: VecDeque::new(), first: true };
+    let watch = WatchList { app, changed, seen: HashMap::new(), queue: VecDeque::new(), first: true, looked: Instant::now() };
     let stream = stream::unfold(watch, |mut w| async move {
         loop {
             if let Some(e) = w.queue.pop_front() {
@@ -195,6 +218,8 @@ struct WatchList {
     seen: HashMap<String, (SessionStatus, u32, u64)>,
     queue: VecDeque<SseEvent>,
     first: bool,
+    /// When the list was last read.
+    looked: Instant,
 }
 
 impl WatchList {
@@ -204,9 +229,14 @@ impl WatchList {
         if !std::mem::take(&mut self.first) {
             tokio::select! {
                 _ = self.changed.recv() => {}
-                () = tokio::time::sleep(POLL) => {}
+                () = tokio::time::sleep(self.app.recheck_after()) => {}
             }
+            // A store that notifies tells of every step: read the list at
+            // most every POLL, with all the changes that came meanwhile.
+            tokio::time::sleep(POLL.saturating_sub(self.looked.elapsed())).await;
+            while self.changed.try_recv().is_ok() {}
         }
+        self.looked = Instant::now();
         let store = self.app.reads().clone();
         let Ok(Ok(all)) = tokio::task::spawn_blocking(move || store.list()).await else { return };
         let mut now = HashMap::new();

@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use agentloop_agents::registry::{Agent, AgentEnv, Registry};
 use agentloop_core::{Controller, Event, Models, Result, Store};
@@ -43,9 +45,12 @@ pub struct AppState {
     models: OnceCell<Models>,
     /// Sessions running in this process, by id.
     live: Mutex<HashMap<String, Controller>>,
-    /// Ids of sessions that changed here (started, ended, steered): wakes
-    /// the session-list stream at once.
+    /// Ids of sessions that changed here (started, ended, steered) or, on
+    /// a store that notifies, in any process: wakes their streams at once.
     pub changed: broadcast::Sender<String>,
+    /// The store tells of every change (`Store::wait_for_change`), so the
+    /// streams read it again only as a backstop.
+    notified: AtomicBool,
     /// Recent events as sent, so many followers of one session serialize
     /// each event once.
     sent: Mutex<SentEvents>,
@@ -58,13 +63,54 @@ struct SentEvents {
     order: VecDeque<(String, u64)>,
 }
 
+/// Passes the store's change notices to `changed` until the server is gone.
+fn relay_changes(app: &Weak<AppState>) {
+    const WAIT: Duration = Duration::from_secs(1);
+    loop {
+        let Some(store) = app.upgrade().map(|a| a.config.reads.clone()) else { return };
+        let ids = store.wait_for_change(WAIT);
+        let Some(app) = app.upgrade() else { return };
+        app.notified.store(ids.is_some(), Ordering::Relaxed);
+        match ids {
+            Some(ids) => {
+                for id in ids {
+                    let _ = app.changed.send(id);
+                }
+            }
+            // It cannot tell now; ask again later.
+            None => std::thread::sleep(WAIT),
+        }
+    }
+}
+
 /// Events kept as sent.
 const SENT_KEPT: usize = 8192;
 
 impl AppState {
     pub fn new(config: ServerConfig) -> Arc<Self> {
         let (changed, _) = broadcast::channel(1024);
-        Arc::new(Self { config, models: OnceCell::new(), live: Mutex::new(HashMap::new()), changed, sent: Mutex::new(SentEvents::default()) })
+        let app = Arc::new(Self {
+            config,
+            models: OnceCell::new(),
+            live: Mutex::new(HashMap::new()),
+            changed,
+            notified: AtomicBool::new(false),
+            sent: Mutex::new(SentEvents::default()),
+        });
+        let weak = Arc::downgrade(&app);
+        // Blocks on the store between notifications, so off the async threads.
+        let _ = std::thread::Builder::new().name("store-changes".into()).spawn(move || relay_changes(&weak));
+        app
+    }
+
+    /// How long a stream waits for a change before it reads the store
+    /// anyway: short when the store cannot tell of changes made elsewhere.
+    pub fn recheck_after(&self) -> Duration {
+        if self.notified.load(Ordering::Relaxed) {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_millis(200)
+        }
     }
 
     /// The store to read from (`ServerConfig::reads`).

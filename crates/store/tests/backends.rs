@@ -375,3 +375,29 @@ fn many_processes_opening_a_new_postgres_database_at_once_migrate_it_once() {
         o.join().unwrap().unwrap();
     }
 }
+
+#[test]
+fn a_postgres_store_is_told_which_sessions_changed_in_another_process() {
+    let backend = Backend::postgres();
+    let (follower, runner) = (backend.open(), backend.open());
+    // The first wait starts listening; nothing has changed yet.
+    assert_eq!(follower.wait_for_change(Duration::from_millis(10)), Some(vec![]));
+    seeded(&*runner, "a");
+    seeded(&*runner, "b");
+    runner.write("a", &[step(1), event("a", 1, 1)], false).unwrap();
+    let mut told = follower.wait_for_change(Duration::from_secs(10)).unwrap();
+    while told.len() < 2 {
+        told.extend(follower.wait_for_change(Duration::from_secs(10)).unwrap());
+        told.sort();
+        told.dedup();
+    }
+    assert_eq!(told, vec!["a".to_string(), "b".to_string()]);
+    // A step that adds no event and keeps the status is not news.
+    runner.write("a", &[step(2)], false).unwrap();
+    assert_eq!(follower.wait_for_change(Duration::from_millis(300)), Some(vec![]));
+}
+
+#[test]
+fn a_sqlite_store_says_it_cannot_tell_of_changes_so_followers_read_on_their_own() {
+    assert_eq!(Backend::sqlite().open().wait_for_change(Duration::from_millis(10)), None);
+}

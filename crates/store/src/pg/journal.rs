@@ -18,6 +18,11 @@ const META: &str = "SELECT s.meta, st.step, st.next, pr.progress FROM agentloop.
     LEFT JOIN LATERAL (SELECT step, next FROM agentloop.steps WHERE session = s.id ORDER BY step DESC LIMIT 1) st ON true
     LEFT JOIN LATERAL (SELECT step, progress FROM agentloop.steps WHERE session = s.id AND progress IS NOT NULL ORDER BY step DESC LIMIT 1) pr ON true";
 
+/// The channel a commit names its session on when the session's events or
+/// status changed, for followers in other processes (`Commit::notify`
+/// spells it out too).
+pub(crate) const CHANGES_CHANNEL: &str = "agentloop_changes";
+
 /// A read of several statements sees one moment of the database.
 fn reading(conn: &mut Conn) -> Result<Transaction<'_>, Failure> {
     Ok(conn.client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()?)
@@ -50,6 +55,7 @@ pub(crate) struct Commit {
     event: Statement,
     interrupt: Statement,
     step: Statement,
+    notify: Statement,
 }
 
 impl Commit {
@@ -73,6 +79,7 @@ impl Commit {
                 "INSERT INTO agentloop.steps (session, step, next, patch, progress) VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (session, step) DO UPDATE SET next = excluded.next, patch = excluded.patch, progress = excluded.progress",
             )?,
+            notify: conn.prepared("SELECT pg_notify('agentloop_changes', $1)")?,
         })
     }
 
@@ -110,6 +117,10 @@ impl Commit {
                     tx.execute("INSERT INTO agentloop.snapshots (session, step, state) VALUES ($1, $2, $3)", &[&id, &to_i64(*step), state])?;
                 }
             }
+        }
+        if batch.iter().any(|w| matches!(w, Write::Event(_) | Write::Meta(_))) {
+            // Delivered at commit, so a follower never reads ahead of it.
+            tx.query(&self.notify, &[&id])?;
         }
         Ok(())
     }

@@ -40,6 +40,8 @@ pub struct PostgresStore {
     heartbeat: Mutex<Option<Heartbeat>>,
     /// A connection that only waits for NOTIFY, opened by the first wait.
     listener: Mutex<Option<Link>>,
+    /// Likewise for `wait_for_change`.
+    changes: Mutex<Option<Link>>,
 }
 
 /// A session this store took the lease of.
@@ -70,6 +72,7 @@ impl PostgresStore {
             held: Arc::new(Mutex::new(HashMap::new())),
             heartbeat: Mutex::new(None),
             listener: Mutex::new(None),
+            changes: Mutex::new(None),
         })
     }
 
@@ -277,6 +280,34 @@ impl Store for PostgresStore {
             // No listener (the server went away): poll instead.
             *slot = None;
             std::thread::sleep(timeout);
+        }
+    }
+
+    fn wait_for_change(&self, timeout: Duration) -> Option<Vec<String>> {
+        let Ok(mut slot) = self.changes.lock() else { return None };
+        if slot.is_none() {
+            let listen = format!("{} LISTEN {};", setup(self.me.ttl), journal::CHANGES_CHANNEL);
+            *slot = Some(Link::open(&self.url, &self.what, &listen).ok()?);
+        }
+        let waited = slot.as_ref().map(|l| {
+            l.call(move |s| {
+                let mut notes = s.client.notifications();
+                let mut ids: Vec<String> = notes.timeout_iter(timeout).next()?.map(|n| n.payload().to_string()).into_iter().collect();
+                // Whatever else came with it, without waiting again.
+                ids.extend(notes.iter().iterator().filter_map(|n| n.ok()).map(|n| n.payload().to_string()));
+                ids.sort_unstable();
+                ids.dedup();
+                Ok(ids)
+            })
+        });
+        match waited {
+            Some(Ok(ids)) => Some(ids),
+            _ => {
+                // The server went away: notifications missed meanwhile are
+                // for the caller's own reads to find.
+                *slot = None;
+                None
+            }
         }
     }
 
