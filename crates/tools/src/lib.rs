@@ -10,6 +10,7 @@ mod command;
 mod edit;
 mod files;
 mod jail;
+pub mod mcp;
 mod patch;
 mod python;
 pub mod sandbox;

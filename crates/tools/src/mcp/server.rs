@@ -1,0 +1,137 @@
+//! One connected MCP server: started (or reached) once per session, its
+//! tools listed, its calls sent with a progress token, an idle timeout
+//! that progress resets and an absolute cap.
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentloop_core::{Error, Result};
+use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::{json, Value};
+
+use super::config::{McpServerConfig, Transport};
+use super::listing::{ListedTool, Listing};
+use super::process::ServerProcess;
+use crate::sandbox::{Mode, Sandbox, SandboxConfig};
+
+pub struct McpServer {
+    name: String,
+    config: McpServerConfig,
+    /// Dropped before `process`, so the protocol ends before the kill.
+    client: RunningService<RoleClient, ()>,
+    process: Option<ServerProcess>,
+    listing: Listing,
+}
+
+impl McpServer {
+    /// Starts the server named `name` (a stdio program confined by
+    /// `sandbox` unless its table says `sandbox = "off"`), and lists its tools.
+    pub async fn start(name: &str, config: &McpServerConfig, sandbox: &Sandbox) -> Result<Self> {
+        super::config::check_name(name).map_err(Error::Other)?;
+        let command = match config.transport(name).map_err(Error::Other)? {
+            Transport::Stdio { command } => command,
+            Transport::Http { .. } => {
+                return Err(Error::Other(format!("MCP server `{name}`: streamable HTTP servers are not supported yet; run it over stdio with `command`")));
+            }
+        };
+        let mut cmd = ServerProcess::command(command);
+        cmd.args(&config.args).current_dir(config.cwd.as_deref().unwrap_or(&sandbox.policy().workspace));
+        unconfined_if_asked(sandbox, config)?.confine(&mut cmd);
+        cmd.envs(&config.env);
+        let (process, pipes) = ServerProcess::spawn(cmd).map_err(|e| Error::Other(format!("MCP server `{name}`: cannot start `{command}` ({e})")))?;
+        let stdout = tokio::process::ChildStdout::from_std(pipes.stdout).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
+        let stdin = tokio::process::ChildStdin::from_std(pipes.stdin).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
+        let started = async {
+            let client = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
+            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((client, tools))
+        };
+        let (client, tools) = match tokio::time::timeout(config.startup_timeout(), started).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(e)) => return Err(failed_start(name, &e, &process)),
+            Err(_) => {
+                return Err(failed_start(name, &format!("it did not answer within {} s (`startup_timeout`)", config.startup_timeout().as_secs()), &process))
+            }
+        };
+        let offered = tools.into_iter().filter(|t| config.offers(&t.name)).map(ListedTool::from).collect();
+        Ok(Self { name: name.to_string(), config: config.clone(), client, process: Some(process), listing: Listing::new(name, offered) })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    /// The tools a session sees, with the hash of their schemas.
+    pub fn listing(&self) -> &Listing {
+        &self.listing
+    }
+
+    /// The stdio server's process id (`None` for an HTTP server).
+    pub fn pid(&self) -> Option<i32> {
+        self.process.as_ref().map(ServerProcess::pid)
+    }
+
+    /// Calls `tool` with `arguments`: its result as `{text, structured,
+    /// isError}`, or one sentence when the call could not complete.
+    pub async fn call(&self, tool: &str, arguments: Value) -> Result<Value> {
+        let fail = |message: String| Error::Tool { tool: format!("mcp__{}__{tool}", self.name), message };
+        let Value::Object(arguments) = arguments else { return Err(fail("its arguments must be a JSON object".into())) };
+        let request = ClientRequest::CallToolRequest(Request::new(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments)));
+        let (idle, cap) = (self.config.idle_timeout(), self.config.call_cap());
+        let options = PeerRequestOptions::with_timeout(idle).reset_timeout_on_progress().with_max_total_timeout(cap);
+        let sent = self.client.send_request_with_option(request, options).await.map_err(|e| fail(self.explain(e, idle, cap)))?;
+        let result = match sent.await_response().await {
+            Ok(ServerResult::CallToolResult(r)) => r,
+            Ok(_) => return Err(fail("the server answered with something other than a tool result".into())),
+            Err(e) => return Err(fail(self.explain(e, idle, cap))),
+        };
+        let text: Vec<String> = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        Ok(json!({"text": text.join("\n"), "structured": result.structured_content, "isError": result.is_error.unwrap_or(false)}))
+    }
+
+    fn explain(&self, e: ServiceError, idle: Duration, cap: Duration) -> String {
+        match e {
+            ServiceError::Timeout { timeout } if timeout >= cap => {
+                format!("the call ran past its cap of {} s (`tool_cap`)", cap.as_secs())
+            }
+            ServiceError::Timeout { .. } => format!("the server sent no result or progress for {} s (`tool_timeout`)", idle.as_secs()),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                let tail = self.process.as_ref().map(ServerProcess::stderr_tail).unwrap_or_default();
+                if tail.is_empty() {
+                    "the server went away during the call".into()
+                } else {
+                    format!("the server went away during the call; it said: {}", last_line(&tail))
+                }
+            }
+            ServiceError::McpError(e) => format!("the server refused the call: {}", e.message),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The session's sandbox, or none at all for a server whose table says
+/// `sandbox = "off"`.
+fn unconfined_if_asked(sandbox: &Sandbox, config: &McpServerConfig) -> Result<Sandbox> {
+    if config.sandbox == Mode::Off {
+        let workspace: &Path = &sandbox.policy().workspace;
+        Sandbox::new(workspace, &SandboxConfig { mode: Mode::Off, ..SandboxConfig::default() }, None, None)
+    } else {
+        Ok(sandbox.clone())
+    }
+}
+
+fn failed_start(name: &str, why: &str, process: &ServerProcess) -> Error {
+    let tail = process.stderr_tail();
+    let said = if tail.is_empty() { String::new() } else { format!("; it said: {}", last_line(&tail)) };
+    Error::Other(format!("MCP server `{name}` did not start: {why}{said}. Check its [mcp_servers.{name}] table in agentloop.toml"))
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(text).trim()
+}
