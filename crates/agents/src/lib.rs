@@ -13,6 +13,7 @@ mod approved;
 pub mod coder;
 mod commands;
 pub mod fence;
+mod mcp;
 pub mod planner;
 pub mod reference_loop;
 pub mod registry;

@@ -147,7 +147,15 @@ fn env(store: Arc<dyn Store>, dir: &Path) -> AgentEnv {
         }
         Ok(answer(req))
     });
-    AgentEnv { store, models: Models::new(Arc::new(model)), data_dir: dir.to_path_buf(), tokens: None, sandbox: Default::default(), preparing: None }
+    AgentEnv {
+        store,
+        models: Models::new(Arc::new(model)),
+        data_dir: dir.to_path_buf(),
+        tokens: None,
+        sandbox: Default::default(),
+        mcp_servers: Default::default(),
+        preparing: None,
+    }
 }
 
 fn open(db: &Path) -> Arc<dyn Store> {

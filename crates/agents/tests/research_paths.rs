@@ -583,7 +583,15 @@ async fn a_bundled_corpus_is_built_on_first_use_only_where_its_progress_is_shown
     std::fs::write(data.path().join("benchmarks/wiki-summaries-en.json"), PEOPLE).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(data.path().join("s.sqlite"), Default::default()).unwrap());
     let model: Arc<dyn ChatModel> = scripted(|_, _, _| None);
-    let env = AgentEnv { store, models: Models::new(model), data_dir: data.path().to_path_buf(), tokens: None, sandbox: Default::default(), preparing: None };
+    let env = AgentEnv {
+        store,
+        models: Models::new(model),
+        data_dir: data.path().to_path_buf(),
+        tokens: None,
+        sandbox: Default::default(),
+        mcp_servers: Default::default(),
+        preparing: None,
+    };
     let registry = Registry::standard();
     let research = registry.get("research").unwrap();
     let input = json!({"question": "Who is the father of Mara Quill?", "corpus": "wiki"});

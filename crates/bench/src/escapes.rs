@@ -248,6 +248,7 @@ async fn rebinding() -> Result<Attempt> {
         token: None,
         allowed_hosts: Vec::new(),
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();

@@ -49,6 +49,7 @@ pub async fn run(env: &BenchEnv, args: ServerArgs) -> Result<()> {
         token: None,
         allowed_hosts: Vec::new(),
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

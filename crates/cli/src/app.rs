@@ -38,7 +38,15 @@ impl App {
         } else {
             Models::none()
         };
-        Ok(AgentEnv { store, models, data_dir: self.config.data_dir.clone(), tokens, sandbox: self.config.sandbox.clone(), preparing: Some(progress_bar()) })
+        Ok(AgentEnv {
+            store,
+            models,
+            data_dir: self.config.data_dir.clone(),
+            tokens,
+            sandbox: self.config.sandbox.clone(),
+            mcp_servers: self.config.mcp_servers.clone(),
+            preparing: Some(progress_bar()),
+        })
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use agentloop_core::DEFAULT_ROLE;
 use agentloop_llm::ModelSpec;
 use agentloop_store::Durability;
+use agentloop_tools::mcp::{check_name, McpServerConfig};
 use agentloop_tools::SandboxConfig;
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -23,6 +24,9 @@ struct File {
     /// How the commands agents run are confined.
     #[serde(default)]
     sandbox: SandboxConfig,
+    /// MCP servers whose tools sessions may call, by name.
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Where sessions are kept: SQLite under the data dir unless a URL says.
     #[serde(default)]
     store: StoreConfig,
@@ -63,6 +67,7 @@ pub struct Config {
     pub models: BTreeMap<String, ModelSpec>,
     pub debug_log: Option<PathBuf>,
     pub sandbox: SandboxConfig,
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     pub store: StoreConfig,
     pub telemetry: TelemetryConfig,
     /// Each agent's table, by agent name.
@@ -80,7 +85,7 @@ impl Config {
         };
         if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
             anyhow::bail!(
-                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox, store, telemetry and one table per agent ({})",
+                "the config file has an unknown key `{unknown}`: the keys are data_dir, durability, models, debug_log, sandbox, mcp_servers, store, telemetry and one table per agent ({})",
                 agents.join(", ")
             );
         }
@@ -100,7 +105,21 @@ impl Config {
         if let Some(model) = model {
             models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
         }
-        Ok(Self { data_dir, durability, models, debug_log, sandbox: from_file.sandbox, store, telemetry: from_file.telemetry, agents: from_file.agents })
+        for (name, server) in &from_file.mcp_servers {
+            check_name(name).map_err(anyhow::Error::msg)?;
+            server.transport(name).map_err(anyhow::Error::msg)?;
+        }
+        Ok(Self {
+            data_dir,
+            durability,
+            models,
+            debug_log,
+            sandbox: from_file.sandbox,
+            mcp_servers: from_file.mcp_servers,
+            store,
+            telemetry: from_file.telemetry,
+            agents: from_file.agents,
+        })
     }
 
     /// Where sessions are kept, in words (the password left out).

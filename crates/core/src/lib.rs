@@ -60,4 +60,4 @@ pub use state::{Fields, Marks, State};
 pub use step::{json_schema_of, parse_json, reply_is, Step};
 pub use store::{interrupted, Store};
 pub use termination::{Budget, Stop, Termination, Verdict};
-pub use tool::{Effect, Tool, Tools};
+pub use tool::{Effect, Tool, ToolSource, Tools};

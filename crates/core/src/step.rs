@@ -424,20 +424,25 @@ impl Step {
         Ok(())
     }
 
+    /// Whether the session has a tool called `name` (sources not asked).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.env.tools.get(name).is_some()
+    }
+
     /// Calls a tool. Side-effecting tools record their intent durably first.
     pub async fn tool(&mut self, name: &str, input: Value) -> Result<Value> {
         let index = self.next_index();
-        let tool = self.env.tools.get(name).cloned().ok_or_else(|| Error::NotFound(format!("no tool named `{name}` is available")))?;
         let iteration = self.progress.iterations;
         self.progress.tool_calls += 1;
         self.progress.record_tool_signature(signature(name, &input));
-        if let Some(rec) = self.recorded(index) {
-            let replay = match rec.status {
-                CallStatus::Pending if tool.effect() == Effect::SideEffect => self.resolve_intent(&rec).await?,
-                CallStatus::Pending => None,
-                _ => Some(replayed(&rec, Ok)),
-            };
-            if let Some(result) = replay {
+        let recorded = self.recorded(index);
+        // A recorded result needs no tool (one from a source need not be reached).
+        if let Some(rec) = recorded.as_ref().filter(|r| r.status != CallStatus::Pending) {
+            return self.tool_result(name, replayed(rec, Ok));
+        }
+        let tool = self.env.tools.find(name).await?.ok_or_else(|| Error::NotFound(format!("no tool named `{name}` is available")))?;
+        if let Some(rec) = recorded.filter(|_| tool.effect() == Effect::SideEffect) {
+            if let Some(result) = self.resolve_intent(&rec).await? {
                 return self.tool_result(name, result);
             }
         }

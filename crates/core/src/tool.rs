@@ -41,10 +41,21 @@ pub trait Tool: Send + Sync {
     async fn call(&self, input: Value) -> Result<Value>;
 }
 
+/// Tools a session knows by name only once something is reached (the
+/// servers of a session, started on first use): asked for a name that
+/// `Tools` does not hold and that starts with the source's prefix.
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// The tool called `name`, when this source has one.
+    async fn find(&self, name: &str) -> Result<Option<Arc<dyn Tool>>>;
+}
+
 /// The tools a session may call, by name.
 #[derive(Clone, Default)]
 pub struct Tools {
     by_name: BTreeMap<String, Arc<dyn Tool>>,
+    /// Sources by the prefix of the names they answer for.
+    sources: Vec<(String, Arc<dyn ToolSource>)>,
 }
 
 impl Tools {
@@ -65,7 +76,26 @@ impl Tools {
         self.by_name.get(name)
     }
 
-    /// Specs for a model request, in name order.
+    /// Names starting with `prefix` that no tool here has are looked up in `source`.
+    pub fn add_source(&mut self, prefix: &str, source: Arc<dyn ToolSource>) {
+        self.sources.push((prefix.to_string(), source));
+    }
+
+    /// The tool called `name`, here or in a source.
+    pub async fn find(&self, name: &str) -> Result<Option<Arc<dyn Tool>>> {
+        if let Some(tool) = self.by_name.get(name) {
+            return Ok(Some(tool.clone()));
+        }
+        for (prefix, source) in &self.sources {
+            if name.starts_with(prefix.as_str()) {
+                return source.find(name).await;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Specs for a model request, in name order (a source's tools are
+    /// offered by the agent that knows them).
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.by_name.values().map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() }).collect()
     }

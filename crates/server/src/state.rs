@@ -37,6 +37,8 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// `[sandbox]`: how the commands of sessions started here are confined.
     pub sandbox: agentloop_tools::SandboxConfig,
+    /// `[mcp_servers]`: the MCP servers sessions started here may call.
+    pub mcp_servers: std::collections::BTreeMap<String, agentloop_tools::mcp::McpServerConfig>,
 }
 
 /// Shared by every handler.
@@ -137,6 +139,7 @@ impl AppState {
             data_dir: self.config.data_dir.clone(),
             tokens: None,
             sandbox: self.config.sandbox.clone(),
+            mcp_servers: self.config.mcp_servers.clone(),
             preparing: None,
         })
     }

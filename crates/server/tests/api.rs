@@ -69,6 +69,7 @@ async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
         token: token.map(String::from),
         allowed_hosts: Vec::new(),
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -356,6 +357,7 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
         preparing: None,
     };
     let root = s.dir.path().join("cli");
@@ -396,6 +398,7 @@ async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
         preparing: None,
     };
     let root = s.dir.path().join("elsewhere");
@@ -545,6 +548,7 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
         sandbox: Default::default(),
+        mcp_servers: Default::default(),
         preparing: None,
     };
     let registry = Registry::standard();

@@ -89,6 +89,8 @@ impl Approvals {
             Some(cmd) if tool == "run_command" => format!("run `{cmd}`"),
             _ => match input.get("path").and_then(Value::as_str) {
                 Some(path) => format!("{tool} `{path}`"),
+                // Nothing shorter says what the call does: its whole arguments.
+                None if input.as_object().is_some_and(|o| !o.is_empty()) => format!("call {tool} with {input}"),
                 None => format!("call {tool}"),
             },
         };

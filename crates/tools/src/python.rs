@@ -173,6 +173,11 @@ impl Python {
     pub fn new(sandbox: Sandbox, timeout: Duration) -> Self {
         Self { sandbox, timeout, session: Arc::new(Mutex::new(None)) }
     }
+
+    /// What the session's code is confined by.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
 }
 
 #[derive(Deserialize)]

@@ -33,7 +33,7 @@ async fn tools_are_listed_with_their_schemas_and_hints_and_calls_come_back() {
     let servers = McpServers::start(&fixture(|_| {}), &sandbox(ws.path())).await.unwrap();
     let tools = servers.tools();
     let names: Vec<_> = tools.iter().map(|t| t.name().to_string()).collect();
-    assert_eq!(names, ["mcp__fx__count", "mcp__fx__crash", "mcp__fx__echo", "mcp__fx__silent", "mcp__fx__slow"]);
+    assert_eq!(names, ["mcp__fx__count", "mcp__fx__crash", "mcp__fx__echo", "mcp__fx__silent", "mcp__fx__slow", "mcp__fx__slow_count"]);
     let echo = servers.tool("mcp__fx__echo").unwrap();
     assert_eq!(echo.effect(), Effect::ReadOnly);
     assert_eq!(echo.parameters()["required"], json!(["text"]));

@@ -1,9 +1,11 @@
 //! What an agent needs from its surroundings to run a session.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentloop_core::{Models, Result, Store, TokenSink};
+use agentloop_tools::mcp::McpServerConfig;
 use agentloop_tools::{Sandbox, SandboxConfig};
 
 /// What an agent needs from its surroundings to run a session.
@@ -17,6 +19,9 @@ pub struct AgentEnv {
     pub tokens: Option<TokenSink>,
     /// `[sandbox]` of `agentloop.toml`: how the commands sessions run are confined.
     pub sandbox: SandboxConfig,
+    /// `[mcp_servers.NAME]` of `agentloop.toml`: the MCP servers whose
+    /// tools sessions may call.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Where progress goes of work a session needs before it starts
     /// (building a bundled corpus on first use). Without it such work is
     /// refused with a sentence saying how to do it, rather than done

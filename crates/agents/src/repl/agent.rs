@@ -90,7 +90,7 @@ impl AgentSpec for Repl {
     /// into it on its first execution.
     fn runner(env: &AgentEnv, input: &ReplInput) -> Result<Runner<ReplState>> {
         let python = Arc::new(Python::new(env.sandbox(&input.folder)?, Duration::from_secs(input.settings.timeout)));
-        super::runner(python, env.models.clone(), env.store.clone(), env.tokens.clone())
+        super::with_mcp(python, env.models.clone(), env.store.clone(), env.tokens.clone(), &env.mcp_servers)
     }
 
     fn initial(input: &ReplInput) -> Result<(ReplState, Termination)> {
@@ -132,7 +132,7 @@ impl Conversation for ReplConversation {
     fn ask(&mut self, env: &AgentEnv, question: &str, launch: Launch) -> Result<SessionHandle> {
         let mut input = self.input.clone();
         input.prompt = question.to_string();
-        let runner = super::runner(self.python.clone(), env.models.clone(), env.store.clone(), env.tokens.clone())?;
+        let runner = super::with_mcp(self.python.clone(), env.models.clone(), env.store.clone(), env.tokens.clone(), &env.mcp_servers)?;
         let (state, termination) = Repl::initial(&input)?;
         start_session(&runner, state, termination, serde_json::to_value(&input)?, launch)
     }

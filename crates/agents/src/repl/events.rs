@@ -27,6 +27,13 @@ pub enum ReplEvent {
     /// (none: the programs disagree, and the repl says so).
     #[serde(rename = "repl:agreement")]
     Agreement { turn: u32, votes: Vec<Vote>, chosen: Option<String> },
+    /// An MCP tool call the model asked for, with what came back.
+    #[serde(rename = "repl:tool")]
+    Tool { turn: u32, tool: String, arguments: serde_json::Value, result: String },
+    /// Something the user should know that changes nothing by itself (an
+    /// MCP server whose tools changed since the session started).
+    #[serde(rename = "repl:notice")]
+    Notice { text: String },
 }
 
 impl EventKind for ReplEvent {}
@@ -62,6 +69,8 @@ impl ReplEvent {
                     None => format!("  no agreement, so no answer is chosen: {shown}"),
                 }
             }
+            Self::Tool { tool, arguments, result, .. } => format!("  ⚙ {tool} {arguments}\n{}", indent(result)),
+            Self::Notice { text } => format!("  note: {text}"),
             Self::Verdict { is_complete, reasoning, next_action, .. } => format!(
                 "  verdict: {} — {reasoning}{}",
                 if *is_complete { "complete" } else { "not complete" },

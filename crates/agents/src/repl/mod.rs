@@ -1,7 +1,8 @@
 //! The repl agent:
 //!
 //! ```text
-//! START → generate → extract_code → [has code?] no → END
+//! START → generate → [MCP calls?] yes → use_tools → generate (or END at max_turns)
+//!                     no → extract_code → [has code?] no → END
 //!                                   yes → execute → reflect → [complete?] yes → END
 //!                                                             no and turn < max_turns → generate
 //!                                                             no and turn = max_turns → END
@@ -13,7 +14,9 @@
 //! `python` tool: one long-lived interpreter whose variables survive between
 //! turns); REFLECT judges, in one structured call, whether the code ran and
 //! whether its output answers the original question, and if not, what to do
-//! next — which starts the next turn. With `candidates` above one, AGREE
+//! next — which starts the next turn. The model may also call the tools of
+//! the session's MCP servers (`crate::mcp`): their results are the next
+//! turn's input. With `candidates` above one, AGREE
 //! replaces that judge: the turn's program and independent samples vote
 //! with the value they print (`agree.rs`).
 
@@ -26,10 +29,12 @@ mod nodes;
 mod prompts;
 mod state;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
+use agentloop_tools::mcp::{McpHub, McpServerConfig};
 use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFlags, ReplInput};
@@ -48,8 +53,10 @@ pub fn graph(sink: Option<TokenSink>) -> Result<CompiledGraph<ReplState>> {
         .node("execute", nodes::execute)
         .node("reflect", nodes::reflect)
         .node("agree", agree::agree)
+        .node("use_tools", nodes::use_tools)
         .entry("generate")
-        .edge("generate", "extract_code")
+        .route("generate", &["use_tools", "extract_code"], |s: &ReplState| if s.tool_calls.is_empty() { "extract_code".into() } else { "use_tools".into() })
+        .route("use_tools", &["generate", END], |s: &ReplState| if s.turn_count < s.config.max_turns { "generate".into() } else { END.into() })
         .route("extract_code", &["execute", END], |s: &ReplState| if s.code_blocks.is_empty() { END.into() } else { "execute".into() })
         .route("execute", &["agree", "reflect", END], |s: &ReplState| {
             if s.config.candidates > 1 {
@@ -82,7 +89,20 @@ pub fn python(sandbox: Sandbox, config: &ReplSettings) -> Arc<Python> {
 
 /// A runner for the repl with `models`, `store` and a Python session.
 pub fn runner(python: Arc<Python>, models: Models, store: Arc<dyn Store>, sink: Option<TokenSink>) -> Result<Runner<ReplState>> {
+    with_mcp(python, models, store, sink, &BTreeMap::new())
+}
+
+/// `runner`, with the tools of the MCP servers in `mcp` besides Python
+/// (started on the session's first turn, confined like its code).
+pub fn with_mcp(
+    python: Arc<Python>,
+    models: Models,
+    store: Arc<dyn Store>,
+    sink: Option<TokenSink>,
+    mcp: &BTreeMap<String, McpServerConfig>,
+) -> Result<Runner<ReplState>> {
     let mut tools = Tools::new();
+    McpHub::register(&mut tools, mcp, python.sandbox());
     tools.add(python);
     Ok(Runner::new(graph(sink)?, store).models(models).tools(tools))
 }

@@ -25,7 +25,14 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
             s.messages.push(Message::user(s.original_prompt.clone()));
         }
         s.turn_count += 1;
+        for change in crate::mcp::listings(step, &mut s.mcp).await? {
+            if !s.mcp_changes.contains(&change) {
+                step.emit(ReplEvent::Notice { text: change.clone() });
+                s.mcp_changes.push(change);
+            }
+        }
         let mut request = prompts::generate(s);
+        request.tools = crate::mcp::specs(&s.mcp);
         request.on_token = sink;
         // Asked again greedily, a small model repeats the code that failed.
         if s.turn_count > 1 {
@@ -33,8 +40,27 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
         }
         let answer = step.chat(request).await?;
         step.emit(ReplEvent::Response { turn: s.turn_count, text: answer.content.clone() });
-        s.messages.push(Message::assistant(answer.content.clone()));
+        let mut said = Message::assistant(answer.content.clone());
+        said.tool_calls.clone_from(&answer.tool_calls);
+        s.messages.push(said);
         s.current_response = answer.content;
+        s.tool_calls = answer.tool_calls;
+        Ok(())
+    })
+}
+
+/// Runs the MCP calls the last answer asked for; their results go back to
+/// the model on the next turn.
+pub fn use_tools<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        for call in std::mem::take(&mut s.tool_calls) {
+            let reply = crate::mcp::call(step, &mut s.approvals, &s.mcp, &call).await?;
+            step.emit(ReplEvent::Tool { turn: s.turn_count, tool: call.name.clone(), arguments: call.arguments.clone(), result: reply.content.clone() });
+            s.messages.push(reply);
+        }
+        if s.turn_count >= s.config.max_turns {
+            step.finish("max_turns");
+        }
         Ok(())
     })
 }

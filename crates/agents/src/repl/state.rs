@@ -4,7 +4,9 @@
 //! the turn count. The Python session itself is the `python` tool; the
 //! state keeps its folder.
 
-use agentloop_core::{Fields, JsonSchema, Message, Role, State};
+use agentloop_core::{Fields, JsonSchema, Message, Role, State, ToolCall};
+use agentloop_tools::mcp::Listing;
+use agentloop_tools::Approvals;
 
 use super::extract::code_blocks;
 use serde::{Deserialize, Serialize};
@@ -88,6 +90,18 @@ pub struct ReplState {
     /// The last vote, most votes first.
     #[serde(default)]
     pub votes: Vec<Vote>,
+    /// The MCP servers' tools as the session first listed them.
+    #[serde(default)]
+    pub mcp: Vec<Listing>,
+    /// Changes to those servers already told (each once).
+    #[serde(default)]
+    pub mcp_changes: Vec<String>,
+    /// The MCP calls the last answer asked for, to run next.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// What the user approved for the session ("always").
+    #[serde(default)]
+    pub approvals: Approvals,
 }
 
 impl State for ReplState {
@@ -105,6 +119,10 @@ impl State for ReplState {
         f.log("history", &self.history);
         f.value("agreed", &self.agreed);
         f.value("votes", &self.votes);
+        f.value("mcp", &self.mcp);
+        f.value("mcpChanges", &self.mcp_changes);
+        f.value("toolCalls", &self.tool_calls);
+        f.value("approvals", &self.approvals);
     }
 }
 

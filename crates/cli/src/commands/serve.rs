@@ -28,6 +28,7 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
         token: token.clone(),
         allowed_hosts: args.allowed_hosts,
         sandbox: app.config.sandbox.clone(),
+        mcp_servers: app.config.mcp_servers.clone(),
     };
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (is another server there?)"))?;
     let bound = listener.local_addr()?;

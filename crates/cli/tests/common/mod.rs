@@ -19,3 +19,13 @@ pub fn last_message(req: &Request) -> String {
     let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
     body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_string()
 }
+
+/// A chat completion that calls one tool with `arguments`.
+pub fn tool_call(name: &str, arguments: Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+        ]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))
+}

@@ -1,5 +1,6 @@
 //! An MCP server over stdio for the tests: `echo` (a read), `count` (a
 //! side effect that appends a line to a file, so a repeated call shows),
+//! `slow_count` (the same after working a while, reporting progress),
 //! `slow` (reports progress while it works), `silent` (works without a
 //! word) and `crash` (the process dies mid-call).
 //!
@@ -33,6 +34,13 @@ struct CountArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct SlowCountArgs {
+    file: String,
+    /// How long the call works before it appends, in milliseconds.
+    millis: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct SlowArgs {
     /// How long the call works, in milliseconds.
     millis: u64,
@@ -55,17 +63,17 @@ impl Fixture {
         Ok(n.to_string())
     }
 
+    /// Works for `millis`, then appends a line to `file` like `count`.
+    #[tool]
+    async fn slow_count(&self, Parameters(a): Parameters<SlowCountArgs>, meta: RequestMetaObject, client: Peer<RoleServer>) -> Result<String, String> {
+        work(a.millis, &meta, &client).await;
+        self.count(Parameters(CountArgs { file: a.file })).await
+    }
+
     /// Works for `millis`, reporting progress every 100 ms.
     #[tool(annotations(read_only_hint = true))]
     async fn slow(&self, Parameters(a): Parameters<SlowArgs>, meta: RequestMetaObject, client: Peer<RoleServer>) -> String {
-        let token = meta.get_progress_token();
-        let steps = (a.millis / 100).max(1);
-        for step in 0..steps {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if let Some(token) = token.clone() {
-                let _ = client.notify_progress(ProgressNotificationParam::new(token, step as f64).with_total(steps as f64)).await;
-            }
-        }
+        work(a.millis, &meta, &client).await;
         format!("worked {} ms", a.millis)
     }
 
@@ -81,6 +89,18 @@ impl Fixture {
     async fn crash(&self) -> String {
         eprintln!("fixture: crashing as asked");
         std::process::exit(3)
+    }
+}
+
+/// Waits `millis`, reporting progress every 100 ms when the call has a token.
+async fn work(millis: u64, meta: &RequestMetaObject, client: &Peer<RoleServer>) {
+    let token = meta.get_progress_token();
+    let steps = (millis / 100).max(1);
+    for step in 0..steps {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Some(token) = token.clone() {
+            let _ = client.notify_progress(ProgressNotificationParam::new(token, step as f64).with_total(steps as f64)).await;
+        }
     }
 }
 

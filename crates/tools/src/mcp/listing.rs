@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::approval::ApprovalPolicy;
+
 /// One tool as the model and the approval policy see it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,13 +42,28 @@ pub struct Listing {
     pub tools: Vec<ListedTool>,
     /// SHA-256 of the tools in name order, hex.
     pub hash: String,
+    /// Which of its calls need a person's yes (`approval` in its table).
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
+    /// False when its table says `sandbox = "off"`, which the live view shows.
+    #[serde(default = "confined")]
+    pub sandboxed: bool,
+}
+
+fn confined() -> bool {
+    true
 }
 
 impl Listing {
     pub fn new(server: &str, mut tools: Vec<ListedTool>) -> Self {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let hash = Sha256::digest(serde_json::to_vec(&tools).unwrap_or_default()).iter().map(|b| format!("{b:02x}")).collect();
-        Self { server: server.to_string(), tools, hash }
+        Self { server: server.to_string(), tools, hash, approval: ApprovalPolicy::default(), sandboxed: true }
+    }
+
+    /// The listed tool called `name` (the server's own name for it).
+    pub fn tool(&self, name: &str) -> Option<&ListedTool> {
+        self.tools.iter().find(|t| t.name == name)
     }
 
     /// One sentence when the server's tools differ from those `journaled`

@@ -4,6 +4,7 @@
 //! drops them all when it ends, which kills every server it started.
 
 mod config;
+mod hub;
 mod listing;
 mod process;
 mod server;
@@ -15,11 +16,15 @@ use std::sync::Arc;
 use agentloop_core::{Result, Tool};
 
 pub use config::{check_name, McpServerConfig, Transport};
+pub use hub::{McpHub, LIST_TOOL};
 pub use listing::{ListedTool, Listing};
 pub use server::McpServer;
 pub use tool::{split_tool_name, tool_name, McpTool};
 
 use crate::sandbox::Sandbox;
+
+/// What every MCP tool's name starts with.
+pub const TOOL_PREFIX: &str = "mcp__";
 
 /// The servers of one session, started together and stopped together.
 #[derive(Default)]

@@ -56,7 +56,10 @@ impl McpServer {
             }
         };
         let offered = tools.into_iter().filter(|t| config.offers(&t.name)).map(ListedTool::from).collect();
-        Ok(Self { name: name.to_string(), config: config.clone(), client, process: Some(process), listing: Listing::new(name, offered) })
+        let mut listing = Listing::new(name, offered);
+        listing.approval = config.approval;
+        listing.sandboxed = config.sandbox != Mode::Off;
+        Ok(Self { name: name.to_string(), config: config.clone(), client, process: Some(process), listing })
     }
 
     pub fn name(&self) -> &str {

@@ -25,12 +25,12 @@ pub struct McpTool {
 
 /// The name a session knows a server's tool by.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
+    format!("{}{server}__{tool}", super::TOOL_PREFIX)
 }
 
 /// The server and tool a session's tool name stands for.
 pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
-    name.strip_prefix("mcp__")?.split_once("__")
+    name.strip_prefix(super::TOOL_PREFIX)?.split_once("__")
 }
 
 impl McpTool {

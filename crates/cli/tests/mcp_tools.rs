@@ -1,0 +1,216 @@
+//! The repl calling the tools of a real MCP server (`mcp-fixture`, built
+//! with rmcp in the tools crate), chosen by a scripted model behind a fake
+//! OpenAI-compatible endpoint: the call is journaled, approved as its
+//! server's policy says, and survives a `kill -9` of agentloop without
+//! leaving the server behind or running a side effect twice unasked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{reply, tool_call};
+use serde_json::{json, Value};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request};
+
+fn fixture() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_agentloop")).with_file_name("mcp-fixture");
+    assert!(path.exists(), "{} is missing: build the test binaries with `cargo test --workspace`", path.display());
+    path
+}
+
+/// A model that calls `tool` with `arguments` once, then answers with what
+/// the tool said.
+async fn scripted(tool: &'static str, arguments: Value) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(move |req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            if last["role"] == "tool" {
+                reply(format!("The tool said: {}", last["content"].as_str().unwrap_or_default()))
+            } else {
+                assert!(body["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["function"]["name"] == tool)), "the model was not offered {tool}");
+                tool_call(tool, arguments.clone())
+            }
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    /// In every server process's environment, to find them afterwards.
+    mark: String,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("py")).unwrap();
+        Self { dir, mark: uuid_like() }
+    }
+
+    /// The model at `uri`, and the fixture as server `fx` with `server_table`'s keys.
+    fn configure(&self, uri: &str, server_table: &str) {
+        let mark = &self.mark;
+        let config = format!(
+            "[models.default]\nprovider = \"openai\"\nbase_url = \"{uri}/v1\"\nmodel = \"fake\"\nstream = false\n\n\
+             [mcp_servers.fx]\ncommand = \"{}\"\nenv = {{ FIXTURE_MARK = \"{mark}\" }}\n{server_table}\n",
+            fixture().display()
+        );
+        std::fs::write(self.dir.path().join("agentloop.toml"), config).unwrap();
+    }
+
+    fn agentloop(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+        c.arg("--data-dir").arg(self.dir.path()).arg("--config").arg(self.dir.path().join("agentloop.toml"));
+        c
+    }
+
+    fn run(&self) -> Command {
+        let mut c = self.agentloop();
+        c.args(["run", "repl", "--prompt", "use the tool", "--json", "--folder"]).arg(self.dir.path().join("py"));
+        c
+    }
+
+    /// A file in the session's folder, which a confined server may write.
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join("py").join(name)
+    }
+
+    fn lines(&self, name: &str) -> usize {
+        std::fs::read_to_string(self.file(name)).map(|t| t.lines().count()).unwrap_or(0)
+    }
+
+    /// Server processes of this test still alive.
+    fn servers_alive(&self) -> usize {
+        let needle = format!("FIXTURE_MARK={}", self.mark);
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("environ")).ok())
+            .filter(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+            .count()
+    }
+}
+
+fn uuid_like() -> String {
+    format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_seed())
+}
+
+fn rand_seed() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.stdin(Stdio::null()).output().unwrap()).await.unwrap()
+}
+
+fn last_json(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().rev().find_map(|l| serde_json::from_str(l).ok()).unwrap_or_else(|| panic!("no JSON in: {text}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_an_mcp_tool_and_answers_with_its_result() {
+    let setup = Setup::new();
+    let model = scripted("mcp__fx__count", json!({"file": setup.file("calls.txt")})).await;
+    setup.configure(&model.uri(), "approval = \"never\"");
+    let out = output(setup.run()).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = last_json(&out);
+    assert_eq!(report["summary"]["answer"], "The tool said: 1");
+    assert_eq!(setup.lines("calls.txt"), 1);
+    assert_eq!(setup.servers_alive(), 0, "the server outlived its session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_writes_waits_for_a_yes_that_sees_its_whole_arguments() {
+    let setup = Setup::new();
+    let model = scripted("mcp__fx__count", json!({"file": setup.file("asked.txt")})).await;
+    setup.configure(&model.uri(), "");
+    let out = output(setup.run()).await;
+    let report = last_json(&out);
+    let id = report["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(setup.lines("asked.txt"), 0, "the call ran before it was approved");
+    let mut show = setup.agentloop();
+    show.args(["sessions", "show", &id, "--json"]);
+    let shown = last_json(&output(show).await);
+    let question = shown["pendingQuestion"]["request"]["message"].as_str().unwrap().to_string();
+    assert!(question.contains("mcp__fx__count") && question.contains(&setup.file("asked.txt").display().to_string()), "{question}");
+    let mut resume = setup.agentloop();
+    resume.args(["sessions", "resume", &id, "--answer", "yes", "--json"]);
+    let out = output(resume).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(last_json(&out)["summary"]["answer"], "The tool said: 1");
+    assert_eq!(setup.lines("asked.txt"), 1);
+}
+
+/// Starts a run whose model calls `tool` (a long call), kills agentloop
+/// with `kill -9` while the call is in flight, and returns the session id.
+async fn killed_mid_call(setup: &Setup, tool: &'static str, arguments: Value) -> String {
+    let model = scripted(tool, arguments).await;
+    setup.configure(&model.uri(), "approval = \"never\"");
+    let mut run = setup.run();
+    let mut child = run.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while setup.servers_alive() == 0 || model.received_requests().await.unwrap_or_default().is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "the call never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The model has asked for the call; give it a moment to be under way.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = (0..40).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        setup.servers_alive() == 0
+    });
+    assert!(gone, "a server outlived the agentloop that was killed");
+    let mut list = setup.agentloop();
+    list.args(["sessions", "list", "--json"]);
+    last_json(&output(list).await)[0]["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_effect_cut_off_by_kill_9_is_asked_about_and_runs_once() {
+    let setup = Setup::new();
+    let id = killed_mid_call(&setup, "mcp__fx__slow_count", json!({"file": setup.file("slow.txt"), "millis": 4000})).await;
+    assert_eq!(setup.lines("slow.txt"), 0);
+    // Resumed, the session does not run the call again unasked…
+    let mut resume = setup.agentloop();
+    resume.args(["sessions", "resume", &id, "--json"]);
+    let _ = output(resume).await;
+    let mut show = setup.agentloop();
+    show.args(["sessions", "show", &id, "--json"]);
+    let shown = last_json(&output(show).await);
+    assert_eq!(shown["pendingQuestion"]["request"]["kind"], "unresolved_intent", "{shown}");
+    assert_eq!(shown["pendingQuestion"]["request"]["tool"], "mcp__fx__slow_count");
+    assert_eq!(setup.lines("slow.txt"), 0);
+    // …and runs it once when told to retry.
+    setup.configure(&scripted("mcp__fx__slow_count", json!({"file": setup.file("slow.txt"), "millis": 100})).await.uri(), "approval = \"never\"");
+    let mut resume = setup.agentloop();
+    resume.args(["sessions", "resume", &id, "--answer", "retry", "--json"]);
+    let out = output(resume).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(setup.lines("slow.txt"), 1);
+    assert_eq!(setup.servers_alive(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_cut_off_by_kill_9_runs_again_on_resume_without_asking() {
+    let setup = Setup::new();
+    let id = killed_mid_call(&setup, "mcp__fx__slow", json!({"millis": 4000})).await;
+    setup.configure(&scripted("mcp__fx__slow", json!({"millis": 300})).await.uri(), "approval = \"never\"");
+    let mut resume = setup.agentloop();
+    resume.args(["sessions", "resume", &id, "--json"]);
+    let out = output(resume).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The journaled arguments are the ones that run again.
+    assert_eq!(last_json(&out)["summary"]["answer"], "The tool said: worked 4000 ms");
+}
