@@ -48,6 +48,9 @@ pub enum Command {
     Sandbox(SandboxArgs),
     /// Run queued sessions (`run AGENT --detach`, or the API's `"queue": true`), up to N at once, until stopped.
     Worker(WorkerArgs),
+    /// Serve the agents over MCP on standard input and output, for an MCP client to start and steer sessions.
+    #[command(after_help = "Tools: list_agents, run_agent, session_status, answer, pause, resume, terminate. `agentloop serve` offers the same at /mcp.")]
+    Mcp,
 }
 
 #[derive(Args, Debug)]

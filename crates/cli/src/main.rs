@@ -58,6 +58,7 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
         Command::Corpus(cmd) => corpus::run(&app, cmd),
         Command::Sandbox(args) => sandbox::run(&app.config, args),
         Command::Worker(args) => worker::run(&app, args).await,
+        Command::Mcp => serve::mcp(&app).await,
         Command::Stats(f) => stats::run(&*app.store()?, f.json),
         Command::Sessions(cmd) => match cmd {
             SessionsCommand::List(f) => sessions::list(&*app.store()?, f.json),

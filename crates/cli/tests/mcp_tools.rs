@@ -214,3 +214,55 @@ async fn a_read_cut_off_by_kill_9_runs_again_on_resume_without_asking() {
     // The journaled arguments are the ones that run again.
     assert_eq!(last_json(&out)["summary"]["answer"], "The tool said: worked 4000 ms");
 }
+
+/// `agentloop mcp` as an MCP client sees it: one rmcp client on its pipes.
+async fn connect(setup: &Setup) -> (rmcp::service::RunningService<rmcp::RoleClient, ()>, tokio::process::Child) {
+    use rmcp::ServiceExt;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    cmd.arg("--data-dir").arg(setup.dir.path()).arg("--config").arg(setup.dir.path().join("agentloop.toml")).arg("mcp");
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    (().serve((stdout, stdin)).await.unwrap(), child)
+}
+
+async fn call(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, tool: &'static str, arguments: Value) -> Value {
+    let params = rmcp::model::CallToolRequestParams::new(tool).with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{tool}: {:?}", result.content);
+    result.structured_content.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_lists_the_agents_runs_one_and_follows_it_to_the_end() {
+    let setup = Setup::new();
+    let model = scripted("mcp__fx__echo", json!({"text": "from a tool"})).await;
+    setup.configure(&model.uri(), "");
+    let (client, _child) = connect(&setup).await;
+    let tools: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    for tool in ["list_agents", "run_agent", "session_status", "answer", "pause", "resume", "terminate"] {
+        assert!(tools.iter().any(|t| t == tool), "{tool} missing from {tools:?}");
+    }
+    let agents = call(&client, "list_agents", json!({})).await;
+    let repl = agents["agents"].as_array().unwrap().iter().find(|a| a["name"] == "repl").unwrap();
+    assert!(repl["inputSchema"]["properties"]["prompt"].is_object());
+
+    let started = call(&client, "run_agent", json!({"agent": "repl", "input": {"prompt": "echo something", "folder": setup.dir.path().join("py")}})).await;
+    let id = started["sessionId"].as_str().unwrap().to_string();
+    let mut status = json!({});
+    for _ in 0..20 {
+        status = call(&client, "session_status", json!({"sessionId": id, "wait_s": 5})).await;
+        if status["status"] == "completed" || !status["pendingQuestion"].is_null() {
+            break;
+        }
+    }
+    assert_eq!(status["status"], "completed", "{status}");
+    assert_eq!(status["summary"]["answer"], "The tool said: from a tool");
+
+    // Errors are tool results with one sentence, not broken connections.
+    let params = rmcp::model::CallToolRequestParams::new("pause").with_arguments(json!({"sessionId": "nope"}).as_object().cloned().unwrap());
+    let refused = client.call_tool(params).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(format!("{:?}", refused.content).contains("no session with id `nope`"));
+    client.cancel().await.unwrap();
+}

@@ -19,11 +19,16 @@ use crate::state::AppState;
 
 /// `POST /api/sessions/{id}/pause`.
 pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    match app.live(&id) {
+    pause_session(&app, &id)?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+pub(crate) fn pause_session(app: &AppState, id: &str) -> ApiResult<()> {
+    match app.live(id) {
         Some(c) => c.pause(),
-        None if steered_elsewhere(&app, &id, Command::Pause)? => {}
+        None if steered_elsewhere(app, id, Command::Pause)? => {}
         None => {
-            let status = app.reads().load(&id)?.meta.status;
+            let status = app.reads().load(id)?.meta.status;
             return Err(ApiError::conflict(if status.is_final() {
                 format!("session {id} is {} already", status.as_str())
             } else {
@@ -31,20 +36,25 @@ pub async fn pause(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> 
             }));
         }
     }
-    Ok(StatusCode::ACCEPTED)
+    Ok(())
 }
 
 /// `POST /api/sessions/{id}/resume`: a paused session running here goes on;
 /// a paused or interrupted one stored by another process is taken up here.
 pub async fn resume(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    match app.live(&id) {
+    resume_session(&app, &id).await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+pub(crate) async fn resume_session(app: &Arc<AppState>, id: &str) -> ApiResult<()> {
+    match app.live(id) {
         Some(c) => c.resume(),
-        None if steered_elsewhere(&app, &id, Command::Run)? => {}
+        None if steered_elsewhere(app, id, Command::Run)? => {}
         None => {
-            take_up(&app, &id).await?;
+            take_up(app, id).await?;
         }
     }
-    Ok(StatusCode::ACCEPTED)
+    Ok(())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,7 +79,8 @@ pub async fn complete(State(app): State<Arc<AppState>>, Path(id): Path<String>, 
     end(&app, &id, Ending::Completed, req.reason).await
 }
 
-async fn end(app: &Arc<AppState>, id: &str, ending: Ending, reason: String) -> ApiResult<StatusCode> {
+/// Ends the session as `ending` says, wherever it runs.
+pub(crate) async fn end(app: &Arc<AppState>, id: &str, ending: Ending, reason: String) -> ApiResult<StatusCode> {
     let reason = if reason.trim().is_empty() { default_reason(ending).to_string() } else { reason };
     match app.live(id) {
         Some(c) => c.end(ending, reason),
@@ -100,7 +111,12 @@ pub struct AnswerRequest {
 /// question the session waits on (approve, decline with a reason, approve
 /// for the rest of the session — whatever its choices are).
 pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, raw: Bytes) -> ApiResult<StatusCode> {
-    let req: AnswerRequest = body(&raw, None)?;
+    answer_session(&app, &id, body(&raw, None)?)?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+pub(crate) fn answer_session(app: &AppState, id: &str, req: AnswerRequest) -> ApiResult<()> {
+    let id = id.to_string();
     let pending = app.reads().pending_interrupt(&id)?.filter(|p| p.reply.is_none());
     match pending {
         Some(p) if p.id == req.interrupt_id => {}
@@ -114,7 +130,7 @@ pub async fn answer(State(app): State<Arc<AppState>>, Path(id): Path<String>, ra
         None => app.config.store.answer(&id, &req.interrupt_id, &req.reply)?,
     }
     let _ = app.changed.send(id);
-    Ok(StatusCode::ACCEPTED)
+    Ok(())
 }
 
 /// Sends `request` through the store when another live process runs the

@@ -1,6 +1,9 @@
 //! agentloop's HTTP server: REST under `/api` and server-sent events over
 //! the agent registry and the store, and the web UI that uses them.
 //!
+//! `/mcp` serves the same over MCP's streamable HTTP (`mcp`), and
+//! `serve_mcp_stdio` over stdio for `agentloop mcp`.
+//!
 //! Sessions started here run in this process on the same engine as the
 //! CLI's; sessions the CLI runs against the same data dir are visible live
 //! too, because the store is the source of truth.
@@ -10,6 +13,7 @@ mod auth;
 mod control;
 mod error;
 mod events;
+mod mcp;
 mod sessions;
 mod state;
 
@@ -20,6 +24,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::ApiError;
+pub use mcp::AgentloopMcp;
 pub use state::{AppState, ModelsFactory, ServerConfig};
 
 /// The largest request body taken (a new session's input, an answer).
@@ -29,6 +34,7 @@ pub(crate) const BODY_LIMIT: usize = 256 * 1024;
 pub fn router(config: ServerConfig) -> Router {
     let app = AppState::new(config);
     Router::new()
+        .nest_service("/mcp", mcp::http_service(app.clone()))
         .route("/", get(assets::index))
         .route("/ui/{file}", get(assets::asset))
         .route("/login", get(auth::login))
@@ -63,6 +69,13 @@ pub async fn serve(listener: tokio::net::TcpListener, config: ServerConfig) -> s
         let _ = tcp.set_nodelay(true);
     });
     axum::serve(listener, router(config)).await
+}
+
+/// Serves the MCP face (`mcp`) on standard input and output until the
+/// client goes away; sessions it started run on in the store, to be
+/// resumed.
+pub async fn serve_mcp_stdio(config: ServerConfig) -> std::io::Result<()> {
+    mcp::serve_stdio(AppState::new(config)).await
 }
 
 /// A fresh random token, made at each start.

@@ -20,13 +20,18 @@ use crate::state::AppState;
 /// `GET /api/agents`: each agent's name, what it does and the JSON Schema
 /// of its input, from which the UI builds its new-session form.
 pub async fn agents(State(app): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
+    Ok(Json(agent_list(&app)))
+}
+
+/// `{agents: [{name, about, converses, inputSchema}]}`.
+pub(crate) fn agent_list(app: &AppState) -> Value {
     let agents: Vec<Value> = app
         .config
         .registry
         .agents()
         .map(|a| json!({"name": a.name(), "about": a.about(), "converses": a.converses(), "inputSchema": a.input_schema()}))
         .collect();
-    Ok(Json(json!({ "agents": agents })))
+    json!({ "agents": agents })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -80,6 +85,12 @@ pub fn row(app: &AppState, m: &SessionMeta) -> Value {
 /// `GET /api/sessions/{id}`: the session with its iterations, tool calls
 /// and messages, the question it waits on (with its text), its summary.
 pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(view(&app, &id)?))
+}
+
+/// The session as `GET /api/sessions/{id}` shows it.
+pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
+    let id = id.to_string();
     let store = app.reads();
     let session = store.session(&id)?;
     let loaded = store.load(&id)?;
@@ -94,7 +105,7 @@ pub async fn get(State(app): State<Arc<AppState>>, Path(id): Path<String>) -> Ap
     v["summary"] = serde_json::to_value(app.config.registry.summary(&loaded))?;
     v["live"] = json!(app.live(&id).is_some());
     v["interrupted"] = json!(agentloop_core::interrupted(store.as_ref(), &loaded.meta));
-    Ok(Json(v))
+    Ok(v)
 }
 
 /// A question no agent here words: the request's own `question`.
@@ -115,20 +126,26 @@ pub struct StartRequest {
 /// `POST /api/sessions {agent, input, queue}`: starts a session in this
 /// process, or queues it for a worker.
 pub async fn start(State(app): State<Arc<AppState>>, raw: Bytes) -> ApiResult<impl IntoResponse> {
-    let req: StartRequest = body(&raw, None)?;
+    let started = launch(&app, body(&raw, None)?).await?;
+    Ok((StatusCode::CREATED, Json(started)))
+}
+
+/// Starts or queues the session `req` asks for: `{sessionId}`, with
+/// `queued: true` when it waits for a worker.
+pub(crate) async fn launch(app: &Arc<AppState>, req: StartRequest) -> ApiResult<Value> {
     let agent = app.config.registry.get(&req.agent)?;
     let input = agent.prepare(&req.input, &app.config.data_dir)?;
     if req.queue {
         let id = agent.create(app.config.store.as_ref(), &input, None)?;
         app.config.store.enqueue(&id)?;
         let _ = app.changed.send(id.clone());
-        return Ok((StatusCode::CREATED, Json(json!({"sessionId": id, "queued": true}))));
+        return Ok(json!({"sessionId": id, "queued": true}));
     }
     let env = app.env(agent).await?;
     let handle = agent.start(&env, &input, Launch::default())?;
     let id = handle.id().to_string();
     app.watch(handle);
-    Ok((StatusCode::CREATED, Json(json!({"sessionId": id}))))
+    Ok(json!({"sessionId": id}))
 }
 
 /// `DELETE /api/sessions/{id}`: a session still running here is refused.

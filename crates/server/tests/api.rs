@@ -558,3 +558,56 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
     let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
     assert_eq!(v["currentIteration"], 2);
 }
+
+/// One JSON-RPC message to `/mcp` in MCP's streamable HTTP wire format;
+/// the answer's JSON, whether sent as JSON or as one server-sent event.
+async fn mcp_post(server: &Server, token: Option<&str>, session: Option<&str>, body: Value) -> (StatusCode, Option<String>, Value) {
+    let mut req = server.http.post(server.url("/mcp")).header("accept", "application/json, text/event-stream").json(&body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+    }
+    let r = req.send().await.unwrap();
+    let (status, session) = (r.status(), r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from));
+    let text = r.text().await.unwrap();
+    let json =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).find_map(|d| serde_json::from_str(d.trim()).ok()).or_else(|| serde_json::from_str(&text).ok());
+    (status, session, json.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn the_mcp_endpoint_runs_an_agent_behind_the_same_token_and_origin_rules() {
+    let server = start_server(planner_model(Duration::ZERO), Some("sekrit")).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let (status, _, _) = mcp_post(&server, None, None, init.clone()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let cross = server.http.post(server.url("/mcp")).bearer_auth("sekrit").header("origin", "http://evil.example").json(&init).send().await.unwrap();
+    assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+
+    let (status, session, answer) = mcp_post(&server, Some("sekrit"), None, init).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "agentloop");
+    let session = session.unwrap();
+    mcp_post(&server, Some("sekrit"), Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+
+    let call =
+        |id: u64, name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+    let root = server.dir.path().join("via-mcp");
+    std::fs::create_dir_all(&root).unwrap();
+    let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all", "commandTimeoutSecs": 30});
+    let (_, _, started) = mcp_post(&server, Some("sekrit"), Some(&session), call(2, "run_agent", json!({"agent": "planner", "input": input}))).await;
+    let id = started["result"]["structuredContent"]["sessionId"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    let mut status = Value::Null;
+    for n in 3..40 {
+        let (_, _, got) = mcp_post(&server, Some("sekrit"), Some(&session), call(n, "session_status", json!({"sessionId": id, "wait_s": 2}))).await;
+        status = got["result"]["structuredContent"].clone();
+        if status["status"] == "completed" {
+            break;
+        }
+    }
+    assert_eq!(status["status"], "completed", "{status}");
+    assert!(root.join("alpha").is_dir() && root.join("beta").is_dir());
+}

@@ -1,4 +1,5 @@
-//! `agentloop serve`: the web UI and HTTP API on this data dir.
+//! `agentloop serve`: the web UI and HTTP API on this data dir; and
+//! `agentloop mcp`, the same sessions over MCP on stdio.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,20 +17,8 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
     if args.no_token && !is_loopback(&addr) {
         bail!("--no-token is only for a loopback address: on {addr} anyone on the network could run commands as you; drop --no-token and use the printed login URL");
     }
-    let store = app.store()?;
-    let (specs, data_dir, log, roles) = (app.config.models.clone(), app.config.data_dir.clone(), app.config.debug_log.clone(), app.registry.roles());
     let token = (!args.no_token).then(new_token);
-    let config = ServerConfig {
-        registry: app.registry.clone(),
-        store,
-        reads: app.store()?,
-        data_dir: app.config.data_dir.clone(),
-        models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref(), &roles)),
-        token: token.clone(),
-        allowed_hosts: args.allowed_hosts,
-        sandbox: app.config.sandbox.clone(),
-        mcp_servers: app.config.mcp_servers.clone(),
-    };
+    let config = server_config(app, token.clone(), args.allowed_hosts)?;
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (is another server there?)"))?;
     let bound = listener.local_addr()?;
     match &token {
@@ -45,6 +34,30 @@ pub async fn run(app: &App, args: ServeArgs) -> Result<ExitCode> {
         _ = tokio::signal::ctrl_c() => say("stopped"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `agentloop mcp`: the same sessions as `serve`, over MCP on stdin and
+/// stdout (which carry nothing else; errors go to stderr).
+pub async fn mcp(app: &App) -> Result<ExitCode> {
+    let config = server_config(app, None, Vec::new())?;
+    agentloop_server::serve_mcp_stdio(config).await.context("the MCP connection failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a server over this data dir and config runs with.
+fn server_config(app: &App, token: Option<String>, allowed_hosts: Vec<String>) -> Result<ServerConfig> {
+    let (specs, data_dir, log, roles) = (app.config.models.clone(), app.config.data_dir.clone(), app.config.debug_log.clone(), app.registry.roles());
+    Ok(ServerConfig {
+        registry: app.registry.clone(),
+        store: app.store()?,
+        reads: app.store()?,
+        data_dir: app.config.data_dir.clone(),
+        models: Arc::new(move || build_models(&specs, &data_dir, log.as_deref(), &roles)),
+        token,
+        allowed_hosts,
+        sandbox: app.config.sandbox.clone(),
+        mcp_servers: app.config.mcp_servers.clone(),
+    })
 }
 
 /// A status line on stdout. A server outlives whoever started it, so a
