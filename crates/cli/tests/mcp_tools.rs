@@ -266,3 +266,49 @@ async fn an_mcp_client_lists_the_agents_runs_one_and_follows_it_to_the_end() {
     assert!(format!("{:?}", refused.content).contains("no session with id `nope`"));
     client.cancel().await.unwrap();
 }
+
+/// The Python SDK (PyPI `mcp`), which the set-up installs under `target/pydeps`.
+fn python_sdk() -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let deps = root.join("target/pydeps");
+    assert!(deps.join("mcp").is_dir(), "the Python MCP SDK is missing from {}: run scripts/setup.sh", deps.display());
+    (deps, Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_python"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_served_by_the_python_sdk_are_called_by_our_client() {
+    let (deps, scripts) = python_sdk();
+    let setup = Setup::new();
+    let model = scripted("mcp__py__note", json!({"file": setup.file("py.txt"), "text": "hello"})).await;
+    setup.configure(&model.uri(), "approval = \"never\"");
+    let table = format!(
+        "\n[mcp_servers.py]\ncommand = \"python3\"\nargs = [\"{}\"]\nenv = {{ PYTHONPATH = \"{}\" }}\napproval = \"never\"\n",
+        scripts.join("server.py").display(),
+        deps.display()
+    );
+    let config = setup.dir.path().join("agentloop.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + &table;
+    std::fs::write(&config, text).unwrap();
+    let out = output(setup.run()).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(last_json(&out)["summary"]["answer"], "The tool said: 1");
+    assert_eq!(std::fs::read_to_string(setup.file("py.txt")).unwrap(), "hello\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_drives_agentloop_mcp() {
+    let (deps, scripts) = python_sdk();
+    let setup = Setup::new();
+    let model = scripted("mcp__fx__echo", json!({"text": "hi"})).await;
+    setup.configure(&model.uri(), "");
+    let mut client = Command::new("python3");
+    client.arg(scripts.join("client.py")).arg(setup.dir.path().join("py")).arg(env!("CARGO_BIN_EXE_agentloop"));
+    client.arg("--data-dir").arg(setup.dir.path()).arg("--config").arg(setup.dir.path().join("agentloop.toml")).env("PYTHONPATH", &deps);
+    let out = output(client).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen = last_json(&out);
+    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "run_agent"), "{seen}");
+    assert!(seen["agents"].as_array().unwrap().iter().any(|a| a == "coder"), "{seen}");
+    assert_eq!(seen["status"]["status"], "completed", "{seen}");
+    assert_eq!(seen["status"]["summary"]["answer"], "The tool said: hi");
+}
