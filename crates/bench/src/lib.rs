@@ -10,6 +10,7 @@ mod escapes;
 mod harness;
 pub mod humaneval;
 mod jail_fuzz;
+pub mod mcp;
 #[cfg(feature = "llama")]
 pub mod model;
 pub mod planner;

@@ -216,6 +216,9 @@ pub enum BenchCommand {
     /// Real workers on one Postgres: steps per second with one and with
     /// several, and a worker killed mid-run (takeover time, calls repeated).
     Cluster(agentloop_bench::cluster::ClusterArgs),
+    /// MCP tools: a call over stdio against the same built-in tool, and
+    /// servers left after many sessions and kill -9s of their holder.
+    Mcp(agentloop_bench::mcp::McpArgs),
     /// The embedded model: prompt and generation speed, constrained
     /// generation, cold and shared-prefix prefill (default model unless --model).
     Model(ModelArgs),

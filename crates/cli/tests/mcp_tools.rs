@@ -312,3 +312,13 @@ async fn the_python_sdk_client_drives_agentloop_mcp() {
     assert_eq!(seen["status"]["status"], "completed", "{seen}");
     assert_eq!(seen["status"]["summary"]["answer"], "The tool said: hi");
 }
+
+#[test]
+fn bench_mcp_reports_the_call_overhead_and_no_server_left_behind() {
+    fixture();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop")).args(["bench", "mcp", "--calls", "20", "--sessions", "3", "--kills", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = last_json(&out);
+    assert_eq!(report["servers_left"], 0, "{report}");
+    assert!(report["mcp_p50_us"].as_f64().unwrap() > report["builtin_p50_us"].as_f64().unwrap(), "{report}");
+}

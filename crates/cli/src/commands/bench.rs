@@ -17,6 +17,7 @@ pub async fn run(config: &Config, command: BenchCommand) -> Result<ExitCode> {
             return Ok(if outcome.status == SessionStatus::Completed { ExitCode::SUCCESS } else { exit::for_outcome(&outcome) });
         }
         BenchCommand::Cluster(args) => agentloop_bench::cluster::run(args, &std::env::current_exe()?).await?,
+        BenchCommand::Mcp(args) => agentloop_bench::mcp::run(args, &std::env::current_exe()?).await?,
         BenchCommand::Model(args) => model(&env, args).await?,
         BenchCommand::Humaneval(args) => agentloop_bench::humaneval::run(&env, args).await?,
         BenchCommand::Planner(args) => agentloop_bench::planner::run(&env, args).await?,
