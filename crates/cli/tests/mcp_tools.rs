@@ -322,3 +322,55 @@ fn bench_mcp_reports_the_call_overhead_and_no_server_left_behind() {
     assert_eq!(report["servers_left"], 0, "{report}");
     assert!(report["mcp_p50_us"].as_f64().unwrap() > report["builtin_p50_us"].as_f64().unwrap(), "{report}");
 }
+
+/// `agentloop serve` on a free port: its base URL and token, and the
+/// process (killed when dropped).
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(data: &Path) -> (Served, String, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in: {first}"));
+    let (base, token) = url.split_once("/login?token=").unwrap();
+    (Served(child), base.to_string(), token.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_reached_with_the_token_its_table_names() {
+    let other = tempfile::tempdir().unwrap();
+    let (_served, base, token) = serve(other.path());
+    let setup = Setup::new();
+    let model = scripted("mcp__al__list_agents", json!({})).await;
+    setup.configure(&model.uri(), "approval = \"never\"");
+    let config = setup.dir.path().join("agentloop.toml");
+    let table = format!("\n[mcp_servers.al]\nurl = \"{base}/mcp\"\nbearer_token_env = \"AL_TOKEN\"\n");
+    std::fs::write(&config, std::fs::read_to_string(&config).unwrap() + &table).unwrap();
+
+    let out = output(setup.run()).await;
+    assert!(!out.status.success());
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("`AL_TOKEN`, which is not set"), "{said}");
+
+    let mut run = setup.run();
+    run.env("AL_TOKEN", &token);
+    let out = output(run).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer = last_json(&out)["summary"]["answer"].as_str().unwrap().to_string();
+    assert!(answer.starts_with("The tool said: ") && answer.contains("\"coder\""), "{answer}");
+}

@@ -8,6 +8,8 @@ use std::time::Duration;
 use agentloop_core::{Error, Result};
 use rmcp::model::{CallToolRequestParams, ClientRequest, Request, ServerResult};
 use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Value};
 
@@ -30,36 +32,34 @@ impl McpServer {
     /// `sandbox` unless its table says `sandbox = "off"`), and lists its tools.
     pub async fn start(name: &str, config: &McpServerConfig, sandbox: &Sandbox) -> Result<Self> {
         super::config::check_name(name).map_err(Error::Other)?;
-        let command = match config.transport(name).map_err(Error::Other)? {
-            Transport::Stdio { command } => command,
-            Transport::Http { .. } => {
-                return Err(Error::Other(format!("MCP server `{name}`: streamable HTTP servers are not supported yet; run it over stdio with `command`")));
+        let (connecting, process) = match config.transport(name).map_err(Error::Other)? {
+            Transport::Stdio { command } => {
+                let (process, connecting) = over_stdio(name, command, config, sandbox)?;
+                (connecting, Some(process))
             }
+            Transport::Http { url } => (over_http(name, url, config)?, None),
         };
-        let mut cmd = ServerProcess::command(command);
-        cmd.args(&config.args).current_dir(config.cwd.as_deref().unwrap_or(&sandbox.policy().workspace));
-        unconfined_if_asked(sandbox, config)?.confine(&mut cmd);
-        cmd.envs(&config.env);
-        let (process, pipes) = ServerProcess::spawn(cmd).map_err(|e| Error::Other(format!("MCP server `{name}`: cannot start `{command}` ({e})")))?;
-        let stdout = tokio::process::ChildStdout::from_std(pipes.stdout).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
-        let stdin = tokio::process::ChildStdin::from_std(pipes.stdin).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
         let started = async {
-            let client = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
+            let client = connecting.await.map_err(|e| e.to_string())?;
             let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
             Ok::<_, String>((client, tools))
         };
         let (client, tools) = match tokio::time::timeout(config.startup_timeout(), started).await {
             Ok(Ok(started)) => started,
-            Ok(Err(e)) => return Err(failed_start(name, &e, &process)),
+            Ok(Err(e)) => return Err(failed_start(name, &e, process.as_ref())),
             Err(_) => {
-                return Err(failed_start(name, &format!("it did not answer within {} s (`startup_timeout`)", config.startup_timeout().as_secs()), &process))
+                return Err(failed_start(
+                    name,
+                    &format!("it did not answer within {} s (`startup_timeout`)", config.startup_timeout().as_secs()),
+                    process.as_ref(),
+                ))
             }
         };
         let offered = tools.into_iter().filter(|t| config.offers(&t.name)).map(ListedTool::from).collect();
         let mut listing = Listing::new(name, offered);
         listing.approval = config.approval;
-        listing.sandboxed = config.sandbox != Mode::Off;
-        Ok(Self { name: name.to_string(), config: config.clone(), client, process: Some(process), listing })
+        listing.sandboxed = process.is_none() || config.sandbox != Mode::Off;
+        Ok(Self { name: name.to_string(), config: config.clone(), client, process, listing })
     }
 
     pub fn name(&self) -> &str {
@@ -118,6 +118,36 @@ impl McpServer {
     }
 }
 
+/// The handshake with a client on its pipes, once it answers.
+type Connecting = futures::future::BoxFuture<'static, std::result::Result<RunningService<RoleClient, ()>, rmcp::service::ClientInitializeError>>;
+
+/// Starts the program `command`, confined, with the protocol on its pipes.
+fn over_stdio(name: &str, command: &str, config: &McpServerConfig, sandbox: &Sandbox) -> Result<(ServerProcess, Connecting)> {
+    let mut cmd = ServerProcess::command(command);
+    cmd.args(&config.args).current_dir(config.cwd.as_deref().unwrap_or(&sandbox.policy().workspace));
+    unconfined_if_asked(sandbox, config)?.confine(&mut cmd);
+    cmd.envs(&config.env);
+    let (process, pipes) = ServerProcess::spawn(cmd).map_err(|e| Error::Other(format!("MCP server `{name}`: cannot start `{command}` ({e})")))?;
+    let stdout = tokio::process::ChildStdout::from_std(pipes.stdout).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
+    let stdin = tokio::process::ChildStdin::from_std(pipes.stdin).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
+    Ok((process, Box::pin(().serve((stdout, stdin)))))
+}
+
+/// Reaches the streamable HTTP endpoint `url`, with the bearer token from
+/// the variable `bearer_token_env` names.
+fn over_http(name: &str, url: &str, config: &McpServerConfig) -> Result<Connecting> {
+    // reqwest's TLS needs a crypto provider; one may be installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(var) = &config.bearer_token_env {
+        let token = std::env::var(var).map_err(|_| {
+            Error::Other(format!("MCP server `{name}`: its token is read from `{var}`, which is not set: export it, or drop `bearer_token_env`"))
+        })?;
+        http = http.auth_header(token);
+    }
+    Ok(Box::pin(().serve(StreamableHttpClientTransport::from_config(http))))
+}
+
 /// The session's sandbox, or none at all for a server whose table says
 /// `sandbox = "off"`.
 fn unconfined_if_asked(sandbox: &Sandbox, config: &McpServerConfig) -> Result<Sandbox> {
@@ -129,8 +159,8 @@ fn unconfined_if_asked(sandbox: &Sandbox, config: &McpServerConfig) -> Result<Sa
     }
 }
 
-fn failed_start(name: &str, why: &str, process: &ServerProcess) -> Error {
-    let tail = process.stderr_tail();
+fn failed_start(name: &str, why: &str, process: Option<&ServerProcess>) -> Error {
+    let tail = process.map(ServerProcess::stderr_tail).unwrap_or_default();
     let said = if tail.is_empty() { String::new() } else { format!("; it said: {}", last_line(&tail)) };
     Error::Other(format!("MCP server `{name}` did not start: {why}{said}. Check its [mcp_servers.{name}] table in agentloop.toml"))
 }
