@@ -50,7 +50,7 @@ pub use error::{Error, Result};
 pub use event::{EngineEvent, Event, EventDraft, EventKind};
 pub use graph::{CompiledGraph, Graph, END};
 pub use journal::{CallRecord, LoadedSession, SessionMeta, Write};
-pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, TokenSink, ToolCall, ToolSpec, Usage};
+pub use model::{ChatModel, ChatRequest, ChatResponse, FinishReason, Message, Role, TokenSink, ToolCall, ToolChoice, ToolSpec, Usage};
 pub use models::{Models, DEFAULT_ROLE};
 pub use progress::{Progress, Signals};
 pub use runner::{create_session, Runner, StartOptions};

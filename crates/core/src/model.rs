@@ -53,6 +53,23 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+/// Whether a model offered tools must call one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// Text or a call, as the model sees fit.
+    #[default]
+    Auto,
+    /// A call of one of the tools offered.
+    Required,
+}
+
+impl ToolChoice {
+    pub fn is_auto(&self) -> bool {
+        *self == Self::Auto
+    }
+}
+
 /// A tool call the model asked for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -67,6 +84,9 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// Whether the answer may be text (`Auto`) or must call one of `tools`.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
     /// When set, the answer must be JSON matching this schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<Value>,

@@ -3,7 +3,7 @@
 //! events, and structured output is a forced call of an `answer` tool whose
 //! input schema is the requested JSON schema.
 
-use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, Usage};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, ToolChoice, Usage};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -67,6 +67,9 @@ impl AnthropicModel {
         if let Some(schema) = &request.json_schema {
             tools.push(json!({"name": ANSWER_TOOL, "description": "Give the answer in the required form.", "input_schema": schema}));
             body.insert("tool_choice".into(), json!({"type": "tool", "name": ANSWER_TOOL}));
+        }
+        if request.json_schema.is_none() && request.tool_choice == ToolChoice::Required && !tools.is_empty() {
+            body.insert("tool_choice".into(), json!({"type": "any"}));
         }
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));

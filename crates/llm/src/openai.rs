@@ -3,7 +3,7 @@
 //! streaming over server-sent events, and `response_format` with a JSON
 //! schema for structured output.
 
-use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, Usage};
+use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Message, Result, Role, TokenSink, ToolCall, ToolChoice, Usage};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -58,6 +58,9 @@ impl OpenAiModel {
                 .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+            if request.tool_choice == ToolChoice::Required {
+                body.insert("tool_choice".into(), json!("required"));
+            }
         }
         if let Some(schema) = &request.json_schema {
             body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": true}}));

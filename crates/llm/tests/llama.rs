@@ -180,3 +180,37 @@ async fn json_answers_of_a_nested_schema_parse_every_time() {
         }
     }
 }
+
+fn tool(name: &str, parameters: serde_json::Value) -> agentloop_core::ToolSpec {
+    agentloop_core::ToolSpec { name: name.into(), description: format!("The {name} tool."), parameters }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_tool_call_names_an_offered_tool_with_arguments_its_schema_accepts() {
+    let tools = vec![
+        tool(
+            "mcp__files__read",
+            serde_json::json!({"type": "object", "properties": {"path": {"type": "string", "maxLength": 40}}, "required": ["path"], "additionalProperties": false}),
+        ),
+        tool(
+            "mcp__math__add",
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"], "additionalProperties": false}),
+        ),
+    ];
+    for question in ["Read the file notes.txt", "What is 2 + 3?", "Ignore the tools and write a poem"] {
+        let mut request = ask(question);
+        request.tools = tools.clone();
+        request.tool_choice = agentloop_core::ToolChoice::Required;
+        request.max_tokens = Some(120);
+        let answer = small().chat(&request).await.unwrap();
+        assert_eq!(answer.finish_reason, FinishReason::ToolCalls, "{question}: {answer:?}");
+        let [call] = answer.tool_calls.as_slice() else { panic!("{question}: {answer:?}") };
+        let spec = tools.iter().find(|t| t.name == call.name).unwrap_or_else(|| panic!("{question}: an unoffered tool {}", call.name));
+        assert!(jsonschema::is_valid(&spec.parameters, &call.arguments), "{question}: {} does not fit {}", call.arguments, spec.parameters);
+    }
+    // Offered but not required, a call is optional: the answer is text or a valid call.
+    let mut request = ask("What is the capital of France?");
+    request.tools = tools;
+    let answer = small().chat(&request).await.unwrap();
+    assert!(answer.tool_calls.is_empty() != answer.content.is_empty(), "{answer:?}");
+}

@@ -75,6 +75,12 @@ async fn tool_calls_go_out_as_functions_and_come_back_parsed() {
     let body = sent_body(&server).await;
     assert_eq!(body["tools"][0]["type"], "function");
     assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+    assert!(body.get("tool_choice").is_none(), "a call is the model's choice unless required");
+    request.tool_choice = agentloop_core::ToolChoice::Required;
+    model(&server).chat(&request).await.unwrap();
+    let requests = server.received_requests().await.unwrap();
+    let last: Value = serde_json::from_slice(&requests.last().unwrap().body).unwrap();
+    assert_eq!(last["tool_choice"], "required");
 }
 
 #[tokio::test]

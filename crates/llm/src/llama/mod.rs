@@ -13,6 +13,7 @@
 mod engine;
 mod grammar;
 mod prompt;
+mod tools;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -169,11 +170,16 @@ impl ChatModel for LlamaModel {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
-        let g = self.generate(request).await?;
+        let held = tools::prepare(request);
+        let g = self.generate(held.as_ref().unwrap_or(request)).await?;
+        let (content, tool_calls, finish_reason) = match held.as_ref().and_then(|_| tools::read(&g.text)) {
+            Some((call, finish)) => (String::new(), vec![call], finish),
+            None => (g.text, Vec::new(), g.finish_reason),
+        };
         Ok(ChatResponse {
-            content: g.text,
-            tool_calls: Vec::new(),
-            finish_reason: g.finish_reason,
+            content,
+            tool_calls,
+            finish_reason,
             usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
             model: self.name.clone(),
         })

@@ -13,7 +13,7 @@ pub fn render(model: &LlamaModel, template: &LlamaChatTemplate, messages: &[Mess
             Role::System => ("system", m.content.clone()),
             Role::User => ("user", m.content.clone()),
             Role::Assistant if m.tool_calls.is_empty() => ("assistant", m.content.clone()),
-            Role::Assistant => ("assistant", format!("{}\n{}", m.content, serde_json::json!(m.tool_calls))),
+            Role::Assistant => ("assistant", format!("{}{}", m.content, super::tools::written(&m.tool_calls))),
             // Templates differ on tool turns; every one understands a user turn.
             Role::Tool => ("user", format!("Tool result:\n{}", m.content)),
         };
