@@ -11,6 +11,7 @@ use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_store::SqliteStore;
+use agentloop_tools::mcp::McpServerConfig;
 use agentloop_tools::{Sandbox, Workspace};
 use serde_json::{json, Value};
 
@@ -22,11 +23,22 @@ struct Script {
     goal: Option<&'static str>,
     /// The home folder whose secrets the sandbox keeps out (none unless set).
     home: Option<std::path::PathBuf>,
+    /// MCP servers whose tools CALL_TOOL may name (none unless set).
+    mcp: BTreeMap<String, McpServerConfig>,
 }
 
 impl Script {
     fn goal(mut self, goal: &'static str) -> Self {
         self.goal = Some(goal);
+        self
+    }
+
+    /// The test MCP server (`mcp-fixture`, built beside the test binaries) as `fx`.
+    fn with_fixture_server(mut self) -> Self {
+        let deps = std::env::current_exe().unwrap();
+        let fixture = deps.parent().and_then(|d| d.parent()).unwrap().join("mcp-fixture");
+        assert!(fixture.exists(), "{} is missing: build the test binaries with `cargo test --workspace`", fixture.display());
+        self.mcp.insert("fx".into(), McpServerConfig { command: Some(fixture.display().to_string()), ..McpServerConfig::default() });
         self
     }
 
@@ -124,7 +136,8 @@ impl Run {
         self.store.answer(&self.out.session_id, &pending.id, &reply).unwrap();
         let workspace = Workspace::new(self.root.path()).unwrap();
         let sandbox = Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
-        let runner = planner::runner(&workspace, &sandbox, self.models(), self.store.clone(), Duration::from_secs(30)).unwrap();
+        let mcp = self.script.lock().unwrap().mcp.clone();
+        let runner = planner::with_mcp(&workspace, &sandbox, self.models(), self.store.clone(), Duration::from_secs(30), &mcp).unwrap();
         self.out = runner.resume(&self.out.session_id, true).unwrap().wait().await.unwrap();
     }
 }
@@ -180,9 +193,10 @@ async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, c
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let goal = script.goal.unwrap_or("make some files");
     let sandbox = Sandbox::new(workspace.root(), &Default::default(), script.home.as_deref(), None).unwrap();
+    let mcp = script.mcp.clone();
     let (asked, prompts, patterns, script) = (Arc::default(), Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
     let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts), Arc::clone(&patterns))));
-    let runner = planner::runner(&workspace, &sandbox, models_for(models), store.clone(), Duration::from_secs(30)).unwrap();
+    let runner = planner::with_mcp(&workspace, &sandbox, models_for(models), store.clone(), Duration::from_secs(30), &mcp).unwrap();
     let state = PlannerState::new(workspace.root().display().to_string(), goal, approve, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;
@@ -678,4 +692,27 @@ async fn an_approved_outcome_is_refused_whole_when_the_root_changed_since_its_tr
     r.answer(json!("cancel")).await;
     assert_eq!(r.out.finish_reason.as_deref(), Some("cancelled"));
     assert!(r.file("other.txt").is_none());
+}
+
+#[tokio::test]
+async fn a_plan_calls_an_mcp_tool_after_approval_with_arguments_its_schema_accepts() {
+    let script = Script::default()
+        .with_fixture_server()
+        .with("plan", plan(&["CREATE_DIR alpha", "CALL_TOOL fx count {\"file\": 3}"]))
+        .with("plan", plan(&["CREATE_DIR alpha", "CALL_TOOL fx count {\"file\": \"calls.txt\"}"]));
+    let mut r = run(script, ApproveMode::Ask).await;
+    let s = r.state();
+    // The first plan named the tool with arguments its schema refuses.
+    assert!(s.proposals[0].rejections.iter().any(|j| j.rule == Rule::ToolCall && j.reason.contains("do not fit its schema")), "{:?}", s.proposals[0]);
+    // The plan was held to calls of the tools offered.
+    let pattern = r.patterns.lock().unwrap()[0].clone();
+    assert!(pattern.starts_with("^(CALL_TOOL (fx count|fx crash|fx echo|"), "{pattern}");
+    // The second ran in a copy without the call, and waits for approval.
+    assert!(r.out.pending.is_some(), "{:?}", r.out);
+    assert_eq!(r.file("calls.txt"), None, "the call was made before approval");
+    r.answer(json!("yes")).await;
+    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
+    assert!(r.root.path().join("alpha").is_dir());
+    assert_eq!(r.file("calls.txt").as_deref(), Some("called\n"), "the call is made once, after approval");
+    assert_eq!(r.state().tool_results, ["1"]);
 }

@@ -21,7 +21,7 @@ fn rejections_for_goal(root: &std::path::Path, goal: &str, text: &str, shell: Sh
     match read_plan(text) {
         Ok((plan, _)) => {
             let seen = Observed::now(&ws, &plan.commands(), shell);
-            validate(&plan, &Context { root: &ws, seen: &seen, shell, goal, assist: true })
+            validate(&plan, &Context { root: &ws, seen: &seen, shell, goal, assist: true, tools: &[] })
         }
         Err(r) => vec![r],
     }

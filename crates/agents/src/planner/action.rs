@@ -10,6 +10,8 @@
 //! REPEAT <n> <action>                {index}: 0..n-1, {index:03d}: zero-padded to 3,
 //!                                    {number}: 1..n (and {number:03d})
 //! RUN_COMMAND <command>              run by the configured shell in the root
+//! CALL_TOOL <server> <tool> <json>   a tool of the session's MCP servers, with its
+//!                                    arguments as one JSON object (only when it has some)
 //! ```
 //!
 //! A path is one word or a double-quoted string. Actions are parsed before
@@ -77,13 +79,37 @@ pub fn any_path_pattern() -> String {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    CreateDir { path: String },
-    WriteFile { path: String, content: String },
-    ReadFile { path: String },
-    ListDir { path: String, key: String },
-    ForEach { key: String, body: Box<Action> },
-    Repeat { times: u32, body: Box<Action> },
-    RunCommand { command: String },
+    CreateDir {
+        path: String,
+    },
+    WriteFile {
+        path: String,
+        content: String,
+    },
+    ReadFile {
+        path: String,
+    },
+    ListDir {
+        path: String,
+        key: String,
+    },
+    ForEach {
+        key: String,
+        body: Box<Action>,
+    },
+    Repeat {
+        times: u32,
+        body: Box<Action>,
+    },
+    RunCommand {
+        command: String,
+    },
+    /// An MCP server's tool with its arguments (a JSON object, compact).
+    CallTool {
+        server: String,
+        tool: String,
+        arguments: String,
+    },
 }
 
 /// `REPEAT` beyond this many is refused: a plan is not a load generator.
@@ -141,6 +167,16 @@ impl Action {
             }
             "RUN_COMMAND" if !rest.trim().is_empty() => Ok(Action::RunCommand { command: rest.trim().to_string() }),
             "RUN_COMMAND" => Err("RUN_COMMAND needs a command after it".into()),
+            "CALL_TOOL" => {
+                let (server, after) = split_word(rest);
+                let (tool, arguments) = split_word(after);
+                let arguments: serde_json::Value = serde_json::from_str(arguments.trim())
+                    .map_err(|_| format!("CALL_TOOL needs a server, a tool and the arguments as one JSON object, e.g. `CALL_TOOL files read {{\"path\": \"a.txt\"}}` (got `{line}`)"))?;
+                if server.is_empty() || tool.is_empty() || !arguments.is_object() {
+                    return Err(format!("CALL_TOOL needs a server, a tool and the arguments as one JSON object (got `{line}`)"));
+                }
+                Ok(Action::CallTool { server: server.to_string(), tool: tool.to_string(), arguments: arguments.to_string() })
+            }
             "" => Err("the action is empty".into()),
             other => Err(format!("`{other}` is not an allowed action (allowed: {})", VERBS.join(", "))),
         }
@@ -157,7 +193,7 @@ impl Action {
     pub fn path(&self) -> Option<&str> {
         match self {
             Action::CreateDir { path } | Action::ReadFile { path } | Action::WriteFile { path, .. } | Action::ListDir { path, .. } => Some(path),
-            Action::ForEach { .. } | Action::Repeat { .. } | Action::RunCommand { .. } => None,
+            Action::ForEach { .. } | Action::Repeat { .. } | Action::RunCommand { .. } | Action::CallTool { .. } => None,
         }
     }
 
@@ -170,6 +206,7 @@ impl Action {
             Action::ForEach { .. } => "FOR_EACH",
             Action::Repeat { .. } => "REPEAT",
             Action::RunCommand { .. } => "RUN_COMMAND",
+            Action::CallTool { .. } => "CALL_TOOL",
         }
     }
 
@@ -186,6 +223,7 @@ impl Action {
             Action::ForEach { key, body } => Action::ForEach { key: key.clone(), body: body.clone() },
             Action::Repeat { times, body } => Action::Repeat { times: *times, body: body.clone() },
             Action::RunCommand { command } => Action::RunCommand { command: f(command) },
+            Action::CallTool { server, tool, arguments } => Action::CallTool { server: server.clone(), tool: tool.clone(), arguments: f(arguments) },
         }
     }
 }
@@ -214,6 +252,7 @@ impl fmt::Display for Action {
             Action::ForEach { key, body } => write!(f, "FOR_EACH {key} {body}"),
             Action::Repeat { times, body } => write!(f, "REPEAT {times} {body}"),
             Action::RunCommand { command } => write!(f, "RUN_COMMAND {command}"),
+            Action::CallTool { server, tool, arguments } => write!(f, "CALL_TOOL {server} {tool} {arguments}"),
         }
     }
 }

@@ -71,7 +71,7 @@ impl AgentSpec for Planner {
     fn runner(env: &AgentEnv, input: &PlannerInput) -> Result<Runner<PlannerState>> {
         let root = Workspace::new(&input.root)?;
         let sandbox = env.sandbox(root.root())?;
-        super::runner(&root, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout))
+        super::with_mcp(&root, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout), &env.mcp_servers)
     }
 
     fn initial(input: &PlannerInput) -> Result<(PlannerState, Termination)> {

@@ -41,6 +41,13 @@ pub enum PlannerEvent {
     /// What the next plan must do, after a verification that failed.
     #[serde(rename = "planner:reflection")]
     Reflection { missing: Vec<String> },
+    /// A CALL_TOOL of the approved plan, made after its changes were applied.
+    #[serde(rename = "planner:tool")]
+    Tool { action: String, ok: bool, result: String },
+    /// Something the user should know that changes nothing by itself (an
+    /// MCP server whose tools changed since the session started).
+    #[serde(rename = "planner:notice")]
+    Notice { text: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -64,6 +71,8 @@ impl PlannerEvent {
     pub fn line(&self) -> String {
         match self {
             Self::Phase { phase } => format!("  ▸ {phase}"),
+            Self::Tool { action, ok, result } => format!("  {} {action}\n{}", if *ok { "✓" } else { "✗" }, indent(result, 4)),
+            Self::Notice { text } => format!("  note: {text}"),
             Self::Restatement { restatement } => format!("  goal restated:\n{}", indent(restatement, 4)),
             Self::Plan(p) => plan_lines(p),
             Self::RetryHints { hints } => format!("    hints: {}", hints.join(" | ")),

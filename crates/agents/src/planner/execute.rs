@@ -76,6 +76,9 @@ pub fn run<'a>(
                     Err(e) => Err(e),
                 }
             }
+            // Its effects lie outside the root, so a trial cannot hold them:
+            // the call is made once the outcome is approved (`nodes::apply`).
+            Action::CallTool { server, tool, .. } => Ok(format!("not made in the trial: {server} {tool} acts outside the root, so it is made after approval")),
         };
         outcome.map(|s| shorten(&s, OUTPUT_SHOWN))
     })

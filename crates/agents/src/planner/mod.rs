@@ -17,7 +17,9 @@
 //! goal (`verify.rs`) and shown to the user, who approves a result rather
 //! than a guess. Only then does `apply.rs` carry the copy's changes over
 //! to the root: a session that ends any other way leaves the root as it
-//! found it.
+//! found it. A plan may also CALL_TOOL the tools of the session's MCP
+//! servers; those calls act outside the root, so they are made after the
+//! approval, once the changes are applied (`nodes::apply`).
 
 mod action;
 mod agent;
@@ -38,11 +40,13 @@ mod trial;
 mod validate;
 mod verify;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
 use agentloop_llm::{Role, RoleDefault};
+use agentloop_tools::mcp::{McpHub, McpServerConfig};
 use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::Shell;
@@ -104,11 +108,25 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
 /// A runner for the planner in `root` with `models` and `store`, its
 /// commands (and their checks) confined by `sandbox`.
 pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    let tools = workspace_tools(root, sandbox, command_timeout)
+    with_mcp(root, sandbox, models, store, command_timeout, &BTreeMap::new())
+}
+
+/// `runner`, with the tools of the MCP servers in `mcp` for CALL_TOOL
+/// (started on the first plan, confined like the plan's commands).
+pub fn with_mcp(
+    root: &Workspace,
+    sandbox: &Sandbox,
+    models: Models,
+    store: Arc<dyn Store>,
+    command_timeout: Duration,
+    mcp: &BTreeMap<String, McpServerConfig>,
+) -> Result<Runner<PlannerState>> {
+    let mut tools = workspace_tools(root, sandbox, command_timeout)
         .with(observe::ObserveRoot(root.clone()))
         .with(observe::CheckCommand(sandbox.clone()))
         .with(trial::TryPlan::new(root, sandbox, command_timeout))
         .with(ApplyPatch(root.clone()));
+    McpHub::register(&mut tools, mcp, sandbox);
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

@@ -6,6 +6,7 @@
 //! and parses strictly: an unknown key is a rejection, not ignored.
 
 use agentloop_core::JsonSchema;
+use agentloop_tools::mcp::Listing;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -63,7 +64,7 @@ impl Plan {
 /// nothing may mend. Each action
 /// must match the action language's pattern, with any path or, when the
 /// model is `held` to them, only those paths.
-pub fn schema_for(goal: &str, held: Option<&HeldPaths>) -> Value {
+pub fn schema_for(goal: &str, held: Option<&HeldPaths>, tools: &[Listing]) -> Value {
     let mut schema = agentloop_core::json_schema_of::<Plan>();
     if let Some(property) = schema.pointer_mut("/properties/goal") {
         *property = serde_json::json!({"type": "string", "enum": [goal]});
@@ -71,13 +72,28 @@ pub fn schema_for(goal: &str, held: Option<&HeldPaths>) -> Value {
     if let Some(property) = schema.pointer_mut("/properties/ready") {
         *property = serde_json::json!({"type": "boolean", "enum": [true]});
     }
-    let pattern = held.map_or_else(action::any_path_pattern, HeldPaths::pattern);
+    let pattern = with_tool_calls(&held.map_or_else(action::any_path_pattern, HeldPaths::pattern), tools);
     // The step's schema is a definition the plan's items refer to.
     let step = schema.pointer("/properties/plan/items/$ref").and_then(Value::as_str).map(|r| r.trim_start_matches('#').to_string());
     if let Some(action) = schema.pointer_mut(&format!("{}/properties/action", step.unwrap_or_else(|| "/properties/plan/items".into()))) {
         action["pattern"] = Value::String(pattern);
     }
     schema
+}
+
+/// An action pattern that also takes CALL_TOOL of the tools offered
+/// (their arguments are judged by validation, against each tool's schema).
+fn with_tool_calls(pattern: &str, tools: &[Listing]) -> String {
+    let names: Vec<String> = tools.iter().flat_map(|l| l.tools.iter().map(move |t| regex_escape(&format!("{} {}", l.server, t.name)))).collect();
+    if names.is_empty() {
+        return pattern.to_string();
+    }
+    let inner = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')).unwrap_or(pattern);
+    format!(r"^(CALL_TOOL ({}) \{{[^\n]*\}}|{inner})$", names.join("|"))
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() || c == ' ' || c == '_' { c.to_string() } else { format!("\\{c}") }).collect()
 }
 
 /// The plan in an answer, or why it could not be read (rule `json` or
@@ -174,7 +190,7 @@ pub fn all_parsed(actions: &[Result<Action, String>]) -> Option<Vec<Action>> {
 mod tests {
     #[test]
     fn the_schema_holds_the_goal_word_for_word() {
-        let schema = super::schema_for("Create a file hello.txt", None);
+        let schema = super::schema_for("Create a file hello.txt", None, &[]);
         assert_eq!(schema["properties"]["goal"]["enum"], serde_json::json!(["Create a file hello.txt"]));
         assert_eq!(schema["properties"]["ready"]["enum"], serde_json::json!([true]), "a proposal is a plan to run");
         let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();

@@ -1,6 +1,7 @@
 //! What the planner says to its models.
 
 use agentloop_core::{ChatRequest, Message};
+use agentloop_tools::mcp::Listing;
 
 use super::action::Action;
 use super::action::Shell;
@@ -25,8 +26,9 @@ pub fn restate(s: &PlannerState) -> ChatRequest {
     r
 }
 
-/// The action language as the planner model is taught it.
-fn action_language(shell: Shell) -> String {
+/// The action language as the planner model is taught it, with CALL_TOOL
+/// when the session has MCP tools.
+fn action_language(shell: Shell, tools: &[Listing]) -> String {
     let shell_name = match shell {
         Shell::Sh => "POSIX sh",
         Shell::Powershell => "PowerShell",
@@ -39,8 +41,22 @@ fn action_language(shell: Shell) -> String {
          LIST_DIR <path> AS <key>      (stores the absolute paths of the folder's entries under <key>)\n\
          FOR_EACH <key> <action>       (runs the action for each stored path: {{item}} is the full path, {{name}} the file name; never CREATE_DIR)\n\
          REPEAT <n> <action>           ({{index}} counts from 0, {{number}} from 1; {{index:03d}} pads to 3 digits)\n\
-         RUN_COMMAND <command>         ({shell_name}; only commands that exist on this machine)"
+         RUN_COMMAND <command>         ({shell_name}; only commands that exist on this machine){}",
+        tool_language(tools)
     )
+}
+
+fn tool_language(tools: &[Listing]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let mut text = "\nCALL_TOOL <server> <tool> <arguments as one JSON object>   (made once, after the user approves the outcome; never inside FOR_EACH or REPEAT)\nThe tools CALL_TOOL may name:".to_string();
+    for l in tools {
+        for t in &l.tools {
+            text.push_str(&format!("\n- {} {}: {} Arguments: {}", l.server, t.name, t.description, t.input_schema));
+        }
+    }
+    text
 }
 
 /// How many worked examples each plan prompt carries (as earlier turns of
@@ -84,7 +100,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
          Write the real file content the goal asks for, never placeholders such as ... or TODO.",
         s.config.name,
         s.config.backstory,
-        action_language(s.config.shell)
+        action_language(s.config.shell, &s.mcp)
     );
     // A model that wrote the same refused plan twice starts afresh: other
     // examples, the refusals listed, its own plan not shown again.

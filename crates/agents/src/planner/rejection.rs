@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use agentloop_tools::mcp::Listing;
 use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,9 @@ pub enum Rule {
     /// The very steps of a plan that already ran to its end in this
     /// session without meeting the goal: they would give the same outcome.
     AlreadyRan,
+    /// CALL_TOOL of a tool the session's MCP servers do not offer, with
+    /// arguments its schema refuses, or inside a loop.
+    ToolCall,
 }
 
 impl fmt::Display for Rule {
@@ -108,4 +112,6 @@ pub struct Context<'a> {
     /// example-text): the planner's assists. Off, only the rules any plan
     /// must keep whatever the goal are checked.
     pub assist: bool,
+    /// The tools of the session's MCP servers, which CALL_TOOL may name.
+    pub tools: &'a [Listing],
 }

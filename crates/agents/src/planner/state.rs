@@ -3,6 +3,7 @@
 //! and what the user said.
 
 use agentloop_core::{Fields, JsonSchema, State};
+use agentloop_tools::mcp::Listing;
 use serde::{Deserialize, Serialize};
 
 use super::checklist::Item;
@@ -213,6 +214,15 @@ pub struct PlannerState {
     /// What the last verification found missing, for the next plan.
     #[serde(default)]
     pub gap: Vec<String>,
+    /// The MCP servers' tools as the session first listed them (CALL_TOOL's).
+    #[serde(default)]
+    pub mcp: Vec<Listing>,
+    /// Changes to those servers already told (each once).
+    #[serde(default)]
+    pub mcp_changes: Vec<String>,
+    /// What the approved plan's tool calls returned, in order.
+    #[serde(default)]
+    pub tool_results: Vec<String>,
 }
 
 impl State for PlannerState {
@@ -237,6 +247,9 @@ impl State for PlannerState {
         f.value("checklist", &self.checklist);
         f.value("verifications", &self.verifications);
         f.value("gap", &self.gap);
+        f.value("mcp", &self.mcp);
+        f.value("mcpChanges", &self.mcp_changes);
+        f.value("toolResults", &self.tool_results);
     }
 }
 

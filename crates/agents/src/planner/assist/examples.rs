@@ -260,7 +260,7 @@ mod tests {
         for e in &POOL {
             let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
             let seen = crate::planner::Observed::now(&ws, &plan.commands(), Shell::Sh);
-            let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, goal: e.goal, assist: true };
+            let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, goal: e.goal, assist: true, tools: &[] };
             let found = validate(&plan, &cx);
             assert!(found.is_empty(), "{}: {found:?}", e.goal);
         }

@@ -76,7 +76,7 @@ pub struct Mended {
 /// `validate` (the whole validation, given by the caller: mending sits
 /// below it).
 pub fn mend(plan: &Plan, rejections: &[Rejection], cx: &Context<'_>, validate: &dyn Fn(&Plan) -> Vec<Rejection>) -> Option<Mended> {
-    let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path, Rule::AlreadyRan];
+    let unmendable = [Rule::Json, Rule::Schema, Rule::NotReady, Rule::Path, Rule::AlreadyRan, Rule::ToolCall];
     if rejections.is_empty() || rejections.iter().any(|r| unmendable.contains(&r.rule)) {
         return None;
     }
@@ -549,7 +549,7 @@ mod tests {
         let root = Workspace::new(dir.path()).unwrap();
         let p = plan(actions);
         let seen = crate::planner::Observed::now(&root, &p.commands(), Shell::Sh);
-        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, goal, assist: true };
+        let cx = Context { root: &root, seen: &seen, shell: Shell::Sh, goal, assist: true, tools: &[] };
         let rejections = validate::validate(&p, &cx);
         assert!(!rejections.is_empty(), "the plan should be refused first: {actions:?}");
         let mended = mend(&p, &rejections, &cx, &|plan| validate::validate(plan, &cx)).map(|m| {

@@ -3,6 +3,9 @@
 //! only step that changes the root, so a session that fails, is cancelled
 //! or is terminated before it leaves the root exactly as it found it.
 //!
+//! CALL_TOOL acts outside the root, so no trial can hold it: the approved
+//! plan's calls are made here, after its changes are applied, in plan order.
+//!
 //! The trial's changes are carried over rather than the plan replayed: a
 //! replay could come out differently (a command reading the clock, a file
 //! changed meanwhile), and then the user would have approved one outcome
@@ -10,11 +13,13 @@
 //! trial began, and is refused whole if the root no longer holds that.
 
 use agentloop_core::{Error, Result, Step};
+use agentloop_tools::mcp::tool_name;
 use agentloop_tools::{ApplyPatch, Entry};
 use futures::future::BoxFuture;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::phase;
+use crate::planner::action::Action;
 use crate::planner::events::PlannerEvent;
 use crate::planner::observe::ObserveRoot;
 use crate::planner::state::PlannerState;
@@ -42,8 +47,9 @@ pub fn apply<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, R
                 return Ok(());
             }
         };
-        let real = look(step, &trial.outcome).await?;
         let mut problems: Vec<String> = differences;
+        problems.extend(call_tools(s, step).await?);
+        let real = look(step, &trial.outcome).await?;
         problems.extend(verify::checks(&s.parsed_goal.expect, &real).iter().filter(|c| !c.held).map(|c| format!("in the root: {}", c.line())));
         for f in &trial.outcome.files {
             if real.files.iter().find(|r| r.path == f.path).map(|r| &r.text) != Some(&f.text) {
@@ -64,6 +70,30 @@ pub fn apply<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, R
         s.applied = true;
         Ok(())
     })
+}
+
+/// Makes the approved plan's CALL_TOOLs, in plan order, once its changes
+/// are in the root: each is a journaled tool step, approved with the plan.
+/// The ones that failed, as problems.
+async fn call_tools(s: &mut PlannerState, step: &mut Step) -> Result<Vec<String>> {
+    let actions = s.running.and_then(|i| s.proposals.get(i)).map(|p| p.actions.clone()).unwrap_or_default();
+    let mut problems = Vec::new();
+    for action in actions {
+        let Action::CallTool { server, tool, arguments } = &action else { continue };
+        let input: Value = serde_json::from_str(arguments).unwrap_or_default();
+        let (ok, result) = match step.tool(&tool_name(server, tool), input).await {
+            Ok(out) if out["isError"].as_bool() != Some(true) => (true, out["text"].as_str().unwrap_or_default().to_string()),
+            Ok(out) => (false, out["text"].as_str().unwrap_or_default().to_string()),
+            Err(e) if e.is_control_flow() => return Err(e),
+            Err(e) => (false, e.to_string()),
+        };
+        if !ok {
+            problems.push(format!("{action} failed: {result}"));
+        }
+        step.emit(PlannerEvent::Tool { action: action.to_string(), ok, result: shorten(&result, FILE_CHARS) });
+        s.tool_results.push(result);
+    }
+    Ok(problems)
 }
 
 /// Where to go after APPLY: the end, or planning again when the root had

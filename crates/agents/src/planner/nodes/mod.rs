@@ -62,6 +62,12 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             let why = s.failure.clone().or_else(|| s.feedback.last().cloned()).unwrap_or_default();
             step.emit(EngineEvent::Replan { reason: why });
         }
+        for change in crate::mcp::listings(step, &mut s.mcp).await? {
+            if !s.mcp_changes.contains(&change) {
+                step.emit(PlannerEvent::Notice { text: change.clone() });
+                s.mcp_changes.push(change);
+            }
+        }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
         // After a plan refused for its paths, the next is decoded with only
@@ -70,7 +76,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
             HeldPaths::new(&s.goal, &existing)
         });
-        request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref()));
+        request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref(), &s.mcp));
         // A small model asked again greedily gives the same plan again; after
         // a rejection or a failure the next plan is sampled.
         if !s.proposals.is_empty() {
@@ -117,7 +123,7 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.assist };
+            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.assist, tools: &s.mcp };
             proposal.rejections.extend(validation::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.

@@ -95,7 +95,7 @@ fn record(action: &Action, made: &mut BTreeSet<String>) {
             }
         }
         Action::ForEach { body, .. } => record(body, made),
-        Action::ReadFile { .. } | Action::ListDir { .. } => {}
+        Action::ReadFile { .. } | Action::ListDir { .. } | Action::CallTool { .. } => {}
     }
 }
 

@@ -11,6 +11,7 @@ mod shell_check;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use agentloop_tools::mcp::Listing;
 use agentloop_tools::Workspace;
 
 pub use shell_check::shell_check;
@@ -106,7 +107,15 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
                 out.push((Rule::Placeholder, format!("the content for {path} is {what}, not real text: write the actual content")));
             }
         }
+        Action::CallTool { server, tool, arguments } => {
+            if let Some(why) = tool_call_problem(cx.tools, server, tool, arguments) {
+                out.push((Rule::ToolCall, why));
+            }
+        }
         Action::ForEach { key, body } => {
+            if matches!(**body, Action::CallTool { .. }) {
+                out.push((Rule::ToolCall, "CALL_TOOL is made once, after the outcome is approved: it cannot run inside FOR_EACH".into()));
+            }
             if !keys.contains(key) {
                 out.push((
                     Rule::ForEachKey,
@@ -119,6 +128,9 @@ fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> V
             out.extend(check_action(body, cx, keys));
         }
         Action::Repeat { times, body } => {
+            if matches!(**body, Action::CallTool { .. }) {
+                out.push((Rule::ToolCall, "CALL_TOOL is made once, after the outcome is approved: it cannot run inside REPEAT".into()));
+            }
             if let Some(path) = repeated_path(action) {
                 out.push((Rule::LoopPath, format!("REPEAT {times} makes {path} every time: put {{index}} in the path, or write it once without REPEAT")));
             }
@@ -319,6 +331,24 @@ fn placeholder(content: &str, goal: &str) -> Option<&'static str> {
         return Some("a placeholder");
     }
     None
+}
+
+/// Why CALL_TOOL `server tool arguments` cannot be made: no such tool among
+/// the session's, or arguments its schema refuses.
+fn tool_call_problem(tools: &[Listing], server: &str, tool: &str, arguments: &str) -> Option<String> {
+    let offered = || tools.iter().flat_map(|l| l.tools.iter().map(move |t| format!("{} {}", l.server, t.name))).collect::<Vec<_>>();
+    let Some(listed) = tools.iter().find(|l| l.server == server).and_then(|l| l.tool(tool)) else {
+        return Some(if tools.is_empty() {
+            "CALL_TOOL needs an MCP server, and this session has none: use the other actions".into()
+        } else {
+            format!("there is no tool `{tool}` on the MCP server `{server}`: the tools are {}", offered().join(", "))
+        });
+    };
+    let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let validator = jsonschema::validator_for(&listed.input_schema).ok()?;
+    let problems: Vec<String> = validator.iter_errors(&value).take(3).map(|e| e.to_string()).collect();
+    (!problems.is_empty())
+        .then(|| format!("the arguments of {server} {tool} do not fit its schema ({}): its schema is {}", problems.join("; "), listed.input_schema))
 }
 
 #[cfg(test)]
