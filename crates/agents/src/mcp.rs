@@ -13,8 +13,9 @@ const RESULT_SHOWN: usize = 4000;
 
 /// Reads the session's MCP listing (a journaled call). The first listing
 /// is kept for the whole session, so a session resumed later, here or
-/// elsewhere, offers the model the tools it started with; a server whose
-/// tools changed since is one sentence each in the result.
+/// elsewhere, offers the model the tools it started with. What the user
+/// should hear is one sentence each in the result: a server that runs
+/// unconfined (at the start), one whose tools changed since.
 pub async fn listings(step: &mut Step, kept: &mut Vec<Listing>) -> Result<Vec<String>> {
     if !step.has_tool(LIST_TOOL) {
         return Ok(Vec::new());
@@ -23,7 +24,12 @@ pub async fn listings(step: &mut Step, kept: &mut Vec<Listing>) -> Result<Vec<St
     let live: Vec<Listing> = serde_json::from_value(value).map_err(|e| Error::other(format!("the MCP listing could not be read ({e})")))?;
     if kept.is_empty() {
         *kept = live;
-        return Ok(Vec::new());
+        // Said once, at the start: the user chose it, and should see it.
+        return Ok(kept
+            .iter()
+            .filter(|l| !l.sandboxed)
+            .map(|l| format!("MCP server `{}` runs unconfined, with all your rights (its table says sandbox = \"off\")", l.server))
+            .collect());
     }
     let mut changes = Vec::new();
     for then in kept.iter() {

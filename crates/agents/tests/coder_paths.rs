@@ -45,7 +45,9 @@ fn phase_of_request(req: &agentloop_core::ChatRequest) -> &'static str {
 }
 
 fn phase_of(prompt: &str) -> &'static str {
-    if prompt.contains("Write a short plan") {
+    if prompt.contains("call one of the tools to look it up") {
+        "look_up"
+    } else if prompt.contains("Write a short plan") {
         "plan"
     } else if prompt.contains("Carry out the plan") {
         "code"
@@ -647,4 +649,45 @@ async fn a_repeated_reflection_gives_way_to_the_failing_tests() {
     assert_eq!(events.iter().filter(|e| e.name == "coder:reflection_repeated").count(), 1);
     let second_fix = sent_in(&sent, "fix")[1].messages.last().unwrap().content.clone();
     assert!(second_fix.contains("make test_add pass: AssertionError: -1 != 5"), "{second_fix}");
+}
+
+#[tokio::test]
+async fn with_mcp_tools_the_plan_starts_from_what_the_model_looked_up() {
+    let exe = std::env::current_exe().unwrap();
+    let fixture = exe.parent().and_then(|d| d.parent()).unwrap().join("mcp-fixture");
+    assert!(fixture.exists(), "{} is missing: build the test binaries with `cargo test --workspace`", fixture.display());
+    let mcp =
+        BTreeMap::from([("fx".to_string(), agentloop_tools::mcp::McpServerConfig { command: Some(fixture.display().to_string()), ..Default::default() })]);
+    let looked = Arc::new(Mutex::new(0));
+    let sent = Sent::default();
+    let (seen, count) = (sent.clone(), looked.clone());
+    let model = ScriptedModel::with(move |req| {
+        let phase = phase_of_request(req);
+        seen.lock().unwrap().push((phase, req.clone()));
+        if phase == "look_up" {
+            assert!(req.tools.iter().any(|t| t.name == "mcp__fx__echo"), "the look-up offers the servers' tools");
+            *count.lock().unwrap() += 1;
+            if *count.lock().unwrap() == 1 {
+                let call = agentloop_core::ToolCall { id: "c1".into(), name: "mcp__fx__echo".into(), arguments: json!({"text": "add() must use +"}) };
+                return Ok(ChatResponse { tool_calls: vec![call], finish_reason: agentloop_core::FinishReason::ToolCalls, ..ChatResponse::text("") });
+            }
+            return Ok(ChatResponse::text("nothing to look up"));
+        }
+        Ok(ChatResponse::text(text_of(passing(phase))))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("calc.py"), BROKEN).unwrap();
+    std::fs::write(ws.path().join("test_calc.py"), TESTS).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
+    let runner = coder::with_mcp(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60), &mcp).unwrap();
+    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", single(), Approvals::new(ApprovalPolicy::Never));
+    let out = runner.start(state, StartOptions::new(coder::termination(&single()))).unwrap().wait().await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert_eq!(*looked.lock().unwrap(), 2, "a look-up, then none needed");
+    let plan_prompt = sent_in(&sent, "plan")[0].messages.last().unwrap().content.clone();
+    assert!(plan_prompt.contains("Looked up with the tools") && plan_prompt.contains("add() must use +"), "{plan_prompt}");
+    let s: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!(s.lookups.len(), 1, "{:?}", s.lookups);
 }

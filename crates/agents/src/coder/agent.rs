@@ -91,7 +91,7 @@ impl AgentSpec for Coder {
     fn runner(env: &AgentEnv, input: &CoderInput) -> Result<Runner<CoderState>> {
         let workspace = Workspace::new(&input.workspace)?;
         let sandbox = env.sandbox(workspace.root())?;
-        super::runner(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout))
+        super::with_mcp(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout), &env.mcp_servers)
     }
 
     fn initial(input: &CoderInput) -> Result<(CoderState, Termination)> {

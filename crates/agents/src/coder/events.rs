@@ -35,6 +35,13 @@ pub enum CoderEvent {
     /// The candidate written to the workspace, the best of those tried.
     #[serde(rename = "coder:candidate_kept")]
     CandidateKept { number: usize, tried: usize },
+    /// An MCP tool the model called to look something up before planning.
+    #[serde(rename = "coder:tool")]
+    Tool { tool: String, arguments: serde_json::Value, result: String },
+    /// Something the user should know that changes nothing by itself (an
+    /// MCP server whose tools changed since the session started).
+    #[serde(rename = "coder:notice")]
+    Notice { text: String },
 }
 
 impl EventKind for CoderEvent {}
@@ -43,6 +50,8 @@ impl CoderEvent {
     pub fn line(&self) -> String {
         match self {
             Self::Phase { phase } => format!("  ▸ {phase}"),
+            Self::Tool { tool, arguments, result } => format!("  ⚙ {tool} {arguments}\n    {}", result.lines().take(6).collect::<Vec<_>>().join("\n    ")),
+            Self::Notice { text } => format!("  note: {text}"),
             Self::Reflection { diagnosis, recommendation, confidence, .. } => {
                 format!(
                     "    reflection: {diagnosis} → {} (confidence {confidence:.2})",

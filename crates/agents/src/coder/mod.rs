@@ -33,10 +33,12 @@ mod nodes;
 mod prompts;
 mod state;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
+use agentloop_tools::mcp::{McpHub, McpServerConfig};
 use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};
@@ -81,7 +83,22 @@ pub fn graph() -> Result<CompiledGraph<CoderState>> {
 /// A runner for the coder on `workspace` with `models` and `store`, its
 /// commands confined by `sandbox`.
 pub fn runner(workspace: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
-    let tools = workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
+    with_mcp(workspace, sandbox, models, store, command_timeout, &BTreeMap::new())
+}
+
+/// `runner`, with the tools of the MCP servers in `mcp` to look things up
+/// before planning (started on the first plan, confined like its commands).
+pub fn with_mcp(
+    workspace: &Workspace,
+    sandbox: &Sandbox,
+    models: Models,
+    store: Arc<dyn Store>,
+    command_timeout: Duration,
+    mcp: &BTreeMap<String, McpServerConfig>,
+) -> Result<Runner<CoderState>> {
+    let mut tools =
+        workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
+    McpHub::register(&mut tools, mcp, sandbox);
     Ok(Runner::new(graph()?, store).models(models).tools(tools))
 }
 

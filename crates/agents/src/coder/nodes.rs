@@ -51,10 +51,43 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
             s.baseline = Some(shown);
         }
         let files = render(&workspace_files(s)?);
+        look_up(s, step, &files).await?;
         let out: PlanOut = step.chat_json_as(CODER_ROLE, prompts::plan(s, &files)).await?;
         s.plan = out.steps.into_iter().map(|step| step.0).collect();
         Ok(())
     })
+}
+
+/// Look-ups a plan may start with, at most.
+const LOOKUPS: usize = 3;
+
+/// With MCP servers, the model may first call their tools to look up what
+/// the task needs; each call and its result go into every later prompt.
+async fn look_up(s: &mut CoderState, step: &mut Step, files: &str) -> Result<()> {
+    for change in crate::mcp::listings(step, &mut s.mcp).await? {
+        if !s.mcp_changes.contains(&change) {
+            step.emit(CoderEvent::Notice { text: change.clone() });
+            s.mcp_changes.push(change);
+        }
+    }
+    let tools = crate::mcp::specs(&s.mcp);
+    if tools.is_empty() || !s.attempts.is_empty() {
+        return Ok(());
+    }
+    for _ in 0..LOOKUPS {
+        let mut request = prompts::look_up(s, files);
+        request.tools = tools.clone();
+        let answer = step.chat_as(CODER_ROLE, request).await?;
+        if answer.tool_calls.is_empty() {
+            break;
+        }
+        for call in answer.tool_calls.iter().take(LOOKUPS) {
+            let reply = crate::mcp::call(step, &mut s.approvals, &s.mcp, call).await?;
+            step.emit(CoderEvent::Tool { tool: call.name.clone(), arguments: call.arguments.clone(), result: reply.content.clone() });
+            s.lookups.push(format!("{} {} → {}", call.name, call.arguments, reply.content));
+        }
+    }
+    Ok(())
 }
 
 pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {

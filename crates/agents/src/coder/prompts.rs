@@ -29,10 +29,17 @@ fn request(user: String) -> ChatRequest {
 /// every prompt buries the current failure under stale ones, and the
 /// prompt outgrows the model's context within a few iterations.
 pub fn memory(s: &CoderState) -> String {
-    if s.attempts.is_empty() {
-        return String::new();
+    let mut out = String::new();
+    if !s.lookups.is_empty() {
+        out.push_str("\nLooked up with the tools:\n");
+        for l in &s.lookups {
+            out.push_str(&format!("- {l}\n"));
+        }
     }
-    let mut out = String::from("\nEarlier attempts (do not repeat them):\n");
+    if s.attempts.is_empty() {
+        return out;
+    }
+    out.push_str("\nEarlier attempts (do not repeat them):\n");
     for a in &s.attempts {
         out.push_str(&format!("- iteration {} ({}) changed {}: {}", a.iteration, a.kind, none_if_empty(&a.files.join(", ")), outcome(a)));
         if a.undone {
@@ -121,6 +128,16 @@ pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
         s.test_command,
         memory(s),
         tests_now(s)
+    ))
+}
+
+/// Before planning: the tools of the session's MCP servers, offered for a
+/// look-up the task needs (docs, an issue, a schema), or none.
+pub fn look_up(s: &CoderState, files: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\n\nFiles:\n{files}\n{}\nIf the task needs something these files do not hold, call one of the tools to look it up. Otherwise answer `nothing to look up`.",
+        s.task,
+        memory(s)
     ))
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use agentloop_core::{Fields, JsonSchema, State};
+use agentloop_tools::mcp::Listing;
 use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
 use serde::{Deserialize, Serialize};
 
@@ -156,6 +157,16 @@ pub struct CoderState {
     /// The test command's output before any change.
     #[serde(default)]
     pub baseline: Option<String>,
+    /// The MCP servers' tools as the session first listed them.
+    #[serde(default)]
+    pub mcp: Vec<Listing>,
+    /// Changes to those servers already told (each once).
+    #[serde(default)]
+    pub mcp_changes: Vec<String>,
+    /// What the model looked up with those tools before planning: each
+    /// call and what it returned, for every later prompt.
+    #[serde(default)]
+    pub lookups: Vec<String>,
 }
 
 impl State for CoderState {
@@ -174,6 +185,9 @@ impl State for CoderState {
         f.value("reviewObjection", &self.review_objection);
         f.value("reviews", &self.reviews);
         f.value("baseline", &self.baseline);
+        f.value("mcp", &self.mcp);
+        f.value("mcpChanges", &self.mcp_changes);
+        f.log("lookups", &self.lookups);
     }
 }
 
