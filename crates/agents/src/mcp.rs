@@ -13,10 +13,16 @@ const RESULT_SHOWN: usize = 4000;
 
 /// Reads the session's MCP listing (a journaled call). The first listing
 /// is kept for the whole session, so a session resumed later, here or
-/// elsewhere, offers the model the tools it started with. What the user
-/// should hear is one sentence each in the result: a server that runs
-/// unconfined (at the start), one whose tools changed since.
-pub async fn listings(step: &mut Step, kept: &mut Vec<Listing>) -> Result<Vec<String>> {
+/// elsewhere, offers the model the tools it started with. Returns what the
+/// user should hear and was not `told` yet, one sentence each (and adds
+/// it to `told`): a server that runs unconfined, one whose tools changed.
+pub async fn listings(step: &mut Step, kept: &mut Vec<Listing>, told: &mut Vec<String>) -> Result<Vec<String>> {
+    let news: Vec<String> = notices(step, kept).await?.into_iter().filter(|n| !told.contains(n)).collect();
+    told.extend(news.iter().cloned());
+    Ok(news)
+}
+
+async fn notices(step: &mut Step, kept: &mut Vec<Listing>) -> Result<Vec<String>> {
     if !step.has_tool(LIST_TOOL) {
         return Ok(Vec::new());
     }

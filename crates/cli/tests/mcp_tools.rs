@@ -120,13 +120,18 @@ fn last_json(out: &Output) -> Value {
 async fn the_model_calls_an_mcp_tool_and_answers_with_its_result() {
     let setup = Setup::new();
     let model = scripted("mcp__fx__count", json!({"file": setup.file("calls.txt")})).await;
-    setup.configure(&model.uri(), "approval = \"never\"");
+    setup.configure(&model.uri(), "approval = \"never\"\nsandbox = \"off\"");
     let out = output(setup.run()).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = last_json(&out);
     assert_eq!(report["summary"]["answer"], "The tool said: 1");
     assert_eq!(setup.lines("calls.txt"), 1);
     assert_eq!(setup.servers_alive(), 0, "the server outlived its session");
+    // A server the user let out of the sandbox is said so, once.
+    let mut events = setup.agentloop();
+    events.args(["sessions", "events", report["sessionId"].as_str().unwrap(), "--json"]);
+    let text = String::from_utf8_lossy(&output(events).await.stdout).to_string();
+    assert_eq!(text.matches("MCP server `fx` runs unconfined").count(), 1, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -64,11 +64,8 @@ const LOOKUPS: usize = 3;
 /// With MCP servers, the model may first call their tools to look up what
 /// the task needs; each call and its result go into every later prompt.
 async fn look_up(s: &mut CoderState, step: &mut Step, files: &str) -> Result<()> {
-    for change in crate::mcp::listings(step, &mut s.mcp).await? {
-        if !s.mcp_changes.contains(&change) {
-            step.emit(CoderEvent::Notice { text: change.clone() });
-            s.mcp_changes.push(change);
-        }
+    for text in crate::mcp::listings(step, &mut s.mcp, &mut s.mcp_changes).await? {
+        step.emit(CoderEvent::Notice { text });
     }
     let tools = crate::mcp::specs(&s.mcp);
     if tools.is_empty() || !s.attempts.is_empty() {

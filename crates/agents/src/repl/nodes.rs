@@ -25,11 +25,8 @@ pub fn generate<'a>(s: &'a mut ReplState, step: &'a mut Step, sink: Option<Token
             s.messages.push(Message::user(s.original_prompt.clone()));
         }
         s.turn_count += 1;
-        for change in crate::mcp::listings(step, &mut s.mcp).await? {
-            if !s.mcp_changes.contains(&change) {
-                step.emit(ReplEvent::Notice { text: change.clone() });
-                s.mcp_changes.push(change);
-            }
+        for text in crate::mcp::listings(step, &mut s.mcp, &mut s.mcp_changes).await? {
+            step.emit(ReplEvent::Notice { text });
         }
         let mut request = prompts::generate(s);
         request.tools = crate::mcp::specs(&s.mcp);

@@ -62,11 +62,8 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
             let why = s.failure.clone().or_else(|| s.feedback.last().cloned()).unwrap_or_default();
             step.emit(EngineEvent::Replan { reason: why });
         }
-        for change in crate::mcp::listings(step, &mut s.mcp).await? {
-            if !s.mcp_changes.contains(&change) {
-                step.emit(PlannerEvent::Notice { text: change.clone() });
-                s.mcp_changes.push(change);
-            }
+        for text in crate::mcp::listings(step, &mut s.mcp, &mut s.mcp_changes).await? {
+            step.emit(PlannerEvent::Notice { text });
         }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
