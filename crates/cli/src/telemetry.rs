@@ -13,6 +13,7 @@ pub struct Telemetry(Option<SdkTracerProvider>);
 /// Installs the exporter when an endpoint is configured.
 pub fn install(endpoint: Option<&str>) -> Result<Telemetry> {
     let Some(endpoint) = endpoint else { return Ok(Telemetry(None)) };
+    agentloop_tools::tls::ready();
     let endpoint = endpoint.trim_end_matches('/');
     let url = if endpoint.ends_with("/v1/traces") { endpoint.to_string() } else { format!("{endpoint}/v1/traces") };
     // The exporter's blocking HTTP client must be made (and dropped) off

@@ -15,6 +15,7 @@ mod patch;
 mod python;
 pub mod sandbox;
 mod scratch;
+pub mod tls;
 mod try_change;
 
 use std::time::Duration;

@@ -136,8 +136,7 @@ fn over_stdio(name: &str, command: &str, config: &McpServerConfig, sandbox: &San
 /// Reaches the streamable HTTP endpoint `url`, with the bearer token from
 /// the variable `bearer_token_env` names.
 fn over_http(name: &str, url: &str, config: &McpServerConfig) -> Result<Connecting> {
-    // reqwest's TLS needs a crypto provider; one may be installed already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::tls::ready();
     let mut http = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(var) = &config.bearer_token_env {
         let token = std::env::var(var).map_err(|_| {
