@@ -5,10 +5,12 @@
 //! the reference loop with a stand-in model of fixed latency: one worker;
 //! N workers; N workers with one killed (`kill -9`) mid-run. The first two
 //! give steps per second and the ratio between them; the third gives how
-//! long the killed worker's sessions waited to be taken over and how many
-//! recorded calls ran twice (which must be none). The last line is JSON.
+//! long the killed worker's sessions waited to be taken over, how many
+//! calls the journal held when it died ran again (which must be none), and
+//! how many calls cut off mid-flight (made, not yet journaled) ran again,
+//! which exactly-once allows. The last line is JSON.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use agentloop_agents::reference_loop::Input;
 use agentloop_agents::registry::Registry;
+use agentloop_core::journal::{CallKind, CallRecord, CallStatus};
 use agentloop_core::{SessionStatus, Store};
 use agentloop_store::{throwaway, PostgresStore};
 use anyhow::{bail, Context, Result};
@@ -179,6 +182,11 @@ impl Bench<'_> {
         let _ = workers[0].0.kill();
         let _ = workers[0].0.wait();
         let killed = Instant::now();
+        // What the journal held when the worker died: none of it may run again.
+        let mut journaled = HashSet::new();
+        for id in &ids {
+            journaled.extend(store.calls(id)?.iter().filter(|c| c.status == CallStatus::Success).filter_map(log_line));
+        }
         let mut taken_over: HashMap<String, f64> = HashMap::new();
         let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
         loop {
@@ -212,13 +220,23 @@ impl Bench<'_> {
         }
         progress.finish_and_clear();
         drop(workers);
-        let repeated: usize = sessions.iter().map(|(_, log)| repeated_lines(log)).sum();
+        let (mut repeated, mut cut_off) = (0, 0);
+        for (_, log) in &sessions {
+            for (line, extra) in repeated_lines(log) {
+                if journaled.contains(&line) {
+                    repeated += extra;
+                } else {
+                    cut_off += extra;
+                }
+            }
+        }
         let slowest = taken_over.values().copied().fold(0.0, f64::max);
         Ok(json!({
             "killed_sessions": held.len(),
             "takeover_max_s": round(slowest, 2),
             "lease_ttl_s": self.args.lease_ttl_secs,
             "repeated_calls": repeated,
+            "cut_off_calls_run_again": cut_off,
         }))
     }
 }
@@ -228,13 +246,23 @@ fn finished(store: &dyn Store) -> Result<usize> {
     Ok(store.list()?.iter().filter(|m| m.status == SessionStatus::Completed).count())
 }
 
-/// Lines of a call log written more than once: a call made twice.
-fn repeated_lines(log: &Path) -> usize {
+/// Lines of a call log written more than once (a call made twice), with
+/// how many times more than once.
+fn repeated_lines(log: &Path) -> Vec<(String, usize)> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
         *counts.entry(line.to_string()).or_default() += 1;
     }
-    counts.values().map(|n| n - 1).sum()
+    counts.into_iter().filter(|(_, n)| *n > 1).map(|(line, n)| (line, n - 1)).collect()
+}
+
+/// The call-log line a journaled call wrote: the model's prompt, or the
+/// tool's line.
+fn log_line(call: &CallRecord) -> Option<String> {
+    match call.kind {
+        CallKind::Model => Some(format!("model {}", call.input["last"]["content"].as_str()?)),
+        CallKind::Tool => call.input["line"].as_str().map(String::from),
+    }
 }
 
 /// The one-minute load average: what else shared the machine.
