@@ -19,17 +19,20 @@ pub use config::{check_name, McpServerConfig, Transport};
 pub use hub::{McpHub, LIST_TOOL};
 pub use listing::{ListedTool, Listing};
 pub use server::McpServer;
-pub use tool::{split_tool_name, tool_name, McpTool};
+pub use tool::{argument_problems, split_tool_name, tool_name, McpTool};
 
 use crate::sandbox::Sandbox;
 
 /// What every MCP tool's name starts with.
 pub const TOOL_PREFIX: &str = "mcp__";
 
-/// The servers of one session, started together and stopped together.
+/// The servers of one session, started together and stopped together,
+/// and their tools (each made once: a tool compiles its schema).
 #[derive(Default)]
 pub struct McpServers {
     servers: Vec<Arc<McpServer>>,
+    /// By `mcp__server__tool`.
+    tools: BTreeMap<String, Arc<McpTool>>,
 }
 
 impl McpServers {
@@ -40,11 +43,12 @@ impl McpServers {
         for (name, config) in configs {
             servers.push(Arc::new(McpServer::start(name, config, sandbox).await?));
         }
-        Ok(Self { servers })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        let tools = servers
+            .iter()
+            .flat_map(|s| s.listing().tools.iter().map(|t| Arc::new(McpTool::new(s.clone(), t.clone()))))
+            .map(|t| (t.name().to_string(), t))
+            .collect();
+        Ok(Self { servers, tools })
     }
 
     pub fn servers(&self) -> &[Arc<McpServer>] {
@@ -56,21 +60,13 @@ impl McpServers {
         self.servers.iter().map(|s| s.listing().clone()).collect()
     }
 
-    /// Every offered tool, ready for a session's `Tools`.
+    /// Every offered tool, in name order.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
-        self.servers.iter().flat_map(|s| s.listing().tools.iter().map(|t| Arc::new(McpTool::new(s.clone(), t.clone())))).collect()
+        self.tools.values().cloned().collect()
     }
 
     /// The tool a session's tool name stands for.
     pub fn tool(&self, name: &str) -> Option<Arc<McpTool>> {
-        let (server, tool) = split_tool_name(name)?;
-        let s = self.servers.iter().find(|s| s.name() == server)?;
-        let listed = s.listing().tools.iter().find(|t| t.name == tool)?;
-        Some(Arc::new(McpTool::new(s.clone(), listed.clone())))
-    }
-
-    /// The tools as the engine holds them.
-    pub fn as_tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools().into_iter().map(|t| t as Arc<dyn Tool>).collect()
+        self.tools.get(name).cloned()
     }
 }

@@ -66,10 +66,6 @@ impl McpServer {
         &self.name
     }
 
-    pub fn config(&self) -> &McpServerConfig {
-        &self.config
-    }
-
     /// The tools a session sees, with the hash of their schemas.
     pub fn listing(&self) -> &Listing {
         &self.listing

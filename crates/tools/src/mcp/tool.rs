@@ -40,36 +40,32 @@ impl McpTool {
         Self { server, tool, name, schema }
     }
 
-    /// The server this tool belongs to.
-    pub fn server(&self) -> &McpServer {
-        &self.server
-    }
-
-    pub fn listed(&self) -> &ListedTool {
-        &self.tool
-    }
-
     /// One sentence on how `arguments` break the tool's schema.
     pub fn check(&self, arguments: &Value) -> std::result::Result<(), String> {
-        let Some(schema) = &self.schema else { return Ok(()) };
-        let problems: Vec<String> = schema
-            .iter_errors(arguments)
-            .take(3)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let problems = self.schema.as_ref().map(|schema| argument_problems(schema, arguments)).unwrap_or_default();
         if problems.is_empty() {
             Ok(())
         } else {
             Err(format!("the arguments do not fit the tool's schema ({})", problems.join("; ")))
         }
     }
+}
+
+/// How `arguments` break `schema`: the first few problems, each with where
+/// it lies; empty when they fit.
+pub fn argument_problems(schema: &jsonschema::Validator, arguments: &Value) -> Vec<String> {
+    schema
+        .iter_errors(arguments)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect()
 }
 
 #[async_trait]

@@ -11,7 +11,7 @@ mod shell_check;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp::{argument_problems, Listing};
 use agentloop_tools::Workspace;
 
 pub use shell_check::shell_check;
@@ -345,8 +345,7 @@ fn tool_call_problem(tools: &[Listing], server: &str, tool: &str, arguments: &st
         });
     };
     let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    let validator = jsonschema::validator_for(&listed.input_schema).ok()?;
-    let problems: Vec<String> = validator.iter_errors(&value).take(3).map(|e| e.to_string()).collect();
+    let problems = argument_problems(&jsonschema::validator_for(&listed.input_schema).ok()?, &value);
     (!problems.is_empty())
         .then(|| format!("the arguments of {server} {tool} do not fit its schema ({}): its schema is {}", problems.join("; "), listed.input_schema))
 }
