@@ -45,7 +45,7 @@ impl Grammars {
 /// Compact output (no free whitespace: a small model would otherwise pad
 /// with newlines), and unknown schema keywords tolerated rather than fatal,
 /// since generated schemas carry `format`s and titles a grammar cannot use.
-fn compact(schema: &Value) -> Value {
+pub(super) fn compact(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(map) = schema.as_object_mut() {
         map.entry("x-guidance").or_insert_with(|| json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": ", "lenient": true}));

@@ -173,7 +173,7 @@ impl ChatModel for LlamaModel {
         let held = tools::prepare(request);
         let g = self.generate(held.as_ref().unwrap_or(request)).await?;
         let (content, tool_calls, finish_reason) = match held.as_ref().and_then(|_| tools::read(&g.text)) {
-            Some((call, finish)) => (String::new(), vec![call], finish),
+            Some(call) => (String::new(), vec![call], FinishReason::ToolCalls),
             None => (g.text, Vec::new(), g.finish_reason),
         };
         Ok(ChatResponse {

@@ -6,8 +6,10 @@
 //! small model cannot call a tool that does not exist or with arguments
 //! its schema refuses.
 
-use agentloop_core::{ChatRequest, FinishReason, Message, ToolCall, ToolChoice, ToolSpec};
+use agentloop_core::{ChatRequest, Message, ToolCall, ToolChoice, ToolSpec};
 use serde_json::{json, Value};
+
+use super::grammar::compact;
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -43,7 +45,7 @@ pub fn grammar(tools: &[ToolSpec], choice: ToolChoice) -> String {
                    "required": ["name", "arguments"], "additionalProperties": false})
         })
         .collect();
-    let schema = json!({"anyOf": calls, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": ", "lenient": true}});
+    let schema = compact(&json!({ "anyOf": calls }));
     let start = match choice {
         ToolChoice::Auto => "start: TEXT | call",
         ToolChoice::Required => "start: call",
@@ -62,12 +64,12 @@ fn arguments_schema(parameters: &Value) -> Value {
     }
 }
 
-/// The call an answer makes, if it is one: (the call, the finish reason).
-pub fn read(text: &str) -> Option<(ToolCall, FinishReason)> {
+/// The call an answer makes, if it is one.
+pub fn read(text: &str) -> Option<ToolCall> {
     let inner = text.trim().strip_prefix(OPEN)?.trim_end().strip_suffix(CLOSE)?;
     let call: Value = serde_json::from_str(inner.trim()).ok()?;
     let name = call["name"].as_str()?.to_string();
-    Some((ToolCall { id: "call_1".into(), name, arguments: call["arguments"].clone() }, FinishReason::ToolCalls))
+    Some(ToolCall { id: "call_1".into(), name, arguments: call["arguments"].clone() })
 }
 
 /// An assistant turn that made calls, as the model would have written it.
@@ -89,8 +91,8 @@ mod tests {
 
     #[test]
     fn a_call_is_read_back_and_text_is_left_alone() {
-        let (call, finish) = read("<tool_call>{\"name\": \"mcp__fx__echo\", \"arguments\": {\"text\": \"hi\"}}</tool_call>").unwrap();
-        assert_eq!((call.name.as_str(), call.arguments["text"].as_str(), finish), ("mcp__fx__echo", Some("hi"), FinishReason::ToolCalls));
+        let call = read("<tool_call>{\"name\": \"mcp__fx__echo\", \"arguments\": {\"text\": \"hi\"}}</tool_call>").unwrap();
+        assert_eq!((call.name.as_str(), call.arguments["text"].as_str()), ("mcp__fx__echo", Some("hi")));
         assert!(read("The answer is 4.").is_none());
         assert_eq!(written(&[call]), "<tool_call>{\"name\":\"mcp__fx__echo\",\"arguments\":{\"text\":\"hi\"}}</tool_call>");
     }
