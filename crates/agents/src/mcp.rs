@@ -99,7 +99,7 @@ async fn answer(step: &mut Step, approvals: &mut Approvals, kept: &[Listing], ca
 
 /// A result as the model reads it: the server's text, or its structured
 /// content when it sent no text, marked when the server called it an error.
-fn result_text(out: &Value) -> String {
+pub(crate) fn result_text(out: &Value) -> String {
     let text = out["text"].as_str().unwrap_or_default();
     let body = if text.is_empty() && !out["structured"].is_null() { out["structured"].to_string() } else { text.to_string() };
     if out["isError"].as_bool().unwrap_or(false) {

@@ -82,8 +82,7 @@ async fn call_tools(s: &mut PlannerState, step: &mut Step) -> Result<Vec<String>
         let Action::CallTool { server, tool, arguments } = &action else { continue };
         let input: Value = serde_json::from_str(arguments).unwrap_or_default();
         let (ok, result) = match step.tool(&tool_name(server, tool), input).await {
-            Ok(out) if out["isError"].as_bool() != Some(true) => (true, out["text"].as_str().unwrap_or_default().to_string()),
-            Ok(out) => (false, out["text"].as_str().unwrap_or_default().to_string()),
+            Ok(out) => (out["isError"].as_bool() != Some(true), crate::mcp::result_text(&out)),
             Err(e) if e.is_control_flow() => return Err(e),
             Err(e) => (false, e.to_string()),
         };
