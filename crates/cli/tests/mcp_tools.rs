@@ -244,7 +244,11 @@ async fn an_mcp_client_lists_the_agents_runs_one_and_follows_it_to_the_end() {
     let model = scripted("mcp__fx__echo", json!({"text": "from a tool"})).await;
     setup.configure(&model.uri(), "");
     let (client, _child) = connect(&setup).await;
-    let tools: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    let listed = client.list_all_tools().await.unwrap();
+    let status_tool = listed.iter().find(|t| t.name == "session_status").unwrap();
+    let properties = status_tool.input_schema["properties"].as_object().unwrap();
+    assert!(properties.contains_key("sessionId") && properties.contains_key("wait_s"), "{properties:?}");
+    let tools: Vec<String> = listed.into_iter().map(|t| t.name.to_string()).collect();
     for tool in ["list_agents", "run_agent", "session_status", "answer", "pause", "resume", "terminate"] {
         assert!(tools.iter().any(|t| t == tool), "{tool} missing from {tools:?}");
     }

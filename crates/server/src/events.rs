@@ -27,7 +27,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiResult;
 use crate::sessions::row;
-use crate::state::AppState;
+use crate::state::{changed_within, AppState};
 
 /// Events read from the store at a time.
 const BATCH: usize = 512;
@@ -130,18 +130,7 @@ impl Follow {
     /// Returns when this session changed, or when it is time to read the
     /// store anyway.
     async fn wait_for_change(&mut self) {
-        let backstop = tokio::time::sleep(self.app.recheck_after());
-        tokio::pin!(backstop);
-        loop {
-            tokio::select! {
-                got = self.changed.recv() => match got {
-                    Ok(id) if id != self.id => continue,
-                    // This session, a missed notice, or a server shutting down.
-                    _ => return,
-                },
-                () = &mut backstop => return,
-            }
-        }
+        changed_within(&mut self.changed, &self.id, self.app.recheck_after()).await;
     }
 
     /// Takes every event the broadcast holds in order (so a burst goes out

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::control::{self, AnswerRequest};
 use crate::error::ApiResult;
 use crate::sessions::{self, StartRequest};
-use crate::state::AppState;
+use crate::state::{changed_within, AppState};
 
 /// The longest `session_status` waits for a change.
 const MAX_WAIT: u64 = 50;
@@ -51,7 +51,7 @@ pub struct SessionStatus {
     session_id: String,
     /// Seconds to wait for the session to change (move on, end, or ask
     /// something) before answering; at most 50, 0 answers at once.
-    #[serde(default)]
+    #[serde(default, rename = "wait_s")]
     wait_s: u64,
 }
 
@@ -136,8 +136,9 @@ impl AgentloopMcp {
         let until = tokio::time::Instant::now() + wait;
         let mut now = first.clone();
         while now == first && tokio::time::Instant::now() < until && !is_settled(&now) {
-            let look_again = self.app.recheck_after().min(Duration::from_millis(250));
-            let _ = tokio::time::timeout_at(until.min(tokio::time::Instant::now() + look_again), changed.recv()).await;
+            // Woken by this session alone: reading a whole session is not cheap.
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            changed_within(&mut changed, id, self.app.recheck_after().min(left)).await;
             now = report(id, &sessions::view(&self.app, id)?);
         }
         Ok(now)

@@ -65,6 +65,23 @@ struct SentEvents {
     order: VecDeque<(String, u64)>,
 }
 
+/// Returns when session `id` changed (or a notice may have been missed),
+/// or after `within`, whichever comes first.
+pub async fn changed_within(changed: &mut broadcast::Receiver<String>, id: &str, within: Duration) {
+    let backstop = tokio::time::sleep(within);
+    tokio::pin!(backstop);
+    loop {
+        tokio::select! {
+            got = changed.recv() => match got {
+                Ok(other) if other != id => continue,
+                // This session, a missed notice, or a server shutting down.
+                _ => return,
+            },
+            () = &mut backstop => return,
+        }
+    }
+}
+
 /// Passes the store's change notices to `changed` until the server is gone.
 fn relay_changes(app: &Weak<AppState>) {
     const WAIT: Duration = Duration::from_secs(1);
