@@ -38,9 +38,10 @@ pub struct PostgresStore {
     held: Arc<Mutex<HashMap<String, Held>>>,
     /// Renews `held`; started with the first lease.
     heartbeat: Mutex<Option<Heartbeat>>,
-    /// A connection that only waits for NOTIFY, opened by the first wait.
+    /// A connection that only waits for the queue's NOTIFY, opened by the
+    /// first `wait_for_work`.
     listener: Mutex<Option<Link>>,
-    /// Likewise for `wait_for_change`.
+    /// Likewise for the change notices of `wait_for_change`.
     changes: Mutex<Option<Link>>,
 }
 
@@ -93,6 +94,30 @@ impl PostgresStore {
 
     fn held(&self) -> Result<MutexGuard<'_, HashMap<String, Held>>> {
         self.held.lock().map_err(|_| Error::Store(format!("the leases held on {} are unusable after an earlier failure: restart agentloop", self.what)))
+    }
+
+    /// Waits up to `timeout` on `channel` with the listening connection in
+    /// `slot` (opened on first use): the distinct payloads that came, empty
+    /// on the timeout; `None` without a connection, which is then opened
+    /// again next time.
+    fn notified(&self, slot: &Mutex<Option<Link>>, channel: &str, timeout: Duration) -> Option<Vec<String>> {
+        let mut slot = slot.lock().ok()?;
+        if slot.is_none() {
+            *slot = Link::open(&self.url, &self.what, &format!("{} LISTEN {channel};", setup(self.me.ttl))).ok();
+        }
+        let waited = slot.as_ref()?.call(move |s| {
+            let mut notes = s.client.notifications();
+            let mut payloads: Vec<String> = notes.timeout_iter(timeout).next()?.map(|n| n.payload().to_string()).into_iter().collect();
+            // Whatever else came with it, without waiting again.
+            payloads.extend(notes.iter().iterator().filter_map(|n| n.ok()).map(|n| n.payload().to_string()));
+            payloads.sort_unstable();
+            payloads.dedup();
+            Ok(payloads)
+        });
+        if waited.is_err() {
+            *slot = None;
+        }
+        waited.ok()
     }
 
     fn start_heartbeat(&self) -> Result<()> {
@@ -265,50 +290,17 @@ impl Store for PostgresStore {
     }
 
     fn wait_for_work(&self, timeout: Duration) {
-        let Ok(mut slot) = self.listener.lock() else { return std::thread::sleep(timeout) };
-        if slot.is_none() {
-            *slot = Link::open(&self.url, &self.what, &format!("{} LISTEN {QUEUE_CHANNEL};", setup(self.me.ttl))).ok();
-        }
-        let waited = slot.as_ref().map(|l| {
-            l.call(move |s| {
-                // A notification, or the timeout: either way the caller looks again.
-                let _ = s.client.notifications().timeout_iter(timeout).next();
-                Ok(())
-            })
-        });
-        if !matches!(waited, Some(Ok(()))) {
+        // A notification, or the timeout: either way the caller looks again.
+        if self.notified(&self.listener, QUEUE_CHANNEL, timeout).is_none() {
             // No listener (the server went away): poll instead.
-            *slot = None;
             std::thread::sleep(timeout);
         }
     }
 
     fn wait_for_change(&self, timeout: Duration) -> Option<Vec<String>> {
-        let Ok(mut slot) = self.changes.lock() else { return None };
-        if slot.is_none() {
-            let listen = format!("{} LISTEN {};", setup(self.me.ttl), journal::CHANGES_CHANNEL);
-            *slot = Some(Link::open(&self.url, &self.what, &listen).ok()?);
-        }
-        let waited = slot.as_ref().map(|l| {
-            l.call(move |s| {
-                let mut notes = s.client.notifications();
-                let mut ids: Vec<String> = notes.timeout_iter(timeout).next()?.map(|n| n.payload().to_string()).into_iter().collect();
-                // Whatever else came with it, without waiting again.
-                ids.extend(notes.iter().iterator().filter_map(|n| n.ok()).map(|n| n.payload().to_string()));
-                ids.sort_unstable();
-                ids.dedup();
-                Ok(ids)
-            })
-        });
-        match waited {
-            Some(Ok(ids)) => Some(ids),
-            _ => {
-                // The server went away: notifications missed meanwhile are
-                // for the caller's own reads to find.
-                *slot = None;
-                None
-            }
-        }
+        // Without a listener, notices missed meanwhile are for the caller's
+        // own reads to find.
+        self.notified(&self.changes, journal::CHANGES_CHANNEL, timeout)
     }
 
     fn steer(&self, session_id: &str, request: &Command) -> Result<u64> {
