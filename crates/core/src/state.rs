@@ -50,7 +50,7 @@ impl Marks {
     /// lose it. Checked here, once per session start, for every agent alike.
     pub fn of<S: State>(state: &S) -> Result<Self> {
         let mut marks = Marks::default();
-        let mut patch = String::new();
+        let mut patch = Vec::new();
         let mut visited = Vec::new();
         let mut f = Fields { marks: &mut marks, patch: &mut patch, index: 0, error: None, visited: Some(&mut visited) };
         state.fields(&mut f);
@@ -70,25 +70,26 @@ impl Marks {
     /// The JSON Patch (as text) from the marked state to `state`, updating the
     /// marks; `None` when nothing changed.
     pub fn patch<S: State>(&mut self, state: &S) -> Result<Option<String>> {
-        let mut patch = String::new();
+        let mut patch = vec![b'['];
         let mut f = Fields { marks: self, patch: &mut patch, index: 0, error: None, visited: None };
         state.fields(&mut f);
         if let Some(e) = f.error {
             return Err(e);
         }
-        if patch.is_empty() {
+        if patch.len() == 1 {
             return Ok(None);
         }
-        patch.insert(0, '[');
-        patch.push(']');
-        Ok(Some(patch))
+        patch.push(b']');
+        // Only JSON that serde_json wrote and ASCII went in.
+        String::from_utf8(patch).map(Some).map_err(|e| Error::State(format!("a step's patch is not UTF-8 ({e})")))
     }
 }
 
 /// The visitor `State::fields` fills in.
 pub struct Fields<'a> {
     marks: &'a mut Marks,
-    patch: &'a mut String,
+    /// The patch so far: `[` and the operations, comma-separated.
+    patch: &'a mut Vec<u8>,
     index: usize,
     error: Option<Error>,
     /// The names visited, when marking a state afresh (`Marks::of`): then
@@ -109,7 +110,9 @@ impl Fields<'_> {
             _ => true,
         };
         if changed && !self.fresh() {
-            self.op("add", name, false, &bytes);
+            self.op_head(name, false);
+            self.patch.extend_from_slice(&bytes);
+            self.patch.push(b'}');
         }
         self.set_mark(Mark::Value(bytes));
     }
@@ -125,16 +128,16 @@ impl Fields<'_> {
             match seen {
                 Some(n) if n <= items.len() => {
                     for item in &items[n..] {
-                        match serde_json::to_vec(item) {
-                            Ok(bytes) => self.op("add", name, true, &bytes),
-                            Err(e) => return self.fail(name, e),
+                        if let Err(e) = self.op(name, true, item) {
+                            return self.fail(name, e);
                         }
                     }
                 }
-                _ => match serde_json::to_vec(items) {
-                    Ok(bytes) => self.op("add", name, false, &bytes),
-                    Err(e) => return self.fail(name, e),
-                },
+                _ => {
+                    if let Err(e) = self.op(name, false, items) {
+                        return self.fail(name, e);
+                    }
+                }
             }
         }
         self.set_mark(Mark::Log(items.len()));
@@ -159,24 +162,37 @@ impl Fields<'_> {
         self.index += 1;
     }
 
-    fn op(&mut self, op: &str, name: &str, append: bool, value: &[u8]) {
-        if !self.patch.is_empty() {
-            self.patch.push(',');
+    /// Appends an `add` operation of `value`, serialized straight into the patch.
+    fn op<T: Serialize + ?Sized>(&mut self, name: &str, append: bool, value: &T) -> serde_json::Result<()> {
+        let start = self.patch.len();
+        self.op_head(name, append);
+        if let Err(e) = serde_json::to_writer(&mut *self.patch, value) {
+            self.patch.truncate(start);
+            return Err(e);
         }
-        self.patch.push_str("{\"op\":\"");
-        self.patch.push_str(op);
-        self.patch.push_str("\",\"path\":\"/");
-        // JSON Pointer escaping (RFC 6901) and JSON string escaping of the name.
-        let pointer = name.replace('~', "~0").replace('/', "~1");
-        let quoted = serde_json::to_string(&pointer).unwrap_or_default();
-        self.patch.push_str(quoted.trim_matches('"'));
+        self.patch.push(b'}');
+        Ok(())
+    }
+
+    /// An `add` operation up to its value.
+    fn op_head(&mut self, name: &str, append: bool) {
+        if self.patch.len() > 1 {
+            self.patch.push(b',');
+        }
+        self.patch.extend_from_slice(b"{\"op\":\"add\",\"path\":\"/");
+        // JSON Pointer escaping (RFC 6901) and JSON string escaping of the
+        // name, which field names seldom need: they are written as they are.
+        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            self.patch.extend_from_slice(name.as_bytes());
+        } else {
+            let pointer = name.replace('~', "~0").replace('/', "~1");
+            let quoted = serde_json::to_string(&pointer).unwrap_or_default();
+            self.patch.extend_from_slice(quoted.trim_matches('"').as_bytes());
+        }
         if append {
-            self.patch.push_str("/-");
+            self.patch.extend_from_slice(b"/-");
         }
-        self.patch.push_str("\",\"value\":");
-        // serde_json only writes valid UTF-8.
-        self.patch.push_str(std::str::from_utf8(value).unwrap_or("null"));
-        self.patch.push('}');
+        self.patch.extend_from_slice(b"\",\"value\":");
     }
 
     fn fail(&mut self, name: &str, e: serde_json::Error) {

@@ -62,8 +62,26 @@ struct Failed {
 /// What a batch's commit needs to know of its session beforehand.
 struct Plan {
     known: Option<i64>,
-    held: Option<(i64, Instant)>,
+    held: Option<HeldLease>,
     renew: bool,
+}
+
+/// A lease this store holds.
+#[derive(Clone, Copy)]
+struct HeldLease {
+    epoch: i64,
+    renewed: Instant,
+    /// The connection's `data_version` when the lease was last found
+    /// ours. While it stays the same, no other connection has committed
+    /// since, so the lease row cannot have changed and a commit need not
+    /// read it again: the fence costs one pragma instead of a lookup.
+    checked_at: Option<i64>,
+}
+
+impl HeldLease {
+    fn new(epoch: i64) -> Self {
+        Self { epoch, renewed: Instant::now(), checked_at: None }
+    }
 }
 
 struct Inner {
@@ -71,9 +89,8 @@ struct Inner {
     commits: u64,
     /// Session id → integer key, so journal rows stay small.
     keys: HashMap<String, i64>,
-    /// Sessions whose lease this store holds: the epoch, and when the
-    /// lease was last renewed.
-    held: HashMap<String, (i64, Instant)>,
+    /// Sessions whose lease this store holds.
+    held: HashMap<String, HeldLease>,
 }
 
 impl SqliteStore {
@@ -317,23 +334,29 @@ impl SqliteStore {
     /// Checks, in the commit's own transaction, that this store still holds
     /// the session (the epoch has not moved on to another holder), and
     /// renews the lease when `renew`. The check only reads, so a step
-    /// commit writes no extra page but now and then.
-    fn still_held(&self, tx: &Connection, session_id: &str, epoch: i64, renew: bool) -> Result<()> {
+    /// commit writes no extra page but now and then; and it reads the
+    /// lease row only when another connection has committed since the last
+    /// check. The connection's `data_version` at the check is returned.
+    fn still_held(&self, tx: &Connection, session_id: &str, lease: &HeldLease, renew: bool) -> Result<i64> {
+        let version: i64 =
+            tx.prepare_cached("PRAGMA data_version").and_then(|mut s| s.query_row([], |r| r.get(0))).map_err(self.err("check the session's lease"))?;
         let held = if renew {
             let until = Utc::now().timestamp_millis() + TTL_MS;
             tx.prepare_cached("UPDATE leases SET until = ?1 WHERE session = ?2 AND epoch = ?3")
-                .and_then(|mut s| s.execute(params![until, session_id, epoch]))
+                .and_then(|mut s| s.execute(params![until, session_id, lease.epoch]))
                 .map_err(self.err("renew the session's lease"))?
                 == 1
+        } else if lease.checked_at == Some(version) {
+            true
         } else {
             tx.prepare_cached("SELECT 1 FROM leases WHERE session = ?1 AND epoch = ?2")
-                .and_then(|mut s| s.exists(params![session_id, epoch]))
+                .and_then(|mut s| s.exists(params![session_id, lease.epoch]))
                 .map_err(self.err("check the session's lease"))?
         };
         if !held {
             return Err(taken_over(session_id));
         }
-        Ok(())
+        Ok(version)
     }
 
     /// The live holder of `session_id` other than this store, described.
@@ -377,11 +400,11 @@ impl SqliteStore {
             .iter()
             .map(|(id, _, _)| {
                 let held = inner.held.get(*id).copied();
-                Plan { known: inner.keys.get(*id).copied(), held, renew: held.is_some_and(|(_, renewed)| renewed.elapsed() >= RENEW_EVERY) }
+                Plan { known: inner.keys.get(*id).copied(), held, renew: held.is_some_and(|h| h.renewed.elapsed() >= RENEW_EVERY) }
             })
             .collect();
         let grouped = items.len() > 1;
-        let mut outcomes: Vec<Result<i64, Failed>> = Vec::with_capacity(items.len());
+        let mut outcomes: Vec<Result<(i64, Option<i64>), Failed>> = Vec::with_capacity(items.len());
         let committed = self.in_transaction(&inner.conn, |tx| {
             let exec = |sql: &str| tx.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ()).map_err(self.err("write the journal"));
             for ((id, batch, _), plan) in items.iter().zip(&plans) {
@@ -410,10 +433,13 @@ impl SqliteStore {
         let mut results: Vec<Result<()>> = Vec::with_capacity(items.len());
         for (((id, _, _), plan), outcome) in items.iter().zip(&plans).zip(outcomes) {
             let result = match (&committed, outcome) {
-                (Ok(()), Ok(key)) => {
+                (Ok(()), Ok((key, checked_at))) => {
                     inner.keys.insert(id.to_string(), key);
-                    if let (true, Some(h)) = (plan.renew, inner.held.get_mut(*id)) {
-                        h.1 = Instant::now();
+                    if let Some(h) = inner.held.get_mut(*id) {
+                        h.checked_at = checked_at;
+                        if plan.renew {
+                            h.renewed = Instant::now();
+                        }
                     }
                     Ok(())
                 }
@@ -448,17 +474,19 @@ impl SqliteStore {
         own_result
     }
 
-    /// One batch in the group's transaction; the session's key.
-    fn write_one(&self, tx: &Connection, session_id: &str, batch: &[Write], plan: &Plan) -> Result<i64, Failed> {
+    /// One batch in the group's transaction; the session's key, and the
+    /// `data_version` at which its lease was found held.
+    fn write_one(&self, tx: &Connection, session_id: &str, batch: &[Write], plan: &Plan) -> Result<(i64, Option<i64>), Failed> {
         let key = self.write_batch(tx, session_id, batch, plan.known).map_err(|error| Failed { error, lost: false })?;
         // Checked last: the writes above took the write lock on the
         // newest snapshot, so no other holder can slip in before the
         // commit, and a read first could not take the lock after a
         // commit of another session in between.
-        if let Some((epoch, _)) = plan.held {
-            self.still_held(tx, session_id, epoch, plan.renew).map_err(|error| Failed { error, lost: true })?;
-        }
-        Ok(key)
+        let checked_at = match &plan.held {
+            Some(lease) => Some(self.still_held(tx, session_id, lease, plan.renew).map_err(|error| Failed { error, lost: true })?),
+            None => None,
+        };
+        Ok((key, checked_at))
     }
 
     fn write_batch(&self, tx: &Connection, session_id: &str, batch: &[Write], known: Option<i64>) -> Result<i64> {
@@ -511,8 +539,8 @@ impl SqliteStore {
 }
 
 /// This store's own lease on `session_id`, described as a holder.
-fn inner_holds(held: &HashMap<String, (i64, Instant)>, session_id: &str, me: &Holder) -> Option<(String, i64)> {
-    held.get(session_id).map(|(epoch, _)| (me.describe(""), *epoch))
+fn inner_holds(held: &HashMap<String, HeldLease>, session_id: &str, me: &Holder) -> Option<(String, i64)> {
+    held.get(session_id).map(|h| (me.describe(""), h.epoch))
 }
 
 impl Store for SqliteStore {
@@ -620,14 +648,14 @@ impl Store for SqliteStore {
         }
         let epoch = self.take_lease(&tx, session_id)?;
         tx.commit().map_err(self.err("take the session's lease"))?;
-        inner.held.insert(session_id.to_string(), (epoch, Instant::now()));
+        inner.held.insert(session_id.to_string(), HeldLease::new(epoch));
         Ok(())
     }
 
     fn release(&self, session_id: &str) -> Result<()> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
-        if let Some((epoch, _)) = inner.held.remove(session_id) {
+        if let Some(HeldLease { epoch, .. }) = inner.held.remove(session_id) {
             // The row stays with its epoch, so the next holder's is higher
             // than any a stale holder may still have.
             inner
@@ -732,7 +760,7 @@ impl Store for SqliteStore {
             }
             let epoch = self.take_lease(&tx, &id)?;
             tx.commit().map_err(self.err("claim a queued session"))?;
-            inner.held.insert(id.clone(), (epoch, Instant::now()));
+            inner.held.insert(id.clone(), HeldLease::new(epoch));
             return Ok(Some(id));
         }
         Ok(None)
