@@ -4,11 +4,12 @@
 //! `slow` (reports progress while it works), `silent` (works without a
 //! word) and `crash` (the process dies mid-call).
 //!
-//! `mcp-fixture host WORKSPACE PID_FILE on|off` plays agentloop instead: it
-//! starts this server as a session would (sandboxed or not), writes the
-//! server's process id to PID_FILE, and waits to be killed. That server
-//! lingers after its input closes, as a careless server does, so only
-//! agentloop's own measures can end it.
+//! `mcp-fixture host WORKSPACE PID_FILE on|off|no-namespaces` plays
+//! agentloop instead: it starts this server as a session would (sandboxed,
+//! not, or sandboxed without namespaces), writes the server's process id to
+//! PID_FILE, and waits to be killed. That server starts a child of its own
+//! and lingers after its input closes, as a careless server does, so only
+//! agentloop's own measures can end them.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -112,9 +113,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if let [_, host, workspace, pid_file, sandbox] = args.as_slice() {
         if host == "host" {
-            return hold_a_server(workspace, pid_file, sandbox == "off").await;
+            return hold_a_server(workspace, pid_file, sandbox).await;
         }
     }
+    // Kept (not waited for) while the server lives: only the group's end stops it.
+    let _child = match std::env::var_os("MCP_FIXTURE_LINGER") {
+        Some(_) => Some(std::process::Command::new("sleep").arg("600").spawn()?),
+        None => None,
+    };
     let service = Fixture.serve(rmcp::transport::stdio()).await?;
     let _ = service.waiting().await;
     if std::env::var_os("MCP_FIXTURE_LINGER").is_some() {
@@ -123,17 +129,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn hold_a_server(workspace: &str, pid_file: &str, unconfined: bool) -> Result<(), Box<dyn std::error::Error>> {
+async fn hold_a_server(workspace: &str, pid_file: &str, sandbox: &str) -> Result<(), Box<dyn std::error::Error>> {
     use agentloop_tools::mcp::{McpServerConfig, McpServers};
+    use agentloop_tools::sandbox::Mode;
     let me = std::env::current_exe()?.to_string_lossy().into_owned();
     let config = McpServerConfig {
         command: Some(me),
         env: [("MCP_FIXTURE_LINGER".to_string(), "1".to_string())].into(),
-        sandbox: if unconfined { agentloop_tools::sandbox::Mode::Off } else { agentloop_tools::sandbox::Mode::On },
+        sandbox: if sandbox == "off" { Mode::Off } else { Mode::On },
         ..McpServerConfig::default()
     };
     let configs = std::collections::BTreeMap::from([("fx".to_string(), config)]);
-    let sandbox = agentloop_tools::Sandbox::new(std::path::Path::new(workspace), &agentloop_tools::SandboxConfig::default(), None, None)?;
+    let namespaces = if sandbox == "no-namespaces" { Mode::Off } else { Mode::On };
+    let sandbox =
+        agentloop_tools::Sandbox::new(std::path::Path::new(workspace), &agentloop_tools::SandboxConfig { namespaces, ..Default::default() }, None, None)?;
     let servers = McpServers::start(&configs, &sandbox).await?;
     let pid = servers.servers().first().and_then(|s| s.pid()).ok_or("no server started")?;
     std::fs::write(pid_file, pid.to_string())?;

@@ -3,6 +3,11 @@
 //! agentloop is killed with `kill -9` (`PR_SET_PDEATHSIG`), and its whole
 //! group is killed and reaped when this handle is dropped: on every exit
 //! path of a session, no server is left behind and none becomes a zombie.
+//!
+//! What the server starts itself dies with it too. Under the sandbox's PID
+//! namespace the kernel sees to that. Without one, a guard process leads
+//! the group: it outlives the server by a moment, and when either the
+//! server or agentloop ends, it kills the whole group.
 
 use std::io::{self, Read};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -37,8 +42,16 @@ impl ServerProcess {
     }
 
     /// Starts `cmd` (from `command`, then confined or given a session of
-    /// its own) with piped standard streams.
-    pub fn spawn(mut cmd: Command) -> io::Result<(Self, Pipes)> {
+    /// its own) with piped standard streams. `guarded`: a guard leads the
+    /// server's group, for commands without a PID namespace of their own.
+    pub fn spawn(mut cmd: Command, guarded: bool) -> io::Result<(Self, Pipes)> {
+        if guarded {
+            // SAFETY: system calls only between fork and exec; the guard's
+            // side never returns and ends with `_exit`.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, guard_the_group);
+            }
+        }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = spawn_from_lasting_thread(cmd)?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
@@ -89,6 +102,65 @@ fn die_with_parent() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Set in the child last, after it has a session and group of its own:
+/// the process forks once more. The new child goes on to become the
+/// server, marked to die with the guard. The guard stays, holding nothing
+/// open, until the server ends or agentloop dies (a parent-death signal it
+/// can catch), then kills its whole group, itself included, so the
+/// server's own children go too.
+fn guard_the_group() -> io::Result<()> {
+    // SAFETY: only async-signal-safe system calls, as after a fork of a
+    // threaded process; the guard leaves by `kill` or `_exit`.
+    unsafe {
+        let mut signals: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut signals);
+        libc::sigaddset(&mut signals, libc::SIGCHLD);
+        libc::sigaddset(&mut signals, libc::SIGTERM);
+        // Blocked before the fork, so neither signal can slip by unseen.
+        libc::sigprocmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
+        let host = libc::getppid();
+        let guard = libc::getpid();
+        let server = libc::fork();
+        if server < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if server == 0 {
+            libc::sigprocmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != guard {
+                libc::_exit(137);
+            }
+            return Ok(());
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        // The pipes stay with the server alone: its end of them is what
+        // agentloop waits on.
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            for fd in 0..1024 {
+                libc::close(fd);
+            }
+        }
+        if libc::getppid() == host {
+            loop {
+                let signal = libc::sigwaitinfo(&signals, std::ptr::null_mut());
+                if signal == libc::SIGTERM {
+                    break;
+                }
+                if signal == libc::SIGCHLD && libc::waitpid(server, std::ptr::null_mut(), libc::WNOHANG) == server {
+                    break;
+                }
+                if signal < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    break;
+                }
+            }
+        }
+        libc::kill(0, libc::SIGKILL);
+        libc::_exit(137)
+    }
 }
 
 /// The parent-death signal follows the thread that forked, not the

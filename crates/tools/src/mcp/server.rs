@@ -121,9 +121,11 @@ type Connecting = futures::future::BoxFuture<'static, std::result::Result<Runnin
 fn over_stdio(name: &str, command: &str, config: &McpServerConfig, sandbox: &Sandbox) -> Result<(ServerProcess, Connecting)> {
     let mut cmd = ServerProcess::command(command);
     cmd.args(&config.args).current_dir(config.cwd.as_deref().unwrap_or(&sandbox.policy().workspace));
-    unconfined_if_asked(sandbox, config)?.confine(&mut cmd);
+    let confinement = unconfined_if_asked(sandbox, config)?;
+    confinement.confine(&mut cmd);
     cmd.envs(&config.env);
-    let (process, pipes) = ServerProcess::spawn(cmd).map_err(|e| Error::Other(format!("MCP server `{name}`: cannot start `{command}` ({e})")))?;
+    let (process, pipes) = ServerProcess::spawn(cmd, !confinement.ends_what_commands_start())
+        .map_err(|e| Error::Other(format!("MCP server `{name}`: cannot start `{command}` ({e})")))?;
     let stdout = tokio::process::ChildStdout::from_std(pipes.stdout).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
     let stdin = tokio::process::ChildStdin::from_std(pipes.stdin).map_err(|e| Error::Other(format!("MCP server `{name}`: {e}")))?;
     Ok((process, Box::pin(().serve((stdout, stdin)))))

@@ -286,7 +286,7 @@ impl Sandbox {
     fn rebuilt(&self, policy: impl FnOnce(PathBuf) -> Policy) -> Result<Self> {
         let (temp, temp_path) = private_temp()?;
         let on = |yes: bool| if yes { Mode::On } else { Mode::Off };
-        let namespaces = on(self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()));
+        let namespaces = on(self.ends_what_commands_start());
         Self::build(policy(temp_path), self.inner.env.clone(), temp, on(self.confines()), namespaces)
     }
 
@@ -332,6 +332,12 @@ impl Sandbox {
     /// False when the user switched the sandbox off.
     pub fn confines(&self) -> bool {
         self.inner.enforced.is_some()
+    }
+
+    /// Whether each command gets a PID namespace of its own, so that
+    /// whatever it starts dies with it.
+    pub fn ends_what_commands_start(&self) -> bool {
+        self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some())
     }
 
     /// Prepares `cmd` to run confined: an environment without secrets and
@@ -396,7 +402,7 @@ impl Sandbox {
         lines.push(if p.network { "network: on".into() } else { "network: off (local Unix sockets only)".into() });
         lines.push("terminal: none (a session of its own; TIOCSTI and TIOCLINUX refused)".into());
         lines.push("capabilities: none (the bounding set is emptied when agentloop runs as root)".into());
-        if self.inner.enforced.as_ref().is_some_and(|e| e.namespace.is_some()) {
+        if self.ends_what_commands_start() {
             lines.push("namespaces: its own user, mount and PID namespace: every mount but the writable folders read-only, outside Unix sockets covered, its processes killed when it ends".into());
             lines.extend(p.unix_sockets.iter().map(|s| format!("  socket allowed: {}", s.display())));
         } else {
