@@ -404,3 +404,20 @@ fn a_postgres_store_is_told_which_sessions_changed_in_another_process() {
 fn a_sqlite_store_says_it_cannot_tell_of_changes_so_followers_read_on_their_own() {
     assert_eq!(Backend::sqlite().open().wait_for_change(Duration::from_millis(10)), None);
 }
+
+#[test]
+fn a_step_committed_across_a_postgres_restart_lands_once_on_a_new_connection() {
+    let cluster = throwaway::Cluster::start().unwrap();
+    let url = cluster.database().unwrap();
+    let store = PostgresStore::open(&url, Duration::from_secs(30)).unwrap();
+    seeded(&store, "s1");
+    store.acquire("s1").unwrap();
+    store.write("s1", &[step(1), event("s1", 1, 1)], false).unwrap();
+    // The store's connection dies with the server; the next commit finds
+    // it gone before committing and tries again on a new one.
+    cluster.restart().unwrap();
+    store.write("s1", &[step(2), event("s1", 2, 2)], false).unwrap();
+    let loaded = store.load("s1").unwrap();
+    assert_eq!(loaded.meta.step, 2);
+    assert_eq!(store.events("s1", 0, 10).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+}

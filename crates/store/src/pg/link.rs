@@ -49,6 +49,21 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// Whether the connection was lost (or the server is shutting down),
+    /// rather than the server refusing what was asked.
+    pub fn lost_connection(&self) -> bool {
+        match self {
+            Failure::Sql(e) => match e.as_db_error() {
+                None => true,
+                // Class 08: connection exception; 57: operator intervention
+                // (a server shutting down or restarting).
+                Some(db) => db.code().code().starts_with("08") || db.code().code().starts_with("57"),
+            },
+            Failure::Gone(_) => true,
+            Failure::Said(_) => false,
+        }
+    }
+
     /// One sentence: what could not be done in `what`, and why.
     pub fn into_error(self, what: &str, doing: &str) -> Error {
         match self {

@@ -146,22 +146,41 @@ impl Store for PostgresStore {
         if fence.is_some_and(|h| h.lost) {
             return Err(taken_over(session_id));
         }
-        let (id, batch) = (session_id.to_string(), batch.to_vec());
-        let held = self.call("commit a step", move |s, _| {
-            let commit = journal::Commit::prepare(s)?;
-            let fenced = s.prepared("SELECT 1 FROM agentloop.leases WHERE session = $1 AND epoch = $2 FOR SHARE")?;
-            let mut tx = s.client.transaction()?;
-            if let Some(h) = fence {
-                // Locks the lease row until the commit, so no one can take
-                // the session over between this check and the writes.
-                if tx.query_opt(&fenced, &[&id, &h.epoch])?.is_none() {
-                    return Ok(false);
+        // A connection lost before the commit was sent took the transaction
+        // with it, so the same commit is tried again on a new connection
+        // (the fence still decides whether it may land) for up to half a
+        // lease: a restarted server then costs the step nothing, not a rerun
+        // of the calls it made. Lost while committing, the outcome is
+        // unknown, and the error stands.
+        let patience = std::time::Instant::now() + self.me.ttl / 2;
+        let held = loop {
+            let (id, batch) = (session_id.to_string(), batch.to_vec());
+            let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let committing = sent.clone();
+            let tried = self.link.call(move |s| {
+                let commit = journal::Commit::prepare(s)?;
+                let fenced = s.prepared("SELECT 1 FROM agentloop.leases WHERE session = $1 AND epoch = $2 FOR SHARE")?;
+                let mut tx = s.client.transaction()?;
+                if let Some(h) = fence {
+                    // Locks the lease row until the commit, so no one can take
+                    // the session over between this check and the writes.
+                    if tx.query_opt(&fenced, &[&id, &h.epoch])?.is_none() {
+                        return Ok(false);
+                    }
                 }
+                commit.apply(&mut tx, &id, &batch)?;
+                committing.store(true, std::sync::atomic::Ordering::Relaxed);
+                tx.commit()?;
+                Ok(true)
+            });
+            match tried {
+                Ok(held) => break held,
+                Err(e) if e.lost_connection() && !sent.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < patience => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e.into_error(&self.what, "commit a step")),
             }
-            commit.apply(&mut tx, &id, &batch)?;
-            tx.commit()?;
-            Ok(true)
-        })?;
+        };
         if !held {
             self.held()?.entry(session_id.to_string()).and_modify(|h| h.lost = true);
             return Err(taken_over(session_id));
