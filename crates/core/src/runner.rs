@@ -429,22 +429,22 @@ impl<S: State> Machine<S> {
             }
         };
         match result {
-            Ok(()) => self.commit_step(step, node),
+            Ok(()) => self.commit_step(step, node).await,
             Err(Error::Cancelled) => self.discard().map(|_| StepEnd::Discarded),
             Err(Error::Interrupted(id)) => self.discard().map(|_| StepEnd::Interrupted(id)),
             Err(Error::Stopped(stop)) => self.discard().map(|_| StepEnd::Stopped(stop)),
-            Err(e) => self.commit_failed(step, e),
+            Err(e) => self.commit_failed(step, e).await,
         }
     }
 
-    fn commit_step(&mut self, mut step: Step, node: &str) -> Result<StepEnd> {
+    async fn commit_step(&mut self, mut step: Step, node: &str) -> Result<StepEnd> {
         let next = match self.graph.next_after(node, &self.state) {
             Ok(next) => next,
-            Err(e) => return self.commit_failed(step, e),
+            Err(e) => return self.commit_failed(step, e).await,
         };
         let patch = match self.marks.patch(&self.state) {
             Ok(p) => p,
-            Err(e) => return self.commit_failed(step, e),
+            Err(e) => return self.commit_failed(step, e).await,
         };
         let number = step.number();
         let mut batch = std::mem::take(&mut step.pending);
@@ -461,14 +461,14 @@ impl<S: State> Machine<S> {
         }
         let mut progress = step.progress;
         progress.consecutive_timeouts = 0;
-        self.advance(number, next, patch, progress, step.started.elapsed(), batch)?;
+        self.advance(number, next, patch, progress, step.started.elapsed(), batch).await?;
         Ok(StepEnd::Committed)
     }
 
     /// A node failed: its state changes are dropped, its iteration is marked
     /// failed, and the same node runs again in the next step (the detectors
     /// and termination decide whether it may).
-    fn commit_failed(&mut self, mut step: Step, error: Error) -> Result<StepEnd> {
+    async fn commit_failed(&mut self, mut step: Step, error: Error) -> Result<StepEnd> {
         self.reload_state()?;
         let message = error.to_string();
         match &error {
@@ -487,11 +487,11 @@ impl<S: State> Machine<S> {
         let number = step.number();
         let batch = std::mem::take(&mut step.pending);
         let next = self.meta.next_node.clone();
-        self.advance(number, next, None, step.progress, step.started.elapsed(), batch)?;
+        self.advance(number, next, None, step.progress, step.started.elapsed(), batch).await?;
         Ok(StepEnd::Committed)
     }
 
-    fn advance(
+    async fn advance(
         &mut self,
         number: u64,
         next: Option<String>,
@@ -520,7 +520,7 @@ impl<S: State> Machine<S> {
             saved_progress = Some(Box::new(self.meta.progress.clone()));
         }
         batch.push(Pending::Write(Write::Step { step: number, next, patch, progress: saved_progress }));
-        self.env.commit(number, batch, false)
+        self.env.commit_step(number, batch).await
     }
 
     /// The session row as it is now, remembered as written.

@@ -55,8 +55,41 @@ impl Env {
     /// their sequence numbers only here, so numbers stay contiguous even when
     /// a step is discarded.
     pub fn commit(&self, step: u64, batch: Vec<Pending>, flush: bool) -> Result<()> {
-        let start = self.seq.load(Ordering::Relaxed);
-        let mut seq = start;
+        let (writes, events, seq) = self.number(step, batch);
+        let write = || self.store.write(&self.session_id, &writes, flush);
+        if crate::runner::others_running() {
+            // Other sessions of this process may be committing too: wait
+            // for the disk off the async thread, so their commits can join
+            // this one (the store groups them into one sync).
+            tokio::task::block_in_place(write)?;
+        } else {
+            write()?;
+        }
+        self.publish(seq, events);
+        Ok(())
+    }
+
+    /// `commit` for the end of a step. While other sessions run in this
+    /// process, the write waits for the disk on a blocking thread and this
+    /// task yields: the async threads go on running the other sessions'
+    /// steps, whose commits queue behind this one and share its sync.
+    pub async fn commit_step(&self, step: u64, batch: Vec<Pending>) -> Result<()> {
+        if !crate::runner::others_running() {
+            return self.commit(step, batch, false);
+        }
+        let (writes, events, seq) = self.number(step, batch);
+        let (store, id) = (self.store.clone(), self.session_id.clone());
+        tokio::task::spawn_blocking(move || store.write(&id, &writes, false))
+            .await
+            .map_err(|e| Error::Store(format!("the thread writing a step of session `{}` stopped ({e}): resume the session", self.session_id)))??;
+        self.publish(seq, events);
+        Ok(())
+    }
+
+    /// The batch's writes, its events numbered from the last one persisted,
+    /// and the last number given.
+    fn number(&self, step: u64, batch: Vec<Pending>) -> (Vec<Write>, Vec<Event>, u64) {
+        let mut seq = self.seq.load(Ordering::Relaxed);
         let mut events = Vec::new();
         let writes: Vec<Write> = batch
             .into_iter()
@@ -70,15 +103,11 @@ impl Env {
                 }
             })
             .collect();
-        let write = || self.store.write(&self.session_id, &writes, flush);
-        if crate::runner::others_running() {
-            // Other sessions of this process may be committing too: wait
-            // for the disk off the async thread, so their commits can join
-            // this one (the store groups them into one sync).
-            tokio::task::block_in_place(write)?;
-        } else {
-            write()?;
-        }
+        (writes, events, seq)
+    }
+
+    /// Once written: the events go to the trace and to whoever follows.
+    fn publish(&self, seq: u64, events: Vec<Event>) {
         self.seq.store(seq, Ordering::Relaxed);
         for e in events {
             if let Some(trace) = &self.trace {
@@ -87,7 +116,6 @@ impl Env {
             // Nobody listening is fine: the store has them.
             let _ = self.events.send(e);
         }
-        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
@@ -27,6 +27,8 @@ const FSYNC_WAL_PAGES: i64 = 200;
 
 /// How long opening waits for another process that holds the database.
 const OPEN_PATIENCE: Duration = Duration::from_secs(10);
+/// How long a queued commit waits before trying for the database itself.
+const DRAIN_RETRY: Duration = Duration::from_millis(2);
 
 pub struct SqliteStore {
     /// Declared first so it is dropped first: the writer's connection then
@@ -50,6 +52,15 @@ struct Ticket {
     batch: Vec<Write>,
     flush: bool,
     result: Mutex<Option<Result<()>>>,
+    /// Told when `result` is set, so a waiter sleeps on its own ticket
+    /// rather than queueing for the database behind the other waiters.
+    ready: Condvar,
+}
+
+impl Ticket {
+    fn new(session_id: &str, batch: Vec<Write>, flush: bool) -> Arc<Self> {
+        Arc::new(Self { session_id: session_id.to_string(), batch, flush, result: Mutex::new(None), ready: Condvar::new() })
+    }
 }
 
 /// Why a batch failed, and whether it was because the session's lease
@@ -382,12 +393,39 @@ impl SqliteStore {
         Ok(std::mem::take(&mut *self.waiting.lock().map_err(|_| self.unusable())?))
     }
 
+    /// Commits what is queued, group after group, until nothing is. Each
+    /// batch's outcome, failure included, goes to its ticket.
+    fn drain(&self, inner: &mut Inner) {
+        while let Ok(queued) = self.take_queued() {
+            if queued.is_empty() {
+                return;
+            }
+            // Each outcome is in its ticket; the group has no caller of its own.
+            let _ = self.commit_group(inner, None, &queued);
+        }
+    }
+
     /// Commits `own` (the caller's batch) and the `queued` ones in one
     /// transaction: one sync to disk for all. Each batch is its own
     /// savepoint, so one that fails (a lost lease, an unknown session)
     /// fails alone. Queued batches get their result in their ticket; the
     /// caller's is returned.
     fn commit_group(&self, inner: &mut Inner, own: Option<(&str, &[Write], bool)>, queued: &[Arc<Ticket>]) -> Result<()> {
+        let result = self.commit_together(inner, own, queued);
+        // A failure before the batches got their outcomes fails them all.
+        for ticket in queued {
+            if let Ok(mut slot) = ticket.result.lock() {
+                if slot.is_none() {
+                    let why = result.as_ref().err().map_or_else(|| "no outcome".to_string(), ToString::to_string);
+                    *slot = Some(Err(Error::Store(format!("a commit queued in {} was lost ({why}): try again", self.what))));
+                    ticket.ready.notify_one();
+                }
+            }
+        }
+        result
+    }
+
+    fn commit_together(&self, inner: &mut Inner, own: Option<(&str, &[Write], bool)>, queued: &[Arc<Ticket>]) -> Result<()> {
         let items: Vec<(&str, &[Write], bool)> = own.into_iter().chain(queued.iter().map(|t| (t.session_id.as_str(), t.batch.as_slice(), t.flush))).collect();
         if items.is_empty() {
             return Ok(());
@@ -469,6 +507,7 @@ impl SqliteStore {
         for (ticket, result) in queued.iter().zip(results) {
             if let Ok(mut slot) = ticket.result.lock() {
                 *slot = Some(result);
+                ticket.ready.notify_one();
             }
         }
         own_result
@@ -550,24 +589,36 @@ impl Store for SqliteStore {
         match self.inner.try_lock() {
             Ok(mut guard) => {
                 let queued = self.take_queued()?;
-                return self.commit_group(&mut guard, Some((session_id, batch, flush)), &queued);
+                let own = self.commit_group(&mut guard, Some((session_id, batch, flush)), &queued);
+                self.drain(&mut guard);
+                return own;
             }
             Err(std::sync::TryLockError::Poisoned(_)) => return Err(self.unusable()),
             Err(std::sync::TryLockError::WouldBlock) => {}
         }
         // Another commit is under way: queue a copy, and whoever holds the
-        // database next commits it with the rest in one transaction (one
-        // fsync for all) — unless this writer gets there first.
-        let ticket = Arc::new(Ticket { session_id: session_id.to_string(), batch: batch.to_vec(), flush, result: Mutex::new(None) });
+        // database commits the queue, in one transaction (one fsync for
+        // all), until it is empty. The waiter sleeps on its own ticket; now
+        // and then it tries for the database itself, in case whoever held
+        // it was a reader, which does not drain the queue.
+        let ticket = Ticket::new(session_id, batch.to_vec(), flush);
         self.waiting.lock().map_err(|_| self.unusable())?.push(ticket.clone());
-        let mut guard = self.lock()?;
-        if let Some(done) = ticket.result.lock().map_err(|_| self.unusable())?.take() {
-            return done;
+        let mut slot = ticket.result.lock().map_err(|_| self.unusable())?;
+        loop {
+            if let Some(done) = slot.take() {
+                return done;
+            }
+            drop(slot);
+            match self.inner.try_lock() {
+                Ok(mut guard) => self.drain(&mut guard),
+                Err(std::sync::TryLockError::Poisoned(_)) => return Err(self.unusable()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            slot = ticket.result.lock().map_err(|_| self.unusable())?;
+            if slot.is_none() {
+                slot = ticket.ready.wait_timeout(slot, DRAIN_RETRY).map_err(|_| self.unusable())?.0;
+            }
         }
-        let queued = self.take_queued()?;
-        self.commit_group(&mut guard, None, &queued)?;
-        let done = ticket.result.lock().map_err(|_| self.unusable())?.take();
-        done.unwrap_or_else(|| Err(Error::Store(format!("a commit queued in {} was lost: try again", self.what))))
     }
 
     fn load(&self, session_id: &str) -> Result<LoadedSession> {
@@ -847,15 +898,12 @@ mod tests {
     use super::*;
 
     fn ticket(id: &str, batch: Vec<Write>) -> Arc<Ticket> {
-        Arc::new(Ticket { session_id: id.into(), batch, flush: false, result: Mutex::new(None) })
+        Ticket::new(id, batch, false)
     }
 
-    #[test]
-    fn a_group_commits_in_one_transaction_and_a_bad_batch_in_it_fails_alone() {
-        let store = SqliteStore::in_memory().unwrap();
-        let step = |n| Write::Step { step: n, next: Some("a".into()), patch: None, progress: None };
-        let mut meta = SessionMeta {
-            id: "s1".into(),
+    fn meta(id: &str) -> SessionMeta {
+        SessionMeta {
+            id: id.into(),
             agent: "test".into(),
             status: agentloop_core::SessionStatus::Running,
             current_iteration: 0,
@@ -869,7 +917,17 @@ mod tests {
             termination: agentloop_core::Termination::defaults(3),
             input: Value::Null,
             traceparent: None,
-        };
+        }
+    }
+
+    fn step(n: u64) -> Write {
+        Write::Step { step: n, next: Some("a".into()), patch: None, progress: None }
+    }
+
+    #[test]
+    fn a_group_commits_in_one_transaction_and_a_bad_batch_in_it_fails_alone() {
+        let store = SqliteStore::in_memory().unwrap();
+        let mut meta = meta("s1");
         store.write("s1", &[Write::Meta(Box::new(meta.clone())), Write::Snapshot { step: 0, state: "{}".into() }], false).unwrap();
         meta.id = "s2".into();
         store.write("s2", &[Write::Meta(Box::new(meta)), Write::Snapshot { step: 0, state: "{}".into() }], false).unwrap();
@@ -882,5 +940,38 @@ mod tests {
         assert!(matches!(queued[0].result.lock().unwrap().take(), Some(Err(Error::UnknownSession(_)))));
         assert!(matches!(queued[1].result.lock().unwrap().take(), Some(Ok(()))));
         assert_eq!((store.load("s1").unwrap().meta.step, store.load("s2").unwrap().meta.step), (1, 1));
+    }
+
+    /// Writers that find a commit under way queue, sleep on their own
+    /// ticket and are committed by whoever holds the database: every write
+    /// lands once, nobody waits forever, and they share transactions.
+    #[test]
+    fn concurrent_writers_share_commits_and_every_write_lands_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path().join("s.sqlite"), Durability::Fsync).unwrap());
+        let (sessions, steps) = (16, 40);
+        for i in 0..sessions {
+            let id = format!("s{i}");
+            store.write(&id, &[Write::Meta(Box::new(meta(&id))), Write::Snapshot { step: 0, state: "{}".into() }], false).unwrap();
+        }
+        let before = store.commits();
+        let writers: Vec<_> = (0..sessions)
+            .map(|i| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for n in 1..=steps {
+                        store.write(&format!("s{i}"), &[step(n)], false).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        for i in 0..sessions {
+            assert_eq!(store.load(&format!("s{i}")).unwrap().meta.step, steps, "session s{i}");
+        }
+        let commits = store.commits() - before;
+        assert!(commits < sessions as u64 * steps, "{commits} transactions for {} writes: none was shared", sessions as u64 * steps);
     }
 }
