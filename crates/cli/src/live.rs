@@ -70,7 +70,7 @@ pub async fn drive(registry: Arc<Registry>, handle: SessionHandle, opts: Drive) 
 /// Asks the user a session's question and records the reply (once: a
 /// question already answered elsewhere is left alone).
 async fn ask(registry: &Registry, control: &Controller, id: &str, request: &Value) {
-    if let Some(reply) = prompt(&render::question_text(registry, request)).await {
+    if let Some(reply) = prompt(&registry.question_text(request)).await {
         if let Err(err) = control.answer(id, Value::String(reply)) {
             eprintln!("{err}");
         }

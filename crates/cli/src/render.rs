@@ -3,7 +3,6 @@
 use agentloop_agents::registry::{Registry, Summary};
 use agentloop_core::journal::{InterruptRecord, SessionMeta};
 use agentloop_core::{EngineEvent, Event, Outcome, Session};
-use serde_json::Value;
 
 pub fn short_time(t: &chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
@@ -73,7 +72,7 @@ pub fn session(registry: &Registry, s: &Session, meta: &SessionMeta, summary: &S
         out.push_str(&format!(
             "waiting on question {}: {}\n  answer with: agentloop sessions resume {} --answer <reply>\n",
             q.id,
-            question_text(registry, &q.request),
+            registry.question_text(&q.request),
             s.session_id
         ));
     }
@@ -104,20 +103,6 @@ pub fn session(registry: &Registry, s: &Session, meta: &SessionMeta, summary: &S
     out
 }
 
-/// The sentence a question shows a human: the agent's own wording if it
-/// has one, else the request's message.
-pub fn question_text(registry: &Registry, request: &Value) -> String {
-    if let Some(text) = registry.question(request) {
-        return text;
-    }
-    for key in ["message", "question", "prompt"] {
-        if let Some(s) = request.get(key).and_then(Value::as_str) {
-            return s.to_string();
-        }
-    }
-    request.to_string()
-}
-
 /// A live line for an event, or `None` for events too chatty to show.
 pub fn event_line(registry: &Registry, e: &Event) -> Option<String> {
     // An empty line ends text that was streamed as it came.
@@ -137,7 +122,7 @@ pub fn event_line(registry: &Registry, e: &Event) -> Option<String> {
         EngineEvent::ToolComplete { tool_name, duration, .. } => format!("  ✓ {tool_name} ({})", millis(duration)),
         // The whole question is printed where it is asked.
         EngineEvent::Interrupt { request, .. } => {
-            format!("? {}", request["question"].as_str().map(String::from).unwrap_or_else(|| question_text(registry, &request)))
+            format!("? {}", request["question"].as_str().map(String::from).unwrap_or_else(|| registry.question_text(&request)))
         }
         EngineEvent::Replan { .. } => "    replanning".to_string(),
         EngineEvent::Fix { fix } => format!("    fix {fix}"),
@@ -179,7 +164,7 @@ pub fn outcome(registry: &Registry, o: &Outcome) -> String {
         s.push_str(&format!("\n{m}"));
     }
     if let Some(q) = &o.pending {
-        s.push_str(&format!("\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>", question_text(registry, &q.request), o.session_id));
+        s.push_str(&format!("\nwaiting on: {}\nanswer with: agentloop sessions resume {} --answer <reply>", registry.question_text(&q.request), o.session_id));
     } else if o.status == agentloop_core::SessionStatus::Paused {
         s.push_str(&format!("\ncontinue with: agentloop sessions resume {}", o.session_id));
     }
@@ -198,6 +183,7 @@ fn clip(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn event(name: &str, payload: Value) -> Event {
         Event { session_id: "s".into(), seq: 1, name: name.into(), payload, timestamp: chrono::Utc::now(), step: 1 }

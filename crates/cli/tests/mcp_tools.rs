@@ -143,6 +143,7 @@ async fn a_call_that_writes_waits_for_a_yes_that_sees_its_whole_arguments() {
     let report = last_json(&out);
     let id = report["sessionId"].as_str().unwrap().to_string();
     assert_eq!(setup.lines("asked.txt"), 0, "the call ran before it was approved");
+    assert_eq!(setup.servers_alive(), 0, "the server outlived the run that left its session waiting on a question");
     let mut show = setup.agentloop();
     show.args(["sessions", "show", &id, "--json"]);
     let shown = last_json(&output(show).await);
@@ -159,6 +160,12 @@ async fn a_call_that_writes_waits_for_a_yes_that_sees_its_whole_arguments() {
 /// Starts a run whose model calls `tool` (a long call), kills agentloop
 /// with `kill -9` while the call is in flight, and returns the session id.
 async fn killed_mid_call(setup: &Setup, tool: &'static str, arguments: Value) -> String {
+    stopped_mid_call(setup, tool, arguments, libc::SIGKILL).await
+}
+
+/// Like `killed_mid_call`, with `signal` for the kill; checks no server is
+/// left once agentloop has gone.
+async fn stopped_mid_call(setup: &Setup, tool: &'static str, arguments: Value, signal: i32) -> String {
     let model = scripted(tool, arguments).await;
     setup.configure(&model.uri(), "approval = \"never\"");
     let mut run = setup.run();
@@ -170,13 +177,14 @@ async fn killed_mid_call(setup: &Setup, tool: &'static str, arguments: Value) ->
     }
     // The model has asked for the call; give it a moment to be under way.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    child.kill().unwrap();
+    // SAFETY: `kill` on a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     child.wait().unwrap();
     let gone = (0..40).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
         setup.servers_alive() == 0
     });
-    assert!(gone, "a server outlived the agentloop that was killed");
+    assert!(gone, "a server outlived the agentloop that was stopped by signal {signal}");
     let mut list = setup.agentloop();
     list.args(["sessions", "list", "--json"]);
     last_json(&output(list).await)[0]["id"].as_str().unwrap().to_string()
@@ -205,6 +213,18 @@ async fn a_side_effect_cut_off_by_kill_9_is_asked_about_and_runs_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(setup.lines("slow.txt"), 1);
     assert_eq!(setup.servers_alive(), 0);
+}
+
+/// Ctrl-C mid-call pauses the session at the step's end and agentloop
+/// exits, taking its servers with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_mid_call_leaves_the_session_paused_and_no_server_behind() {
+    let setup = Setup::new();
+    let id = stopped_mid_call(&setup, "mcp__fx__slow", json!({"millis": 3000}), libc::SIGINT).await;
+    let mut show = setup.agentloop();
+    show.args(["sessions", "show", &id, "--json"]);
+    let shown = last_json(&output(show).await);
+    assert_eq!(shown["status"], "paused", "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,6 +340,35 @@ async fn the_python_sdk_client_drives_agentloop_mcp() {
     assert!(seen["agents"].as_array().unwrap().iter().any(|a| a == "coder"), "{seen}");
     assert_eq!(seen["status"]["status"], "completed", "{seen}");
     assert_eq!(seen["status"]["summary"]["answer"], "The tool said: hi");
+}
+
+/// A client that can ask its user is asked the session's approval itself,
+/// with the call's whole arguments, on the handshake protocol (a request in
+/// the call) and on the newest one (`input_required` rounds); its "yes"
+/// lets the call run once, with no `answer` call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_can_ask_its_user_is_asked_the_approval_itself() {
+    let (deps, scripts) = python_sdk();
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let setup = Setup::new();
+        let model = scripted("mcp__fx__count", json!({"file": setup.file("asked.txt")})).await;
+        setup.configure(&model.uri(), "");
+        let mut client = Command::new("python3");
+        client.arg(scripts.join("approve.py")).arg(mode).arg(setup.dir.path().join("py")).arg(env!("CARGO_BIN_EXE_agentloop"));
+        client.arg("--data-dir").arg(setup.dir.path()).arg("--config").arg(setup.dir.path().join("agentloop.toml")).env("PYTHONPATH", &deps);
+        let out = output(client).await;
+        assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        let seen = last_json(&out);
+        assert_eq!(seen["protocol"], protocol, "{seen}");
+        let asked = seen["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{mode}: one question, asked once: {seen}");
+        let message = asked[0]["message"].as_str().unwrap();
+        assert!(message.contains("mcp__fx__count") && message.contains(&setup.file("asked.txt").display().to_string()), "{mode}: {message}");
+        assert_eq!(asked[0]["requestedSchema"]["properties"]["reply"]["enum"], json!(["yes", "no", "always"]), "{mode}: {seen}");
+        assert_eq!(seen["status"]["status"], "completed", "{mode}: {seen}");
+        assert_eq!(seen["status"]["summary"]["answer"], "The tool said: 1", "{mode}: {seen}");
+        assert_eq!(setup.lines("asked.txt"), 1, "{mode}: the approved call ran once");
+    }
 }
 
 #[test]

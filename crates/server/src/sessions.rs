@@ -95,7 +95,7 @@ pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
     let session = store.session(&id)?;
     let loaded = store.load(&id)?;
     let pending = store.pending_interrupt(&id)?.filter(|p| p.reply.is_none());
-    let question = pending.as_ref().map(|p| app.config.registry.question(&p.request).unwrap_or_else(|| question_text(&p.request)));
+    let question = pending.as_ref().map(|p| app.config.registry.question_text(&p.request));
     let mut v = serde_json::to_value(&session)?;
     v["agent"] = json!(loaded.meta.agent);
     v["task"] = json!(app.config.registry.title(&loaded.meta.agent, &loaded.meta.input));
@@ -108,10 +108,6 @@ pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
     Ok(v)
 }
 
-/// A question no agent here words: the request's own `question`.
-fn question_text(request: &Value) -> String {
-    request.get("question").and_then(Value::as_str).unwrap_or("The session waits for an answer.").to_string()
-}
 
 #[derive(Debug, Deserialize)]
 pub struct StartRequest {

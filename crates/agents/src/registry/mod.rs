@@ -119,6 +119,20 @@ impl Registry {
         self.agents().find_map(|a| a.question(request))
     }
 
+    /// The sentence a question shows a human, wherever it is asked: the
+    /// agent's own wording if it has one, else the request's message.
+    pub fn question_text(&self, request: &Value) -> String {
+        if let Some(text) = self.question(request) {
+            return text;
+        }
+        for key in ["message", "question", "prompt"] {
+            if let Some(s) = request.get(key).and_then(Value::as_str) {
+                return s.to_string();
+            }
+        }
+        request.to_string()
+    }
+
     /// The JSON Schema of the whole event stream: the envelope every event
     /// has, and its `name` and `payload` as one of the engine's or an
     /// agent's event kinds.

@@ -3,13 +3,19 @@
 //! (`agentloop mcp`) or streamable HTTP (`/mcp` on `agentloop serve`,
 //! behind the same token and Origin rules as the API). Each tool is the
 //! REST route of the same name in MCP's clothes, so both faces behave alike.
+//! A client that can ask its user is asked a session's questions itself
+//! (`ask`).
+
+mod ask;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::Ending;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
@@ -94,10 +100,53 @@ impl AgentloopMcp {
         answer(sessions::launch(&self.app, StartRequest { agent: p.agent, input: p.input, queue: false }).await)
     }
 
-    /// A session's status, progress, the question it waits on (if any) and its summary; waits up to `wait_s` seconds for a change first.
-    #[tool(annotations(read_only_hint = true))]
-    async fn session_status(&self, Parameters(p): Parameters<SessionStatus>) -> CallToolResult {
-        answer(self.status(&p.session_id, Duration::from_secs(p.wait_s.min(MAX_WAIT))).await)
+    /// A session's status, progress, the question it waits on (if any) and its summary; waits up to `wait_s` seconds for a change first. A client that supports elicitation is asked the question itself, and the reply answers it.
+    #[tool]
+    async fn session_status(
+        &self,
+        Parameters(p): Parameters<SessionStatus>,
+        ctx: RequestContext<RoleServer>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+    ) -> CallToolResponse {
+        let wait = Duration::from_secs(p.wait_s.min(MAX_WAIT));
+        let asking = ask::Asking::of(&ctx);
+        // The reply to the question the last round asked, if any: a decline
+        // leaves the question for `answer`, and is not asked again here.
+        let mut ask_again = true;
+        if let Some((interrupt_id, reply)) = ask::from_round(state.as_deref(), responses.as_ref()) {
+            match reply {
+                Some(reply) => {
+                    if let Err(e) = control::answer_session(&self.app, &p.session_id, AnswerRequest { interrupt_id, reply }) {
+                        return answer(Err(e)).into();
+                    }
+                }
+                None => ask_again = false,
+            }
+        }
+        let mut report = match self.status(&p.session_id, wait).await {
+            Ok(report) => report,
+            Err(e) => return answer(Err(e)).into(),
+        };
+        while ask_again {
+            let Some((interrupt_id, params)) = ask::question(&report) else { break };
+            match asking {
+                ask::Asking::No => break,
+                ask::Asking::InRounds => return ask::round(interrupt_id, params).into(),
+                ask::Asking::InCall => {
+                    let Ok(result) = ctx.peer.create_elicitation(params).await else { break };
+                    let Some(reply) = ask::accepted(&result.action, result.content.as_ref()) else { break };
+                    if let Err(e) = control::answer_session(&self.app, &p.session_id, AnswerRequest { interrupt_id, reply }) {
+                        return answer(Err(e)).into();
+                    }
+                    report = match self.status(&p.session_id, wait).await {
+                        Ok(report) => report,
+                        Err(e) => return answer(Err(e)).into(),
+                    };
+                }
+            }
+        }
+        structured(report).into()
     }
 
     /// Answers the question a session waits on (an approval: yes, no or always).
