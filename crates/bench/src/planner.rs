@@ -2,6 +2,7 @@
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,11 @@ pub struct PlannerArgs {
     /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Keep the goals `--out` already holds from an earlier run and run
+    /// only the rest: a set too long for one sitting runs in parts. The
+    /// figures count every selected goal, kept or run now.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// The tuning goals, shipped in the binary.
@@ -94,12 +100,20 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
         goals.goal.truncate(n);
     }
     let models = config.build_models()?;
-    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "planner")?;
+    let (mut out, earlier) = if args.resume {
+        Results::resume(args.out.as_deref(), &config.data_dir, "planner", |line| line["goal"].is_string())?
+    } else {
+        (Results::create(args.out.as_deref(), &config.data_dir, "planner")?, Vec::new())
+    };
+    let (mut totals, done) = kept(&goals.goal, &earlier);
     let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
     let bar = harness::bar(goals.goal.len());
-    let mut totals = Totals::default();
+    bar.set_position(done.len() as u64);
     for (i, goal) in goals.goal.iter().enumerate() {
+        if done.contains(&goal.goal) {
+            continue;
+        }
         bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
         let record = run_goal(goal, &root, config, &models, store.clone(), args.max_iterations, !args.no_assist).await?;
@@ -197,6 +211,20 @@ fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::Ca
         }
     }
     Ok((failed, wrong))
+}
+
+/// The tally of an earlier run's records for goals of this run, once per
+/// goal, and those goals' texts: they are not run again.
+fn kept(goals: &[Goal], earlier: &[serde_json::Value]) -> (Totals, BTreeSet<String>) {
+    let mut totals = Totals::default();
+    let mut done = BTreeSet::new();
+    for record in earlier {
+        let Some(text) = record["goal"].as_str().filter(|t| goals.iter().any(|g| g.goal == *t)) else { continue };
+        if done.insert(text.to_string()) {
+            totals.add(record);
+        }
+    }
+    (totals, done)
 }
 
 /// Whether `goal` holds one of `only` (case-insensitive).
@@ -340,6 +368,20 @@ mod tests {
         assert!(check(dir.path(), &expect("n.txt", Some("7"), None, false)).is_ok());
         assert!(check(dir.path(), &expect("gone.txt", None, None, true)).is_ok());
         assert!(check(dir.path(), &expect("n.txt", None, None, true)).is_err());
+    }
+
+    #[test]
+    fn a_resumed_run_counts_each_kept_goal_of_its_set_once_and_runs_the_rest() {
+        let goals: Goals = toml::from_str(HELDOUT).unwrap();
+        let (first, second) = (&goals.goal[0].goal, &goals.goal[1].goal);
+        let earlier = vec![
+            json!({"goal": first, "executedOk": true, "verified": true, "seconds": 10.0}),
+            json!({"goal": first, "executedOk": false, "seconds": 99.0}),
+            json!({"goal": "a goal of another set", "executedOk": true}),
+        ];
+        let (totals, done) = kept(&goals.goal, &earlier);
+        assert_eq!(done.into_iter().collect::<Vec<_>>(), vec![first.clone()], "{second} is run again");
+        assert_eq!((totals.executed_ok, totals.verified, totals.seconds), (1, 1, 10.0));
     }
 
     #[test]
