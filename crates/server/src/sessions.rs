@@ -108,7 +108,6 @@ pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
     Ok(v)
 }
 
-
 #[derive(Debug, Deserialize)]
 pub struct StartRequest {
     pub agent: String,

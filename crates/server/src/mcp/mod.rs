@@ -128,8 +128,7 @@ impl AgentloopMcp {
             Ok(report) => report,
             Err(e) => return answer(Err(e)).into(),
         };
-        while ask_again {
-            let Some((interrupt_id, params)) = ask::question(&report) else { break };
+        while let Some((interrupt_id, params)) = ask::question(&report).filter(|_| ask_again) {
             match asking {
                 ask::Asking::No => break,
                 ask::Asking::InRounds => return ask::round(interrupt_id, params).into(),
