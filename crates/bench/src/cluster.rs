@@ -181,11 +181,15 @@ impl Bench<'_> {
         };
         let _ = workers[0].0.kill();
         let _ = workers[0].0.wait();
-        let killed = Instant::now();
-        // What the journal held when the worker died: none of it may run again.
+        let (killed, killed_at) = (Instant::now(), chrono::Utc::now());
+        // What the journal held when the worker died: none of it may run
+        // again. Read by when each call started, not by when this scan
+        // reaches it: on a slow machine the scan can outlast the lease, and
+        // a cut-off call that the new holder made again and journaled would
+        // be counted as journaled before the kill.
         let mut journaled = HashSet::new();
         for id in &ids {
-            journaled.extend(store.calls(id)?.iter().filter(|c| c.status == CallStatus::Success).filter_map(log_line));
+            journaled.extend(store.calls(id)?.iter().filter(|c| c.status == CallStatus::Success && c.started_at < killed_at).filter_map(log_line));
         }
         let mut taken_over: HashMap<String, f64> = HashMap::new();
         let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
