@@ -77,6 +77,39 @@ async fn a_read_only_sandbox_reads_the_workspace_and_changes_nothing_in_it() {
     assert!(run(&sb, "cat ~/.ssh/id_ed25519").await["exitCode"] != 0, "secrets stay denied");
 }
 
+/// Each way a shell command writes, alone, is named as a refused write, so
+/// a command that only fails because it tried to change what it may only
+/// look at is told apart from one that looked and found something wrong.
+#[tokio::test]
+async fn every_kind_of_write_in_a_read_only_sandbox_is_named_as_refused() {
+    let m = Machine::new();
+    std::fs::write(m.ws.join("a.txt"), "kept\n").unwrap();
+    std::fs::create_dir(m.ws.join("sub")).unwrap();
+    let sb = m.sandbox(&SandboxConfig::default()).read_only().unwrap();
+    let mut unnamed = Vec::new();
+    for write in [
+        "echo changed > a.txt",
+        "echo more >> a.txt",
+        "echo new > new.txt",
+        "echo new > sub/new.txt",
+        "rm a.txt",
+        "touch b.txt",
+        "mkdir made",
+        "sed -i s/kept/gone/ a.txt",
+        "cp a.txt c.txt",
+        "mv a.txt sub/",
+        "python3 -c \"open('p.txt', 'w').write('x')\"",
+    ] {
+        let out = run(&sb, write).await;
+        assert_ne!(out["exitCode"], 0, "`{write}` was let through: {out}");
+        if !out["sandbox"].as_array().is_some_and(|refused| refused.iter().any(|r| r.as_str().unwrap().contains("may only look at the workspace"))) {
+            unnamed.push(format!("`{write}`: {}", shown(&out)));
+        }
+    }
+    assert!(unnamed.is_empty(), "failed without being named a refused write:\n{}", unnamed.join("\n"));
+    assert_eq!(std::fs::read_to_string(m.ws.join("a.txt")).unwrap(), "kept\n");
+}
+
 #[tokio::test]
 async fn other_processes_under_proc_are_not_writable() {
     let m = Machine::new();

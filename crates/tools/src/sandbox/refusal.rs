@@ -66,11 +66,25 @@ fn push(sentences: &mut Vec<String>, sentence: String) {
     }
 }
 
+/// The phrases with which a refused access ends, as `strerror` words them.
+const REFUSED: [&str; 3] = [": Permission denied", ": Read-only file system", ": Operation not permitted"];
+
 /// The paths (words with a slash, quoted names) that a line of error output
 /// names (`touch: cannot touch '/x': …`, `PermissionError: … '/x'`,
-/// `sh: 1: cannot create /x: …`).
+/// `sh: 1: cannot create /x: …`), and the name right before the error
+/// itself, which is a path whatever it looks like (`cannot create a.txt:
+/// …`, `cannot create directory ‘made’: …`).
 fn paths_in(line: &str, workspace: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
+    for phrase in REFUSED {
+        if let Some(before) = line.find(phrase).map(|at| &line[..at]) {
+            let name = before.rsplit(char::is_whitespace).next().unwrap_or_default();
+            let name = name.trim_matches(|c: char| matches!(c, ':' | '\'' | '"' | '‘' | '’' | '`'));
+            if !name.is_empty() && !name.ends_with(']') {
+                found.push(name.to_string());
+            }
+        }
+    }
     for quote in ['\'', '"', '‘', '’', '`'] {
         for (i, part) in line.split(quote).enumerate() {
             if i % 2 == 1 && !part.is_empty() && !part.contains(' ') && (part.starts_with('/') || part.contains('/') || part.contains('.')) {
