@@ -25,6 +25,7 @@
 //! until answered, [`Step::emit`] adds typed events ([`EventKind`]), and
 //! [`Controller`] pauses, resumes or terminates a running session.
 
+pub mod command;
 pub mod control;
 pub mod detectors;
 pub mod error;
@@ -45,7 +46,8 @@ pub mod telemetry;
 pub mod termination;
 pub mod tool;
 
-pub use control::{Command, Controller, Ending, Outcome, SessionHandle};
+pub use command::{Command, Ending};
+pub use control::{Controller, Outcome, SessionHandle};
 pub use error::{Error, Result};
 pub use event::{EngineEvent, Event, EventDraft, EventKind};
 pub use graph::{CompiledGraph, Graph, END};

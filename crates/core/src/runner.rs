@@ -10,7 +10,8 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::control::{Command, Controller, Ending, Outcome, SessionHandle};
+use crate::command::{Command, Ending};
+use crate::control::{Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{EngineEvent, EventDraft, EventKind};
 use crate::graph::CompiledGraph;
@@ -19,7 +20,7 @@ use crate::models::Models;
 use crate::progress::Progress;
 use crate::state::{Marks, State};
 use crate::status::SessionStatus;
-use crate::step::{close_iteration, reply_is, Env, IterationClock, Pending, Step};
+use crate::step::{close_iteration, reply_is, Env, IterationClock, Pending, Running, Step};
 use crate::store::Store;
 use crate::telemetry::RunTrace;
 use crate::termination::{Stop, Termination, Verdict};
@@ -212,32 +213,6 @@ pub fn create_session<S: State>(store: &dyn Store, agent: &str, state: &S, optio
     let event = crate::event::Event { session_id: meta.id.clone(), seq: 1, name: start.name, payload: start.payload, timestamp: Utc::now(), step: 0 };
     store.write(&meta.id, &[Write::Meta(Box::new(meta.clone())), Write::Snapshot { step: 0, state: snapshot }, Write::Event(event)], true)?;
     Ok(meta.id)
-}
-
-/// Runs under way in this process.
-static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Counts a run as under way while it lives.
-struct Running;
-
-impl Running {
-    fn new() -> Self {
-        RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Self
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Whether another run is under way in this process, on a runtime whose
-/// other threads can go on while this one waits for the disk.
-pub(crate) fn others_running() -> bool {
-    RUNNING.load(std::sync::atomic::Ordering::Relaxed) > 1
-        && tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// A new session's first commit: its row, its state and its start event.

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::control::Command;
+use crate::command::Command;
 use crate::event::{self, EngineEvent, Event, EventDraft, EventKind, IterationOutcome};
 use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, StepRecords, Write};
 use crate::model::{ChatRequest, ChatResponse};
@@ -44,6 +44,32 @@ pub(crate) struct Env {
     pub trace: Option<crate::telemetry::RunTrace>,
 }
 
+/// Runs under way in this process.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts a run as under way while it lives.
+pub(crate) struct Running;
+
+impl Running {
+    pub(crate) fn new() -> Self {
+        RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether another run is under way in this process, on a runtime whose
+/// other threads can go on while this one waits for the disk.
+fn others_running() -> bool {
+    RUNNING.load(std::sync::atomic::Ordering::Relaxed) > 1
+        && tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
 /// Something a step will write at its next flush or commit.
 pub(crate) enum Pending {
     Write(Write),
@@ -57,7 +83,7 @@ impl Env {
     pub fn commit(&self, step: u64, batch: Vec<Pending>, flush: bool) -> Result<()> {
         let (writes, events, seq) = self.number(step, batch);
         let write = || self.store.write(&self.session_id, &writes, flush);
-        if crate::runner::others_running() {
+        if others_running() {
             // Other sessions of this process may be committing too: wait
             // for the disk off the async thread, so their commits can join
             // this one (the store groups them into one sync).
@@ -74,7 +100,7 @@ impl Env {
     /// task yields: the async threads go on running the other sessions'
     /// steps, whose commits queue behind this one and share its sync.
     pub async fn commit_step(&self, step: u64, batch: Vec<Pending>) -> Result<()> {
-        if !crate::runner::others_running() {
+        if !others_running() {
             return self.commit(step, batch, false);
         }
         let (writes, events, seq) = self.number(step, batch);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::control::Command;
+use crate::command::Command;
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use crate::session::{Session, SessionStatus};
