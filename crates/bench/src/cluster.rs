@@ -225,7 +225,7 @@ impl Bench<'_> {
                 break;
             }
             if Instant::now() > deadline {
-                bail!("after the kill only {done} of {} sessions completed", sessions.len());
+                bail!("after the kill only {done} of {} sessions completed: {}", sessions.len(), unfinished(store.as_ref(), &held)?.join("; "));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -234,9 +234,13 @@ impl Bench<'_> {
         // Calls made again, by whether the killed worker held the session:
         // one outside them means a live worker lost a lease mid-step.
         let (mut repeated, mut repeated_elsewhere, mut cut_off, mut cut_off_elsewhere) = (0, 0, 0, 0);
+        let mut detail = Vec::new();
         for (id, log) in &sessions {
             let elsewhere = !held.contains(id);
             for (line, extra) in repeated_lines(log) {
+                if journaled.contains(&line) {
+                    detail.push(repeat_detail(store.as_ref(), id, &line, elsewhere)?);
+                }
                 match (journaled.contains(&line), elsewhere) {
                     (true, false) => repeated += extra,
                     (true, true) => repeated_elsewhere += extra,
@@ -257,8 +261,41 @@ impl Bench<'_> {
             "repeated_calls_outside_killed_sessions": repeated_elsewhere,
             "cut_off_calls_run_again": cut_off + cut_off_elsewhere,
             "cut_off_calls_outside_killed_sessions": cut_off_elsewhere,
+            "repeated_detail": detail,
         }))
     }
+}
+
+/// Each session not completed: its status, step, finish reason, holder
+/// and pending question, and whether the killed worker held it.
+fn unfinished(store: &dyn Store, killed: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for m in store.list()?.iter().filter(|m| m.status != SessionStatus::Completed) {
+        let holder = store.holder(&m.id)?.unwrap_or_else(|| "nobody".into());
+        let question = store.pending_interrupt(&m.id)?.map(|q| format!(", asking {}", q.id)).unwrap_or_default();
+        let killed = if killed.contains(&m.id) { ", held by the killed worker" } else { "" };
+        out.push(format!(
+            "{} {} at step {} ({}), held by {holder}{question}{killed}",
+            m.id,
+            m.status.as_str(),
+            m.step,
+            m.finish_reason.as_deref().unwrap_or("-")
+        ));
+    }
+    Ok(out)
+}
+
+/// A journaled call made again: the journal's records of its line (step,
+/// index, start), to tell a call journaled twice from one made again by a
+/// process whose record never landed.
+fn repeat_detail(store: &dyn Store, id: &str, line: &str, elsewhere: bool) -> Result<Value> {
+    let records: Vec<Value> = store
+        .calls(id)?
+        .iter()
+        .filter(|c| log_line(c).as_deref() == Some(line))
+        .map(|c| json!({"step": c.step, "index": c.index, "status": format!("{:?}", c.status), "started_at": c.started_at.to_rfc3339()}))
+        .collect();
+    Ok(json!({"session": id, "line": line, "killed_worker_held_it": !elsewhere, "journal": records}))
 }
 
 /// Sessions that completed.
