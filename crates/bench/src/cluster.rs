@@ -6,9 +6,11 @@
 //! N workers; N workers with one killed (`kill -9`) mid-run. The first two
 //! give steps per second and the ratio between them; the third gives how
 //! long the killed worker's sessions waited to be taken over, how many
-//! calls the journal held when it died ran again (which must be none), and
-//! how many calls cut off mid-flight (made, not yet journaled) ran again,
-//! which exactly-once allows. The last line is JSON.
+//! calls the journal held when it died ran again after it (which must be
+//! none), and how many calls cut off mid-flight (made, not yet journaled)
+//! ran again, which exactly-once allows. Each session's log and journal are
+//! its own, and a log is counted at the kill, so only what was made after
+//! it counts as made again. The last line is JSON.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -194,10 +196,15 @@ impl Bench<'_> {
         // reaches it: on a slow machine the scan can outlast the lease, and
         // a cut-off call that the new holder made again and journaled would
         // be counted as journaled before the kill.
-        let mut journaled = HashSet::new();
+        // Each session's own: the logs of all sessions share their lines.
+        let mut journaled: HashMap<String, HashSet<String>> = HashMap::new();
         for id in &ids {
-            journaled.extend(store.calls(id)?.iter().filter(|c| c.status == CallStatus::Success && c.started_at < killed_at).filter_map(log_line));
+            let lines = store.calls(id)?.iter().filter(|c| c.status == CallStatus::Success && c.started_at < killed_at).filter_map(log_line).collect();
+            journaled.insert(id.clone(), lines);
         }
+        // What each log held at the kill: a line made after it is a call
+        // made again only then, by whoever took the session over.
+        let at_kill: HashMap<String, HashMap<String, usize>> = sessions.iter().map(|(id, log)| (id.clone(), line_counts(log))).collect();
         let mut taken_over: HashMap<String, f64> = HashMap::new();
         let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
         loop {
@@ -233,15 +240,26 @@ impl Bench<'_> {
         drop(workers);
         // Calls made again, by whether the killed worker held the session:
         // one outside them means a live worker lost a lease mid-step.
-        let (mut repeated, mut repeated_elsewhere, mut cut_off, mut cut_off_elsewhere) = (0, 0, 0, 0);
+        // A line made twice before the kill is a takeover before it (a
+        // lease that passed while its holder lived): counted apart.
+        let (mut repeated, mut repeated_elsewhere, mut cut_off, mut cut_off_elsewhere, mut before_kill) = (0, 0, 0, 0, 0);
         let mut detail = Vec::new();
         for (id, log) in &sessions {
             let elsewhere = !held.contains(id);
-            for (line, extra) in repeated_lines(log) {
-                if journaled.contains(&line) {
+            let (before, mine) = (at_kill.get(id).cloned().unwrap_or_default(), journaled.get(id).cloned().unwrap_or_default());
+            before_kill += before.values().map(|n| n.saturating_sub(1)).sum::<usize>();
+            for (line, total) in line_counts(log) {
+                let had = before.get(&line).copied().unwrap_or(0);
+                // Made after the kill, beyond the first making of all.
+                let extra = total.saturating_sub(had.max(1));
+                if extra == 0 {
+                    continue;
+                }
+                let journaled = mine.contains(&line);
+                if journaled {
                     detail.push(repeat_detail(store.as_ref(), id, &line, elsewhere)?);
                 }
-                match (journaled.contains(&line), elsewhere) {
+                match (journaled, elsewhere) {
                     (true, false) => repeated += extra,
                     (true, true) => repeated_elsewhere += extra,
                     (false, false) => cut_off += extra,
@@ -261,6 +279,7 @@ impl Bench<'_> {
             "repeated_calls_outside_killed_sessions": repeated_elsewhere,
             "cut_off_calls_run_again": cut_off + cut_off_elsewhere,
             "cut_off_calls_outside_killed_sessions": cut_off_elsewhere,
+            "calls_made_twice_before_the_kill": before_kill,
             "repeated_detail": detail,
         }))
     }
@@ -303,14 +322,13 @@ fn finished(store: &dyn Store) -> Result<usize> {
     Ok(store.list()?.iter().filter(|m| m.status == SessionStatus::Completed).count())
 }
 
-/// Lines of a call log written more than once (a call made twice), with
-/// how many times more than once.
-fn repeated_lines(log: &Path) -> Vec<(String, usize)> {
+/// How many times each line of a call log was written (each a call made).
+fn line_counts(log: &Path) -> HashMap<String, usize> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
         *counts.entry(line.to_string()).or_default() += 1;
     }
-    counts.into_iter().filter(|(_, n)| *n > 1).map(|(line, n)| (line, n - 1)).collect()
+    counts
 }
 
 /// The call-log line a journaled call wrote: the model's prompt, or the
