@@ -95,6 +95,11 @@ impl Verification {
         !self.met && self.checks.iter().all(|c| c.held) && !open.is_empty() && open.iter().all(|j| j.disputed)
     }
 
+    /// The failed commands of the disputed items.
+    pub fn disputed_commands(&self) -> Vec<&str> {
+        self.judged.iter().filter(|j| j.disputed).filter_map(|j| j.check.as_ref().map(|c| c.command.as_str())).collect()
+    }
+
     pub fn missing(&self) -> Vec<String> {
         let checks = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw));
         checks.chain(self.judged.iter().filter(|j| !j.done).map(Judged::missing)).collect()

@@ -47,9 +47,20 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
 }
 
 /// A verified outcome is offered for approval; so is a disputed one when
-/// someone is there to settle the dispute.
+/// someone is there to settle the dispute, or when its commands were
+/// already contradicted on an earlier trial (`contradicted_again`).
 fn offered(s: &PlannerState, v: &Verification) -> bool {
-    v.met || (v.disputed() && s.approve == ApproveMode::Ask)
+    v.met || (v.disputed() && (s.approve == ApproveMode::Ask || contradicted_again(s, v)))
+}
+
+/// Whether the commands that keep a disputed outcome from being met were
+/// disputed, the same ones, on an earlier trial too. Two outcomes that the
+/// goal's own checks and two judgments each found done have then both
+/// failed them: a command derived by a model can test the wrong thing, and
+/// alone it must not refuse every plan in turn.
+fn contradicted_again(s: &PlannerState, v: &Verification) -> bool {
+    let now = v.disputed_commands();
+    s.verifications.iter().filter(|p| p.iteration < v.iteration && p.disputed()).any(|p| p.disputed_commands() == now)
 }
 
 /// Each checklist item judged twice, independently, beside its command's
@@ -91,4 +102,40 @@ pub fn reflect<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a,
         s.running = None;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::checklist::CheckRun;
+
+    /// A trial's verification: the goal's own check held, and the one item
+    /// was judged done twice but its command `command` failed.
+    fn disputed(iteration: u32, command: &str) -> Verification {
+        let check = Check { expected: "README.md exists".into(), held: true, saw: String::new() };
+        let run = CheckRun { command: command.into(), held: Some(false), shown: String::new() };
+        let verdict = || ItemVerdict { evidence: "it is there".into(), done: true };
+        let judged = Judged::twice("README.md exists".into(), [verdict(), verdict()], Some(run), true);
+        Verification { iteration, checks: vec![check], judged: vec![judged], met: false }
+    }
+
+    fn unattended() -> PlannerState {
+        PlannerState { approve: ApproveMode::All, ..PlannerState::default() }
+    }
+
+    #[test]
+    fn a_derived_command_contradicted_on_two_trials_no_longer_refuses_the_outcome_alone() {
+        let mut s = unattended();
+        let first = disputed(1, "ls -l README.md | grep -q 'user group'");
+        assert!(first.disputed());
+        assert!(!offered(&s, &first), "one dispute, nobody to settle it: the command stands");
+        s.verifications.push(first);
+        let second = disputed(2, "ls -l README.md | grep -q 'user group'");
+        assert!(offered(&s, &second), "the same command contradicted by a second outcome is set aside");
+        let other = disputed(2, "grep -q Inventory README.md");
+        assert!(!offered(&s, &other), "another command's first dispute still stands");
+        let mut not_disputed = disputed(3, "ls -l README.md | grep -q 'user group'");
+        not_disputed.checks[0].held = false;
+        assert!(!offered(&s, &not_disputed), "a goal's own check that fails is never set aside");
+    }
 }
