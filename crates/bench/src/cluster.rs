@@ -60,7 +60,7 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
         bail!("--workers must be at least 2: the runs compare one worker with several");
     }
     let scratch = scratch_dir("bench-cluster")?;
-    let bench = Bench { args: &args, program, scratch: &scratch, keep: Default::default() };
+    let bench = Bench { args: &args, program, scratch: &scratch };
     let one = bench.throughput(1).await?;
     let many = bench.throughput(args.workers).await?;
     let kill = if args.no_kill { Value::Null } else { bench.kill().await? };
@@ -80,7 +80,7 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
         "postgres": "throwaway cluster on loopback, fsync off",
     });
     // The call logs stay when a journaled call ran again, to be read.
-    if bench.keep.load(std::sync::atomic::Ordering::Relaxed) {
+    if kill["repeated_calls"].as_u64().is_some_and(|n| n > 0) {
         eprintln!("a journaled call ran again: the call logs are kept in {}", scratch.display());
     } else {
         let _ = std::fs::remove_dir_all(&scratch);
@@ -93,8 +93,6 @@ struct Bench<'a> {
     args: &'a ClusterArgs,
     program: &'a Path,
     scratch: &'a Path,
-    /// Keep the scratch folder (its call logs) for reading.
-    keep: std::sync::atomic::AtomicBool,
 }
 
 /// Kills and reaps a worker when dropped, however the run ends.
@@ -204,7 +202,7 @@ impl Bench<'_> {
         }
         // What each log held at the kill: a line made after it is a call
         // made again only then, by whoever took the session over.
-        let at_kill: HashMap<String, HashMap<String, usize>> = sessions.iter().map(|(id, log)| (id.clone(), line_counts(log))).collect();
+        let mut at_kill: HashMap<String, HashMap<String, usize>> = sessions.iter().map(|(id, log)| (id.clone(), line_counts(log))).collect();
         let mut taken_over: HashMap<String, f64> = HashMap::new();
         let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
         loop {
@@ -246,7 +244,7 @@ impl Bench<'_> {
         let mut detail = Vec::new();
         for (id, log) in &sessions {
             let elsewhere = !held.contains(id);
-            let (before, mine) = (at_kill.get(id).cloned().unwrap_or_default(), journaled.get(id).cloned().unwrap_or_default());
+            let (before, mine) = (at_kill.remove(id).unwrap_or_default(), journaled.remove(id).unwrap_or_default());
             before_kill += before.values().map(|n| n.saturating_sub(1)).sum::<usize>();
             for (line, total) in line_counts(log) {
                 let had = before.get(&line).copied().unwrap_or(0);
@@ -266,9 +264,6 @@ impl Bench<'_> {
                     (false, true) => cut_off_elsewhere += extra,
                 }
             }
-        }
-        if repeated + repeated_elsewhere > 0 {
-            self.keep.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let slowest = taken_over.values().copied().fold(0.0, f64::max);
         Ok(json!({
@@ -292,7 +287,7 @@ fn unfinished(store: &dyn Store, killed: &[String]) -> Result<Vec<String>> {
     for m in store.list()?.iter().filter(|m| m.status != SessionStatus::Completed) {
         let holder = store.holder(&m.id)?.unwrap_or_else(|| "nobody".into());
         let question = store.pending_interrupt(&m.id)?.map(|q| format!(", asking {}", q.id)).unwrap_or_default();
-        let killed = if killed.contains(&m.id) { ", held by the killed worker" } else { "" };
+        let killed = if killed.contains(&m.id) { ", one the killed worker held" } else { "" };
         out.push(format!(
             "{} {} at step {} ({}), held by {holder}{question}{killed}",
             m.id,

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,29 +45,28 @@ pub(crate) struct Env {
 }
 
 /// Runs under way in this process.
-static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts a run as under way while it lives.
 pub(crate) struct Running;
 
 impl Running {
     pub(crate) fn new() -> Self {
-        RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        RUNNING.fetch_add(1, Ordering::Relaxed);
         Self
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        RUNNING.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// Whether another run is under way in this process, on a runtime whose
 /// other threads can go on while this one waits for the disk.
 fn others_running() -> bool {
-    RUNNING.load(std::sync::atomic::Ordering::Relaxed) > 1
-        && tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+    RUNNING.load(Ordering::Relaxed) > 1 && tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// Something a step will write at its next flush or commit.
