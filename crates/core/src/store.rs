@@ -50,7 +50,9 @@ pub trait Store: Send + Sync {
     /// Takes the oldest queued session that no live process holds, with
     /// its lease (as `acquire` takes it); `None` when there is none.
     fn claim(&self) -> Result<Option<String>>;
-    /// Takes the session out of the queue: its run ended, or it paused.
+    /// Takes the session out of the queue: its run ended, or it paused. A
+    /// session this store claimed stays queued if it was queued again
+    /// since (answered while its run was ending), so no worker strands it.
     fn dequeue(&self, session_id: &str) -> Result<()>;
     /// Returns when work may have been queued, or after `timeout`.
     fn wait_for_work(&self, timeout: Duration);

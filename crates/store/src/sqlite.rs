@@ -102,6 +102,9 @@ struct Inner {
     keys: HashMap<String, i64>,
     /// Sessions whose lease this store holds.
     held: HashMap<String, HeldLease>,
+    /// Session id → its queue mark when this store claimed it, so taking it
+    /// out of the queue spares a session queued again meanwhile.
+    claimed: HashMap<String, i64>,
 }
 
 impl SqliteStore {
@@ -158,7 +161,7 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", durability.synchronous())?;
         migrate(&mut conn, what)?;
         Ok(Self {
-            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new(), held: HashMap::new() }),
+            inner: Mutex::new(Inner { conn, commits: 0, keys: HashMap::new(), held: HashMap::new(), claimed: HashMap::new() }),
             waiting: Mutex::new(Vec::new()),
             checkpointer: None,
             what: what.to_string(),
@@ -789,7 +792,8 @@ impl Store for SqliteStore {
         let guard = self.lock()?;
         let changed = guard
             .conn
-            .execute("UPDATE sessions SET queued_at = ?2 WHERE id = ?1", params![session_id, Utc::now().timestamp_millis()])
+            // Always later than the mark it replaces, so a claimer can tell.
+            .execute("UPDATE sessions SET queued_at = MAX(?2, COALESCE(queued_at, 0) + 1) WHERE id = ?1", params![session_id, Utc::now().timestamp_millis()])
             .map_err(self.err("queue a session"))?;
         if changed == 0 {
             return Err(Error::UnknownSession(session_id.to_string()));
@@ -801,25 +805,31 @@ impl Store for SqliteStore {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("claim a queued session"))?;
-        let queued: Vec<String> = tx
-            .prepare_cached("SELECT id FROM sessions WHERE queued_at IS NOT NULL ORDER BY queued_at, key")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        let queued: Vec<(String, i64)> = tx
+            .prepare_cached("SELECT id, queued_at FROM sessions WHERE queued_at IS NOT NULL ORDER BY queued_at, key")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
             .map_err(self.err("claim a queued session"))?;
-        for id in queued {
+        for (id, mark) in queued {
             if inner.held.contains_key(&id) || self.other_holder(&tx, &id)?.is_some() {
                 continue;
             }
             let epoch = self.take_lease(&tx, &id)?;
             tx.commit().map_err(self.err("claim a queued session"))?;
             inner.held.insert(id.clone(), HeldLease::new(epoch));
+            inner.claimed.insert(id.clone(), mark);
             return Ok(Some(id));
         }
         Ok(None)
     }
 
     fn dequeue(&self, session_id: &str) -> Result<()> {
-        let guard = self.lock()?;
-        guard.conn.execute("UPDATE sessions SET queued_at = NULL WHERE id = ?1", [session_id]).map_err(self.err("take a session out of the queue"))?;
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let done = match inner.claimed.remove(session_id) {
+            Some(mark) => inner.conn.execute("UPDATE sessions SET queued_at = NULL WHERE id = ?1 AND queued_at = ?2", params![session_id, mark]),
+            None => inner.conn.execute("UPDATE sessions SET queued_at = NULL WHERE id = ?1", [session_id]),
+        };
+        done.map_err(self.err("take a session out of the queue"))?;
         Ok(())
     }
 

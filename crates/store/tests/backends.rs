@@ -88,6 +88,7 @@ on_both!(
     steering_requests_are_numbered_and_the_newest_wins,
     of_workers_racing_for_the_queue_each_session_goes_to_one,
     a_queued_session_whose_holder_is_gone_is_claimed_again,
+    a_session_queued_again_while_its_run_ends_stays_queued,
 );
 
 fn seeded(store: &dyn Store, id: &str) {
@@ -332,6 +333,25 @@ fn a_queued_session_whose_holder_is_gone_is_claimed_again(b: &Backend) {
     assert_eq!(second.claim().unwrap().as_deref(), Some("new"));
     assert_eq!(second.claim().unwrap(), None);
     assert_eq!(store.load("new").unwrap().meta.status, SessionStatus::Running);
+}
+
+fn a_session_queued_again_while_its_run_ends_stays_queued(b: &Backend) {
+    let store = b.open();
+    seeded(&*store, "asked");
+    store.enqueue("asked").unwrap();
+    let worker = b.open();
+    assert_eq!(worker.claim().unwrap().as_deref(), Some("asked"));
+    // The run pauses on a question; a person answers it from elsewhere and
+    // queues the session before the worker has taken it out of the queue.
+    store.enqueue("asked").unwrap();
+    worker.dequeue("asked").unwrap();
+    worker.release("asked").unwrap();
+    let next = b.open();
+    assert_eq!(next.claim().unwrap().as_deref(), Some("asked"), "queued again, so not stranded");
+    // Without a new request, the claimer's dequeue takes it out.
+    next.dequeue("asked").unwrap();
+    next.release("asked").unwrap();
+    assert_eq!(b.open().claim().unwrap(), None);
 }
 
 /// Runs `sql` on the database at `url`, off the test's thread.

@@ -96,22 +96,25 @@ pub(crate) fn renew(client: &mut impl GenericClient, me: &Me, held: &[(String, i
 /// The oldest queued session that no live process holds, claimed with its
 /// lease in the caller's transaction. Another worker claiming at the same
 /// moment skips the row this one locked instead of waiting for it.
-pub(crate) fn claim(tx: &mut Transaction<'_>, me: &Me) -> Result<Option<(String, i64)>, Failure> {
+/// The claimed session, its lease's epoch and its queue mark (`queued_at`
+/// as text), so the claimer can take it out of the queue only if nobody
+/// queued it again meanwhile.
+pub(crate) fn claim(tx: &mut Transaction<'_>, me: &Me) -> Result<Option<(String, i64, String)>, Failure> {
     // A claimer that committed since this statement began is not seen by
     // it: its session is found held once its lease row is locked, and the
     // next statement (a newer snapshot) looks past it.
     for _ in 0..CLAIM_TRIES {
         let row = tx.query_opt(
-            "SELECT s.id FROM agentloop.sessions s
+            "SELECT s.id, s.queued_at::text FROM agentloop.sessions s
              WHERE s.queued_at IS NOT NULL
                AND NOT EXISTS (SELECT 1 FROM agentloop.leases l WHERE l.session = s.id AND l.until > now())
              ORDER BY s.queued_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED",
             &[],
         )?;
         let Some(row) = row else { return Ok(None) };
-        let id: String = row.get(0);
+        let (id, mark): (String, String) = (row.get(0), row.get(1));
         if let Ok(epoch) = try_take(tx, me, &id)? {
-            return Ok(Some((id, epoch)));
+            return Ok(Some((id, epoch, mark)));
         }
     }
     Ok(None)

@@ -36,6 +36,9 @@ pub struct PostgresStore {
     url: String,
     me: Arc<Me>,
     held: Arc<Mutex<HashMap<String, Held>>>,
+    /// Session id → its queue mark when this store claimed it, so taking it
+    /// out of the queue spares a session queued again meanwhile.
+    claimed: Mutex<HashMap<String, String>>,
     /// Renews `held`; started with the first lease.
     heartbeat: Mutex<Option<Heartbeat>>,
     /// A connection that only waits for the queue's NOTIFY, opened by the
@@ -71,6 +74,7 @@ impl PostgresStore {
             url: url.to_string(),
             me: Arc::new(me),
             held: Arc::new(Mutex::new(HashMap::new())),
+            claimed: Mutex::new(HashMap::new()),
             heartbeat: Mutex::new(None),
             listener: Mutex::new(None),
             changes: Mutex::new(None),
@@ -274,7 +278,9 @@ impl Store for PostgresStore {
         let id = session_id.to_string();
         self.call("queue a session", move |s, _| {
             let mut tx = s.client.transaction()?;
-            if tx.execute("UPDATE agentloop.sessions SET queued_at = clock_timestamp() WHERE id = $1", &[&id])? == 0 {
+            // Always later than the mark it replaces, so a claimer can tell.
+            let queued = "UPDATE agentloop.sessions SET queued_at = GREATEST(clock_timestamp(), queued_at + interval '1 microsecond') WHERE id = $1";
+            if tx.execute(queued, &[&id])? == 0 {
                 return Err(Error::UnknownSession(id).into());
             }
             tx.execute(format!("NOTIFY {QUEUE_CHANNEL}").as_str(), &[])?;
@@ -292,9 +298,12 @@ impl Store for PostgresStore {
             tx.commit()?;
             Ok(claimed)
         })?;
-        Ok(claimed.map(|(id, epoch)| {
+        Ok(claimed.map(|(id, epoch, mark)| {
             if let Ok(mut held) = self.held() {
                 held.insert(id.clone(), Held { epoch, lost: false });
+            }
+            if let Ok(mut claimed) = self.claimed.lock() {
+                claimed.insert(id.clone(), mark);
             }
             id
         }))
@@ -302,8 +311,12 @@ impl Store for PostgresStore {
 
     fn dequeue(&self, session_id: &str) -> Result<()> {
         let id = session_id.to_string();
+        let mark = self.claimed.lock().ok().and_then(|mut c| c.remove(session_id));
         self.call("take a session out of the queue", move |s, _| {
-            s.client.execute("UPDATE agentloop.sessions SET queued_at = NULL WHERE id = $1", &[&id])?;
+            match &mark {
+                Some(mark) => s.client.execute("UPDATE agentloop.sessions SET queued_at = NULL WHERE id = $1 AND queued_at::text = $2", &[&id, mark])?,
+                None => s.client.execute("UPDATE agentloop.sessions SET queued_at = NULL WHERE id = $1", &[&id])?,
+            };
             Ok(())
         })
     }
