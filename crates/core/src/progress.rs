@@ -35,6 +35,10 @@ pub struct Progress {
     pub consecutive_timeouts: u32,
     /// Signatures (tool name + input hash) of the most recent tool calls.
     pub recent_calls: Vec<u64>,
+    /// Signatures of side-effecting calls the user chose to skip after an
+    /// unfinished run: a node that runs again does not make them either.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_calls: Vec<u64>,
     pub last_finish_reason: Option<String>,
     /// Set by `step.finish(..)`: why the agent says it is done.
     pub finish_reason: Option<String>,

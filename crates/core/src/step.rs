@@ -494,9 +494,13 @@ impl Step {
             return self.tool_result(name, replayed(rec, Ok));
         }
         let tool = self.env.tools.find(name).await?.ok_or_else(|| Error::NotFound(format!("no tool named `{name}` is available")))?;
-        if let Some(rec) = recorded.filter(|_| tool.effect() == Effect::SideEffect) {
-            if let Some(result) = self.resolve_intent(&rec).await? {
-                return self.tool_result(name, result);
+        if tool.effect() == Effect::SideEffect {
+            let skip = match recorded {
+                Some(rec) => self.resolve_intent(&rec).await?,
+                None => self.progress.skipped_calls.contains(&signature(name, &input)),
+            };
+            if skip {
+                return self.skipped(index, name, input);
             }
         }
         let started_at = Utc::now();
@@ -546,8 +550,8 @@ impl Step {
     }
 
     /// A side-effecting call started before a crash and has no result: ask
-    /// whether to run it again. `None` means "run it".
-    async fn resolve_intent(&mut self, rec: &CallRecord) -> Result<Option<Result<Value>>> {
+    /// whether to run it again; `true` means the user skips it.
+    async fn resolve_intent(&mut self, rec: &CallRecord) -> Result<bool> {
         let id = format!("{}.{}.intent", self.number, rec.index);
         let question = json!({
             "kind": "unresolved_intent",
@@ -556,11 +560,22 @@ impl Step {
             "message": format!("`{}` started before the agent stopped and may or may not have run. Run it again (retry) or skip it (skip)?", rec.name),
         });
         let reply = self.ask(id, question).await?;
-        if reply_is(&reply, "retry") {
-            Ok(None)
-        } else {
-            Ok(Some(Err(Error::Tool { tool: rec.name.clone(), message: "skipped by the user after an unfinished earlier run".into() })))
+        Ok(!reply_is(&reply, "retry"))
+    }
+
+    /// Answers a call the user skipped with an error the agent sees, journals
+    /// it in place of the call, and remembers it, so the same call is not
+    /// made when the node runs again.
+    fn skipped(&mut self, index: u32, name: &str, input: Value) -> Result<Value> {
+        let sig = signature(name, &input);
+        if !self.progress.skipped_calls.contains(&sig) {
+            self.progress.skipped_calls.push(sig);
         }
+        let result = Err(Error::Tool { tool: name.to_string(), message: "skipped by the user after an unfinished earlier run".into() });
+        let record = self.call_record(index, CallKind::Tool, name.to_string(), input, Utc::now(), &result, Instant::now());
+        self.pending.push(Pending::Write(Write::Call(record)));
+        self.flush(false)?;
+        self.tool_result(name, result)
     }
 
     /// Asks a human. The session pauses (across restarts if need be) until

@@ -241,6 +241,37 @@ async fn an_unresolved_side_effect_asks_before_running_again() {
     assert_eq!(state.n, 100);
 }
 
+fn propagates<'a>(s: &'a mut Count, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        step.begin_iteration()?;
+        step.tool("deploy", json!({"to": "prod"})).await?;
+        s.n += 1;
+        Ok(())
+    })
+}
+
+#[tokio::test]
+async fn a_skipped_side_effect_stays_skipped_when_the_node_runs_again() {
+    let store = memory_store();
+    let tool = Recorder::new("deploy", Effect::SideEffect);
+    let graph = Graph::new("once").node("work", propagates).entry("work").edge("work", END).compile().unwrap();
+    let r = Runner::new(graph, store.clone()).tools(Tools::new().with(tool.clone()));
+    let id = crashed_mid_side_effect(&r, &store);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let before = tool.runs().len();
+    let ask = r.resume(&id, true).unwrap().wait().await.unwrap().pending.unwrap();
+    store.answer(&id, &ask.id, &json!("skip")).unwrap();
+    // The node fails on the skipped call and runs again in later steps;
+    // the same call must not run there either.
+    let out = r.resume(&id, true).unwrap().wait().await.unwrap();
+    assert_eq!(tool.runs().len(), before, "skip means it never runs again: {out:?}");
+    assert_ne!(out.status, SessionStatus::Completed);
+    let calls = store.calls(&id).unwrap();
+    let first = calls.iter().find(|c| c.step == 1 && c.index == 0).unwrap();
+    assert_eq!(first.status, CallStatus::Error, "the skip is journaled: {first:?}");
+    assert!(first.error.as_deref().unwrap_or("").contains("skipped"), "{first:?}");
+}
+
 #[tokio::test]
 async fn an_unresolved_idempotent_call_is_retried_on_resume() {
     let (r, store, tool) = once(Effect::Idempotent);
