@@ -127,12 +127,15 @@ impl Bench<'_> {
         Ok((url, store, sessions))
     }
 
-    fn worker(&self, url: &str, drain: bool) -> Result<Worker> {
+    /// A worker process; what it says goes to `log` (kept with the scratch
+    /// folder when a run fails, to tell why a session did not finish).
+    fn worker(&self, url: &str, drain: bool, log: &Path) -> Result<Worker> {
         let config = self.scratch.join("agentloop.toml");
         std::fs::write(&config, format!("[store]\nlease_ttl_secs = {}\n", self.args.lease_ttl_secs)).context("cannot write the workers' config")?;
         let mut c = Command::new(self.program);
         c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(&config).arg("--data-dir").arg(self.scratch.join("data"));
-        c.args(["worker", "--slots", &self.args.slots.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+        let said = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        c.args(["worker", "--slots", &self.args.slots.to_string()]).stdout(Stdio::null()).stderr(said);
         if drain {
             c.arg("--drain");
         }
@@ -145,7 +148,8 @@ impl Bench<'_> {
         let progress = bar(sessions.len());
         progress.set_message(format!("{workers} worker(s)"));
         let start = Instant::now();
-        let mut running: Vec<Worker> = (0..workers).map(|_| self.worker(&url, true)).collect::<Result<_>>()?;
+        let logs = self.scratch.join(format!("run-{workers}"));
+        let mut running: Vec<Worker> = (0..workers).map(|n| self.worker(&url, true, &logs.join(format!("worker-{n}.log")))).collect::<Result<_>>()?;
         // Timed until the last session completes; the workers then drain
         // and exit on their own.
         let seconds = loop {
@@ -173,21 +177,25 @@ impl Bench<'_> {
         let ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
         let progress = bar(sessions.len());
         progress.set_message("a worker killed");
-        let mut workers: Vec<Worker> = (0..self.args.workers).map(|_| self.worker(&url, false)).collect::<Result<_>>()?;
+        let logs = self.scratch.join("kill");
+        let mut workers: Vec<Worker> = (0..self.args.workers).map(|n| self.worker(&url, false, &logs.join(format!("worker-{n}.log")))).collect::<Result<_>>()?;
         let victim = format!("process {} ", workers[0].0.id());
+        let victims = || -> Vec<String> { ids.iter().filter(|id| store.holder(id).ok().flatten().is_some_and(|h| h.contains(&victim))).cloned().collect() };
         let deadline = Instant::now() + Duration::from_secs(60);
-        let held = loop {
-            let held: Vec<String> = ids.iter().filter(|id| store.holder(id).ok().flatten().is_some_and(|h| h.contains(&victim))).cloned().collect();
-            if held.len() >= self.args.slots.min(2) {
-                break held;
+        loop {
+            if victims().len() >= self.args.slots.min(2) {
+                break;
             }
             if Instant::now() > deadline {
                 bail!("the first worker never ran a session");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        }
         let _ = workers[0].0.kill();
         let _ = workers[0].0.wait();
+        // Read after the kill: the victim went on claiming until it died,
+        // and its leases name it until they pass.
+        let held = victims();
         let (killed, killed_at) = (Instant::now(), chrono::Utc::now());
         // What the journal held when the worker died: none of it may run
         // again. Read by when each call started, not by when this scan
@@ -216,11 +224,14 @@ impl Bench<'_> {
                 }
             }
             // A side effect the killed worker had in flight asks
-            // retry-or-skip: skipped here, and the session queued again.
+            // retry-or-skip: run again here, as a user who wants the
+            // session finished chooses (counted apart, as cut off), and the
+            // session queued again. Skipped, the loop could not go on
+            // without it. Any other question is left for the bail to name.
             for m in store.list()?.iter().filter(|m| m.status == SessionStatus::Paused) {
-                if let Some(q) = store.pending_interrupt(&m.id)? {
+                if let Some(q) = store.pending_interrupt(&m.id)?.filter(|q| q.request["kind"] == "unresolved_intent") {
                     taken_over.entry(m.id.clone()).or_insert_with(|| killed.elapsed().as_secs_f64());
-                    store.answer(&m.id, &q.id, &json!("skip"))?;
+                    store.answer(&m.id, &q.id, &json!("retry"))?;
                     store.enqueue(&m.id)?;
                 }
             }
@@ -230,7 +241,12 @@ impl Bench<'_> {
                 break;
             }
             if Instant::now() > deadline {
-                bail!("after the kill only {done} of {} sessions completed: {}", sessions.len(), unfinished(store.as_ref(), &held)?.join("; "));
+                bail!(
+                    "after the kill only {done} of {} sessions completed: {} (the workers' logs are in {})",
+                    sessions.len(),
+                    unfinished(store.as_ref(), &held)?.join("; "),
+                    logs.display()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
