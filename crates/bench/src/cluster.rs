@@ -178,7 +178,8 @@ impl Bench<'_> {
         let progress = bar(sessions.len());
         progress.set_message("a worker killed");
         let logs = self.scratch.join("kill");
-        let mut workers: Vec<Worker> = (0..self.args.workers).map(|n| self.worker(&url, false, &logs.join(format!("worker-{n}.log")))).collect::<Result<_>>()?;
+        let mut workers: Vec<Worker> =
+            (0..self.args.workers).map(|n| self.worker(&url, false, &logs.join(format!("worker-{n}.log")))).collect::<Result<_>>()?;
         let victim = format!("process {} ", workers[0].0.id());
         let victims = || -> Vec<String> { ids.iter().filter(|id| store.holder(id).ok().flatten().is_some_and(|h| h.contains(&victim))).cloned().collect() };
         let deadline = Instant::now() + Duration::from_secs(60);
