@@ -95,6 +95,16 @@ struct Bench<'a> {
     scratch: &'a Path,
 }
 
+/// Stops a worker process where it is (SIGSTOP).
+fn freeze(child: &Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a child's pid and a signal number reads no memory.
+        unsafe {
+            libc::kill(pid, libc::SIGSTOP);
+        }
+    }
+}
+
 /// Kills and reaps a worker when dropped, however the run ends.
 struct Worker(Child);
 
@@ -192,11 +202,13 @@ impl Bench<'_> {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // Frozen first, so the sessions it holds can be read while it
+        // lives (a dead holder on this host is seen as gone at once) and
+        // it claims no more before the kill.
+        freeze(&workers[0].0);
+        let held = victims();
         let _ = workers[0].0.kill();
         let _ = workers[0].0.wait();
-        // Read after the kill: the victim went on claiming until it died,
-        // and its leases name it until they pass.
-        let held = victims();
         let (killed, killed_at) = (Instant::now(), chrono::Utc::now());
         // What the journal held when the worker died: none of it may run
         // again. Read by when each call started, not by when this scan
