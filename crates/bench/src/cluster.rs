@@ -79,9 +79,11 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
         "load_average": load_average(),
         "postgres": "throwaway cluster on loopback, fsync off",
     });
-    // The call logs stay when a journaled call ran again, to be read.
-    if kill["repeated_calls"].as_u64().is_some_and(|n| n > 0) {
-        eprintln!("a journaled call ran again: the call logs are kept in {}", scratch.display());
+    // The call and worker logs stay when a journaled call ran again, or a
+    // takeover outlasted the lease by more than a poll, to be read.
+    let slow = kill["takeover_max_s"].as_f64().is_some_and(|s| s > (args.lease_ttl_secs + 2) as f64);
+    if kill["repeated_calls"].as_u64().is_some_and(|n| n > 0) || slow {
+        eprintln!("a journaled call ran again or a takeover was slow: the logs are kept in {}", scratch.display());
     } else {
         let _ = std::fs::remove_dir_all(&scratch);
     }
