@@ -54,6 +54,10 @@ pub struct ClusterArgs {
     pub no_kill: bool,
 }
 
+/// How long past the lease a takeover may take: a worker's poll (1 s) and
+/// its claim on a loaded machine.
+const TAKEOVER_SLACK_S: f64 = 2.0;
+
 /// Runs the benchmark with `program` (this `agentloop`) as the workers.
 pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
     if args.workers < 2 {
@@ -81,7 +85,7 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
     });
     // The call and worker logs stay when a journaled call ran again, or a
     // takeover outlasted the lease by more than a poll, to be read.
-    let slow = kill["takeover_max_s"].as_f64().is_some_and(|s| s > (args.lease_ttl_secs + 2) as f64);
+    let slow = kill["takeover_max_s"].as_f64().is_some_and(|s| s > args.lease_ttl_secs as f64 + TAKEOVER_SLACK_S);
     if kill["repeated_calls"].as_u64().is_some_and(|n| n > 0) || slow {
         eprintln!("a journaled call ran again or a takeover was slow: the logs are kept in {}", scratch.display());
     } else {

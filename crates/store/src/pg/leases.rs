@@ -95,10 +95,10 @@ pub(crate) fn renew(client: &mut impl GenericClient, me: &Me, held: &[(String, i
 
 /// The oldest queued session that no live process holds, claimed with its
 /// lease in the caller's transaction. Another worker claiming at the same
-/// moment skips the row this one locked instead of waiting for it.
-/// The claimed session, its lease's epoch and its queue mark (`queued_at`
-/// as text), so the claimer can take it out of the queue only if nobody
-/// queued it again meanwhile.
+/// moment skips the row this one locked instead of waiting for it. Returns
+/// the session, its lease's epoch and its queue mark (`queued_at` as
+/// text), so the claimer takes it out of the queue only if nobody queued
+/// it again meanwhile.
 pub(crate) fn claim(tx: &mut Transaction<'_>, me: &Me) -> Result<Option<(String, i64, String)>, Failure> {
     // A claimer that committed since this statement began is not seen by
     // it: its session is found held once its lease row is locked, and the
