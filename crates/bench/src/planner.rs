@@ -38,6 +38,10 @@ pub struct PlannerArgs {
     /// Without the planner's assists: plans held to the rules alone.
     #[arg(long)]
     pub no_assist: bool,
+    /// Without these assists, the others on (names, examples, held, checks,
+    /// mends, separated by commas): what one assist adds.
+    #[arg(long, default_value = "", value_parser = agentloop_agents::planner::parse_without_assist)]
+    pub without_assist: String,
     /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -108,6 +112,13 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     let (mut totals, done) = kept(&goals.goal, &earlier);
     let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
+    let assists = PlannerSettings {
+        max_iterations: args.max_iterations,
+        command_timeout: 30,
+        assist: !args.no_assist,
+        without_assist: args.without_assist.clone(),
+        ..PlannerSettings::default()
+    };
     let bar = harness::bar(goals.goal.len());
     bar.set_position(done.len() as u64);
     for (i, goal) in goals.goal.iter().enumerate() {
@@ -116,7 +127,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
         }
         bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
-        let record = run_goal(goal, &root, config, &models, store.clone(), args.max_iterations, !args.no_assist).await?;
+        let record = run_goal(goal, &root, config, &models, store.clone(), &assists).await?;
         totals.add(&record);
         out.write(&record)?;
         bar.inc(1);
@@ -125,19 +136,12 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     // The roots are kept for a look when a goal failed; the path is in the results.
     let mut report = totals.report(&args.set, goals.goal.len(), &out.path);
     report["assist"] = json!(!args.no_assist);
+    report["without_assist"] = json!(args.without_assist);
     println!("{report}");
     Ok(())
 }
 
-async fn run_goal(
-    goal: &Goal,
-    root: &Path,
-    env: &BenchEnv,
-    models: &Models,
-    store: Arc<dyn Store>,
-    max_iterations: u32,
-    assist: bool,
-) -> Result<serde_json::Value> {
+async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>, settings: &PlannerSettings) -> Result<serde_json::Value> {
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     for seed in &goal.setup {
         let path = root.join(&seed.path);
@@ -149,7 +153,7 @@ async fn run_goal(
     let workspace = Workspace::new(root)?;
     // The root as seeded, to replay each trial's patch on for the oracle.
     let seeded = ScratchCopy::of(&workspace)?;
-    let config = PlannerSettings { max_iterations, command_timeout: 30, assist, ..PlannerSettings::default() };
+    let config = settings.clone();
     let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));

@@ -6,6 +6,7 @@ use agentloop_tools::mcp::Listing;
 use super::action::Action;
 use super::action::Shell;
 use super::assist::examples;
+use super::assist::switches::Assist;
 use super::goal_paths;
 use super::rejection::Rule;
 use super::state::PlannerState;
@@ -68,7 +69,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     if let Some(r) = &s.restatement {
         user.push_str(&format!("\nRESTATEMENT:\n{}\n", r.lines()));
     }
-    let names = if s.config.assist { goal_paths::named_paths(&s.goal) } else { Vec::new() };
+    let names = if s.config.uses(Assist::Names) { goal_paths::named_paths(&s.goal) } else { Vec::new() };
     if !names.is_empty() {
         user.push_str(&format!("\nNAMES THE GOAL GIVES (the plan must use each, spelled exactly): {}\n", names.join(", ")));
     }
@@ -115,7 +116,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
         }
     }
     let mut messages = vec![Message::system(system)];
-    let shown = if s.config.assist { EXAMPLES_SHOWN } else { 0 };
+    let shown = if s.config.uses(Assist::Examples) { EXAMPLES_SHOWN } else { 0 };
     for example in examples::chosen(&s.goal, shown, usize::from(stuck), verb_the_last_plan_lacks(s)) {
         messages.push(Message::user(format!("GOAL: {}", example.goal)));
         messages.push(Message::assistant(format!("<json>{}</json>", example.answer())));
@@ -319,6 +320,22 @@ mod tests {
         let request = plan(&state(Vec::new()));
         let last = request.messages.last().unwrap().content.clone();
         assert!(last.contains("NAMES THE GOAL GIVES (the plan must use each, spelled exactly): day_001.txt, day_003.txt"), "{last}");
+    }
+
+    #[test]
+    fn an_assist_left_out_is_gone_from_the_prompt_and_the_others_stay() {
+        let names = "NAMES THE GOAL GIVES";
+        let examples = |r: &ChatRequest| r.messages.iter().filter(|m| m.content.starts_with("GOAL: ")).count();
+        let all = plan(&state(Vec::new()));
+        assert!(all.messages.last().unwrap().content.contains(names) && examples(&all) > 1, "{:?}", all.messages);
+        let mut s = state(Vec::new());
+        s.config.without_assist = "examples".into();
+        let without = plan(&s);
+        assert!(without.messages.last().unwrap().content.contains(names), "the names stay: {:?}", without.messages);
+        assert_eq!(examples(&without), 1, "only the goal itself, no worked example: {:?}", without.messages);
+        s.config.without_assist = "names".into();
+        let without = plan(&s);
+        assert!(!without.messages.last().unwrap().content.contains(names) && examples(&without) > 1, "{:?}", without.messages);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::checklist::Item;
 
 use super::action::Action;
 use super::action::Shell;
+use super::assist::switches::{self, Assist};
 use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
@@ -84,6 +85,18 @@ declare_settings! {
         /// verified against the goal).
         #[arg(long = "no-assist", action = clap::ArgAction::SetFalse)]
         pub assist: bool = true,
+        /// Assists to leave out while the others stay on, separated by
+        /// commas: names, examples, held, checks, mends. What one assist
+        /// adds is measured by running without it.
+        #[arg(long, value_parser = switches::parse_without)]
+        pub without_assist: String = String::new(),
+    }
+}
+
+impl PlannerSettings {
+    /// Whether this assist is on: assists are, and it is not left out.
+    pub fn uses(&self, assist: Assist) -> bool {
+        self.assist && !assist.left_out_by(&self.without_assist)
     }
 }
 

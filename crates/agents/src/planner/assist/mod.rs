@@ -3,11 +3,13 @@
 //! worked example, a file's text the goal quotes and no step writes), the
 //! mends that repair such plans mechanically, decoding held to the goal's
 //! paths, and the worked examples. All behind one switch (`[planner]
-//! assist`): off, plans are held to `rules` alone and still verified.
+//! assist`): off, plans are held to `rules` alone and still verified. Each
+//! can also be left out alone (`switches`).
 
 pub mod examples;
 pub mod held_paths;
 pub mod mend;
+pub mod switches;
 
 use super::action::Action;
 use super::goal_paths::{self, goal_calls, FOLDER_WORDS};

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::planner::assist::held_paths::{self, HeldPaths};
 use crate::planner::assist::mend;
+use crate::planner::assist::switches::Assist;
 use crate::planner::events::{PlanProposed, PlannerEvent};
 use crate::planner::goal::Goal;
 use crate::planner::observe::observe;
@@ -69,7 +70,7 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         let mut request = prompts::plan(s);
         // After a plan refused for its paths, the next is decoded with only
         // the goal's paths (and what exists) to choose from (an assist).
-        let held = (s.config.assist && s.refused_for_paths()).then(|| {
+        let held = (s.config.uses(Assist::Held) && s.refused_for_paths()).then(|| {
             let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
             HeldPaths::new(&s.goal, &existing)
         });
@@ -120,11 +121,11 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.assist, tools: &s.mcp };
+            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.uses(Assist::Checks), tools: &s.mcp };
             proposal.rejections.extend(validation::validate(&plan, &cx));
             // A slip the rules name exactly is mended here rather than
             // costing another plan; the mended plan passed every rule.
-            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx, &|p| validation::validate(p, &cx)).filter(|_| cx.assist) {
+            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx, &|p| validation::validate(p, &cx)).filter(|_| s.config.uses(Assist::Mends)) {
                 proposal.plan = Some(m.plan);
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);
