@@ -64,6 +64,11 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
         bail!("--workers must be at least 2: the runs compare one worker with several");
     }
     let scratch = scratch_dir("bench-cluster")?;
+    // Written once, before any worker starts: written again for each, a
+    // worker starting meanwhile could read it empty and take the default
+    // lease instead of this one.
+    let config = scratch.join("agentloop.toml");
+    std::fs::write(&config, format!("[store]\nlease_ttl_secs = {}\n", args.lease_ttl_secs)).context("cannot write the workers' config")?;
     let bench = Bench { args: &args, program, scratch: &scratch };
     let one = bench.throughput(1).await?;
     let many = bench.throughput(args.workers).await?;
@@ -147,7 +152,6 @@ impl Bench<'_> {
     /// folder when a run fails, to tell why a session did not finish).
     fn worker(&self, url: &str, drain: bool, log: &Path) -> Result<Worker> {
         let config = self.scratch.join("agentloop.toml");
-        std::fs::write(&config, format!("[store]\nlease_ttl_secs = {}\n", self.args.lease_ttl_secs)).context("cannot write the workers' config")?;
         let mut c = Command::new(self.program);
         c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(&config).arg("--data-dir").arg(self.scratch.join("data"));
         let said = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -232,7 +236,15 @@ impl Bench<'_> {
         let mut at_kill: HashMap<String, HashMap<String, usize>> = sessions.iter().map(|(id, log)| (id.clone(), line_counts(log))).collect();
         let mut taken_over: HashMap<String, f64> = HashMap::new();
         let deadline = killed + Duration::from_secs(self.args.lease_ttl_secs * 3 + 120);
+        let late = self.args.lease_ttl_secs as f64 + TAKEOVER_SLACK_S;
+        let mut looked = false;
         loop {
+            // Sessions still not taken over when they should have been:
+            // what the database is doing, kept for the slow takeover's story.
+            if !looked && killed.elapsed().as_secs_f64() > late && held.iter().any(|id| !taken_over.contains_key(id)) {
+                looked = true;
+                database_activity(&url, &logs.join("activity-when-late.txt"));
+            }
             for id in &held {
                 if !taken_over.contains_key(id) {
                     let now = store.holder(id)?;
@@ -301,6 +313,9 @@ impl Bench<'_> {
             }
         }
         let slowest = taken_over.values().copied().fold(0.0, f64::max);
+        let mut slow: Vec<(&String, &f64)> = taken_over.iter().filter(|(_, s)| **s > late).collect();
+        slow.sort_by(|a, b| b.1.total_cmp(a.1));
+        let slow: Vec<Value> = slow.into_iter().map(|(id, s)| story(store.as_ref(), id, *s, held.contains(id), killed_at, &logs)).collect::<Result<_>>()?;
         Ok(json!({
             "killed_sessions": held.len(),
             "takeover_max_s": round(slowest, 2),
@@ -311,6 +326,7 @@ impl Bench<'_> {
             "cut_off_calls_outside_killed_sessions": cut_off_elsewhere,
             "calls_made_twice_before_the_kill": before_kill,
             "repeated_detail": detail,
+            "slow_takeovers": slow,
         }))
     }
 }
@@ -345,6 +361,41 @@ fn repeat_detail(store: &dyn Store, id: &str, line: &str, elsewhere: bool) -> Re
         .map(|c| json!({"step": c.step, "index": c.index, "status": format!("{:?}", c.status), "started_at": c.started_at.to_rfc3339()}))
         .collect();
     Ok(json!({"session": id, "line": line, "killed_worker_held_it": !elsewhere, "journal": records}))
+}
+
+/// A session taken over late: its journal, each event and call in seconds
+/// after the kill, written beside the workers' logs to be read with them;
+/// the summary goes in the report.
+fn story(store: &dyn Store, id: &str, seconds: f64, held: bool, killed_at: chrono::DateTime<chrono::Utc>, logs: &Path) -> Result<Value> {
+    let after = |t: chrono::DateTime<chrono::Utc>| round((t - killed_at).num_milliseconds() as f64 / 1000.0, 3);
+    let events: Vec<Value> =
+        store.events(id, 0, usize::MAX)?.iter().map(|e| json!({"seq": e.seq, "name": e.name, "step": e.step, "at_s": after(e.timestamp)})).collect();
+    let calls: Vec<Value> = store
+        .calls(id)?
+        .iter()
+        .map(|c| json!({"call": c.id(), "kind": format!("{:?}", c.kind), "status": format!("{:?}", c.status), "at_s": after(c.started_at)}))
+        .collect();
+    let summary = json!({"session": id, "first_seen_s": round(seconds, 2), "killed_worker_held_it": held});
+    let file = logs.join(format!("slow-{id}.json"));
+    let told = json!({"summary": summary, "killed_at": killed_at.to_rfc3339(), "events": events, "calls": calls});
+    std::fs::write(&file, serde_json::to_string_pretty(&told)?).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(summary)
+}
+
+/// What every connection to the database at `url` is doing, and the locks
+/// they hold or wait for, as `psql` prints them, into `file`.
+fn database_activity(url: &str, file: &Path) {
+    const ACTIVITY: &str = "SELECT pid, application_name, state, wait_event_type, wait_event, now() - xact_start AS in_transaction, \
+        now() - state_change AS in_state, left(query, 160) AS query FROM pg_stat_activity WHERE datname = current_database() ORDER BY pid";
+    const LOCKS: &str = "SELECT l.pid, l.locktype, c.relname, l.mode, l.granted, l.page, l.tuple FROM pg_locks l \
+        LEFT JOIN pg_class c ON c.oid = l.relation WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+        OR l.locktype = 'transactionid' ORDER BY l.granted, l.pid";
+    let out = Command::new("psql").arg(url).args(["-X", "-c", ACTIVITY, "-c", LOCKS]).output();
+    let text = match out {
+        Ok(o) => format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+        Err(e) => format!("cannot run psql ({e})"),
+    };
+    let _ = std::fs::write(file, text);
 }
 
 /// Sessions that completed.

@@ -20,6 +20,14 @@ use tokio::task::JoinSet;
 use crate::app::App;
 use crate::cli::WorkerArgs;
 
+/// One line of the worker's log, stamped with the time (UTC): a worker
+/// runs for hours, and its lines are read beside other processes' logs.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{} {}", chrono::Utc::now().format("%H:%M:%S%.3f"), format_args!($($arg)*))
+    };
+}
+
 /// How long an idle worker waits for a notification before it looks
 /// again anyway (the backstop when notifications are lost or absent).
 const POLL: Duration = Duration::from_secs(1);
@@ -31,7 +39,7 @@ const ATTEMPTS: u32 = 3;
 pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
     let store = app.store()?;
     let slots = args.slots.max(1);
-    eprintln!("worker: up to {slots} sessions at once from {}; Ctrl-C stops it", app.config.store_description());
+    say!("worker: up to {slots} sessions at once from {}; Ctrl-C stops it", app.config.store_description());
     let mut worker = Worker { app, store, envs: HashMap::new(), failures: HashMap::new() };
     let mut running: JoinSet<(String, agentloop_core::Result<Outcome>)> = JoinSet::new();
     let mut ids: HashMap<tokio::task::Id, String> = HashMap::new();
@@ -46,7 +54,7 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
             ids.insert(task.id(), key);
         }
         if args.drain && running.is_empty() {
-            eprintln!("worker: the queue is empty");
+            say!("worker: the queue is empty");
             return Ok(ExitCode::SUCCESS);
         }
         // One wait for work at a time: it blocks a thread until a
@@ -73,7 +81,7 @@ pub async fn run(app: &App, args: WorkerArgs) -> Result<ExitCode> {
                 for id in ids.values() {
                     let _ = worker.store.release(id);
                 }
-                eprintln!("worker: stopped; {} sessions handed back to the queue", ids.len());
+                say!("worker: stopped; {} sessions handed back to the queue", ids.len());
                 return Ok(ExitCode::SUCCESS);
             }
         }
@@ -106,7 +114,7 @@ impl Worker<'_> {
                 // The store out of reach (a restart, a network cut): the
                 // worker keeps going and claims again at the next poll.
                 Err(e) => {
-                    eprintln!("worker: cannot claim a session now ({e}); trying again");
+                    say!("worker: cannot claim a session now ({e}); trying again");
                     return Ok(None);
                 }
             };
@@ -120,10 +128,10 @@ impl Worker<'_> {
                     let failures = self.failures.entry(id.clone()).or_insert(0);
                     *failures += 1;
                     if store_fault && *failures < ATTEMPTS {
-                        eprintln!("{id}: cannot start it now ({e:#}); it stays queued");
+                        say!("{id}: cannot start it now ({e:#}); it stays queued");
                         return Ok(None);
                     }
-                    eprintln!("{id}: cannot run it, so it leaves the queue: {e:#}");
+                    say!("{id}: cannot run it, so it leaves the queue: {e:#}");
                     let _ = self.store.dequeue(&id);
                 }
             }
@@ -137,7 +145,7 @@ impl Worker<'_> {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(self.app.env(agent, self.store.clone(), None)?),
         };
-        eprintln!("{id}: claimed ({}, step {})", meta.agent, meta.step);
+        say!("{id}: claimed ({}, step {})", meta.agent, meta.step);
         // Paused sessions leave the worker: a person answers or resumes them.
         Ok(agent.resume(env, &meta, true)?)
     }
@@ -147,7 +155,7 @@ impl Worker<'_> {
         match outcome {
             Ok(outcome) => {
                 let reason = outcome.finish_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-                eprintln!("{id}: {}{reason}", outcome.status.as_str());
+                say!("{id}: {}{reason}", outcome.status.as_str());
                 let _ = self.store.dequeue(id);
                 self.failures.remove(id);
             }
@@ -156,12 +164,12 @@ impl Worker<'_> {
                 *failures += 1;
                 let ended = self.store.load(id).is_ok_and(|l| l.meta.status.is_final());
                 if ended || *failures >= ATTEMPTS {
-                    eprintln!("{id}: failed, and leaves the queue: {e}");
+                    say!("{id}: failed, and leaves the queue: {e}");
                     let _ = self.store.dequeue(id);
                 } else {
                     // Taken over, or the store was out of reach: it stays
                     // queued for whoever can run it.
-                    eprintln!("{id}: stopped here ({e}); it stays queued");
+                    say!("{id}: stopped here ({e}); it stays queued");
                 }
             }
         }
