@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agentloop_agents::registry::{Agent, AgentEnv, Preparing, Registry};
 use agentloop_core::{Models, Store, TokenSink};
 use agentloop_llm::build_models;
-use agentloop_store::{PostgresStore, SqliteStore, DEFAULT_LEASE_TTL};
+use agentloop_store::{PostgresStore, SqliteStore};
 use anyhow::Result;
 
 use crate::config::Config;
@@ -22,7 +22,7 @@ impl App {
     pub fn store(&self) -> Result<Arc<dyn Store>> {
         Ok(match &self.config.store.url {
             Some(url) => {
-                let ttl = self.config.store.lease_ttl_secs.map_or(DEFAULT_LEASE_TTL, std::time::Duration::from_secs);
+                let ttl = self.config.store.lease_ttl();
                 anyhow::ensure!(ttl.as_secs() >= 2, "[store] lease_ttl_secs must be at least 2: a worker renews its lease every quarter of it");
                 Arc::new(PostgresStore::open(url, ttl)?)
             }

@@ -51,6 +51,13 @@ pub struct StoreConfig {
     pub lease_ttl_secs: Option<u64>,
 }
 
+impl StoreConfig {
+    /// The lease a shared store's holders take: the table's, or the default.
+    pub fn lease_ttl(&self) -> std::time::Duration {
+        self.lease_ttl_secs.map_or(agentloop_store::DEFAULT_LEASE_TTL, std::time::Duration::from_secs)
+    }
+}
+
 /// The `[telemetry]` table.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,7 +132,7 @@ impl Config {
     /// Where sessions are kept, in words (the password left out).
     pub fn store_description(&self) -> String {
         match &self.store.url {
-            Some(url) => agentloop_store::PostgresStore::describe(url),
+            Some(url) => format!("{} (leases of {} s)", agentloop_store::PostgresStore::describe(url), self.store.lease_ttl().as_secs()),
             None => format!("the database at {}", self.db_path().display()),
         }
     }
@@ -187,7 +194,7 @@ mod tests {
         std::fs::write(&file, "[store]\nurl = \"postgres://me:secret@db:5433/agents\"\nlease_ttl_secs = 10\n").unwrap();
         let c = Config::load(Some(&file), None, None, None, &[]).unwrap();
         assert_eq!((c.store.url.as_deref(), c.store.lease_ttl_secs), (Some("postgres://me:secret@db:5433/agents"), Some(10)));
-        assert_eq!(c.store_description(), "the Postgres database `agents` at db:5433");
+        assert_eq!(c.store_description(), "the Postgres database `agents` at db:5433 (leases of 10 s)");
         std::fs::write(&file, "[store]\nurl_ = \"x\"\n").unwrap();
         let e = format!("{:#}", Config::load(Some(&file), None, None, None, &[]).unwrap_err());
         assert!(e.contains("unknown field `url_`"), "{e}");
