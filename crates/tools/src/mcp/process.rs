@@ -11,15 +11,22 @@
 
 use std::io::{self, Read};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 /// Bytes of the server's standard error kept for error messages.
 const STDERR_KEPT: usize = 4096;
 
+/// How long a server that went away may take to close its standard error
+/// (a process it started may hold it open for longer).
+const STDERR_CLOSING: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub struct ServerProcess {
     pid: i32,
     child: Child,
     stderr: Arc<Mutex<String>>,
+    /// Set when the server's standard error has closed: all it wrote is kept.
+    stderr_closed: Arc<AtomicBool>,
 }
 
 /// The pipes the protocol runs over.
@@ -61,9 +68,13 @@ impl ServerProcess {
         };
         let pid = i32::try_from(child.id()).map_err(|_| io::Error::other("the server's process id is out of range"))?;
         let kept = Arc::new(Mutex::new(String::new()));
-        let sink = kept.clone();
-        std::thread::Builder::new().name("mcp-stderr".into()).spawn(move || keep_tail(stderr, &sink))?;
-        Ok((Self { pid, child, stderr: kept }, Pipes { stdin, stdout }))
+        let closed = Arc::new(AtomicBool::new(false));
+        let (sink, done) = (kept.clone(), closed.clone());
+        std::thread::Builder::new().name("mcp-stderr".into()).spawn(move || {
+            keep_tail(stderr, &sink);
+            done.store(true, Ordering::Release);
+        })?;
+        Ok((Self { pid, child, stderr: kept, stderr_closed: closed }, Pipes { stdin, stdout }))
     }
 
     pub fn pid(&self) -> i32 {
@@ -74,6 +85,17 @@ impl ServerProcess {
     /// message that says why it failed.
     pub fn stderr_tail(&self) -> String {
         self.stderr.lock().map(|s| s.trim().to_string()).unwrap_or_default()
+    }
+
+    /// The tail once the standard error of a server that went away has
+    /// closed too, waiting at most `STDERR_CLOSING`: its last line is
+    /// usually why, and that pipe can close a moment after the protocol's.
+    pub async fn stderr_tail_once_closed(&self) -> String {
+        let deadline = std::time::Instant::now() + STDERR_CLOSING;
+        while !self.stderr_closed.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.stderr_tail()
     }
 }
 

@@ -84,24 +84,30 @@ impl McpServer {
         let request = ClientRequest::CallToolRequest(Request::new(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments)));
         let (idle, cap) = (self.config.idle_timeout(), self.config.call_cap());
         let options = PeerRequestOptions::with_timeout(idle).reset_timeout_on_progress().with_max_total_timeout(cap);
-        let sent = self.client.send_request_with_option(request, options).await.map_err(|e| fail(self.explain(e, idle, cap)))?;
+        let sent = match self.client.send_request_with_option(request, options).await {
+            Ok(sent) => sent,
+            Err(e) => return Err(fail(self.explain(e, idle, cap).await)),
+        };
         let result = match sent.await_response().await {
             Ok(ServerResult::CallToolResult(r)) => r,
             Ok(_) => return Err(fail("the server answered with something other than a tool result".into())),
-            Err(e) => return Err(fail(self.explain(e, idle, cap))),
+            Err(e) => return Err(fail(self.explain(e, idle, cap).await)),
         };
         let text: Vec<String> = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
         Ok(json!({"text": text.join("\n"), "structured": result.structured_content, "isError": result.is_error.unwrap_or(false)}))
     }
 
-    fn explain(&self, e: ServiceError, idle: Duration, cap: Duration) -> String {
+    async fn explain(&self, e: ServiceError, idle: Duration, cap: Duration) -> String {
         match e {
             ServiceError::Timeout { timeout } if timeout >= cap => {
                 format!("the call ran past its cap of {} s (`tool_cap`)", cap.as_secs())
             }
             ServiceError::Timeout { .. } => format!("the server sent no result or progress for {} s (`tool_timeout`)", idle.as_secs()),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let tail = self.process.as_ref().map(ServerProcess::stderr_tail).unwrap_or_default();
+                let tail = match &self.process {
+                    Some(p) => p.stderr_tail_once_closed().await,
+                    None => String::new(),
+                };
                 if tail.is_empty() {
                     "the server went away during the call".into()
                 } else {
