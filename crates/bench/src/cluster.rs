@@ -69,7 +69,7 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
     // lease instead of this one.
     let config = scratch.join("agentloop.toml");
     std::fs::write(&config, format!("[store]\nlease_ttl_secs = {}\n", args.lease_ttl_secs)).context("cannot write the workers' config")?;
-    let bench = Bench { args: &args, program, scratch: &scratch };
+    let bench = Bench { args: &args, program, scratch: &scratch, config: &config };
     let one = bench.throughput(1).await?;
     let many = bench.throughput(args.workers).await?;
     let kill = if args.no_kill { Value::Null } else { bench.kill().await? };
@@ -90,7 +90,7 @@ pub async fn run(args: ClusterArgs, program: &Path) -> Result<()> {
     });
     // The call and worker logs stay when a journaled call ran again, or a
     // takeover outlasted the lease by more than a poll, to be read.
-    let slow = kill["takeover_max_s"].as_f64().is_some_and(|s| s > args.lease_ttl_secs as f64 + TAKEOVER_SLACK_S);
+    let slow = kill["slow_takeovers"].as_array().is_some_and(|s| !s.is_empty());
     if kill["repeated_calls"].as_u64().is_some_and(|n| n > 0) || slow {
         eprintln!("a journaled call ran again or a takeover was slow: the logs are kept in {}", scratch.display());
     } else {
@@ -104,6 +104,8 @@ struct Bench<'a> {
     args: &'a ClusterArgs,
     program: &'a Path,
     scratch: &'a Path,
+    /// The workers' `agentloop.toml`, written before any starts.
+    config: &'a Path,
 }
 
 /// Stops a worker process where it is (SIGSTOP).
@@ -151,9 +153,8 @@ impl Bench<'_> {
     /// A worker process; what it says goes to `log` (kept with the scratch
     /// folder when a run fails, to tell why a session did not finish).
     fn worker(&self, url: &str, drain: bool, log: &Path) -> Result<Worker> {
-        let config = self.scratch.join("agentloop.toml");
         let mut c = Command::new(self.program);
-        c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(&config).arg("--data-dir").arg(self.scratch.join("data"));
+        c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(self.config).arg("--data-dir").arg(self.scratch.join("data"));
         let said = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         c.args(["worker", "--slots", &self.args.slots.to_string()]).stdout(Stdio::null()).stderr(said);
         if drain {

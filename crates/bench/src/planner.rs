@@ -112,7 +112,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     let (mut totals, done) = kept(&goals.goal, &earlier);
     let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
-    let assists = PlannerSettings {
+    let settings = PlannerSettings {
         max_iterations: args.max_iterations,
         command_timeout: 30,
         assist: !args.no_assist,
@@ -127,7 +127,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
         }
         bar.set_message(harness::label(&goal.goal));
         let root = scratch.join(format!("goal-{i:02}"));
-        let record = run_goal(goal, &root, config, &models, store.clone(), &assists).await?;
+        let record = run_goal(goal, &root, config, &models, store.clone(), &settings).await?;
         totals.add(&record);
         out.write(&record)?;
         bar.inc(1);
