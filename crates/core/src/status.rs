@@ -15,9 +15,12 @@ pub enum SessionStatus {
 }
 
 impl SessionStatus {
+    /// The statuses of a finished session.
+    pub const FINAL: [Self; 3] = [Self::Completed, Self::Error, Self::Terminated];
+
     /// A finished session never runs again.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Error | Self::Terminated)
+        Self::FINAL.contains(&self)
     }
 
     pub fn as_str(self) -> &'static str {

@@ -14,6 +14,15 @@ pub const TTL_MS: i64 = 30_000;
 /// quarter of the lease); the others only check it, which writes nothing.
 pub const RENEW_EVERY: std::time::Duration = std::time::Duration::from_millis(TTL_MS as u64 / 4);
 
+/// The SQL condition (on a `status` column) of a session that may still
+/// run. A claim skips the rest: a session that ended stays queued for the
+/// moment between its run releasing the lease and its worker taking it
+/// out of the queue, and must not be claimed in that moment.
+pub fn may_run_sql() -> String {
+    let ended: Vec<String> = agentloop_core::SessionStatus::FINAL.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    format!("status NOT IN ({})", ended.join(", "))
+}
+
 /// A process that may hold leases: this one, or one read from the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::codec::{decode, encode, loaded, to_i64, up_to_date};
 use crate::durability::Durability;
-use crate::lease::{busy, busy_for_delete, taken_over, Holder, RENEW_EVERY, TTL_MS};
+use crate::lease::{busy, busy_for_delete, may_run_sql, taken_over, Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
 
@@ -806,7 +806,7 @@ impl Store for SqliteStore {
         let inner = &mut *guard;
         let tx = inner.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("claim a queued session"))?;
         let queued: Vec<(String, i64)> = tx
-            .prepare_cached("SELECT id, queued_at FROM sessions WHERE queued_at IS NOT NULL ORDER BY queued_at, key")
+            .prepare_cached(&format!("SELECT id, queued_at FROM sessions WHERE queued_at IS NOT NULL AND {} ORDER BY queued_at, key", may_run_sql()))
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
             .map_err(self.err("claim a queued session"))?;
         for (id, mark) in queued {

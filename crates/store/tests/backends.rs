@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use agentloop_core::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, Write};
+use agentloop_core::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, SessionMeta, Write};
 use agentloop_core::{Command, Ending, Event, SessionStatus, Store};
 use agentloop_store::{throwaway, Durability, PostgresStore, SqliteStore};
 use common::meta;
@@ -89,6 +89,7 @@ on_both!(
     of_workers_racing_for_the_queue_each_session_goes_to_one,
     a_queued_session_whose_holder_is_gone_is_claimed_again,
     a_session_queued_again_while_its_run_ends_stays_queued,
+    a_session_that_ended_is_not_claimed_before_it_leaves_the_queue,
 );
 
 fn seeded(store: &dyn Store, id: &str) {
@@ -352,6 +353,21 @@ fn a_session_queued_again_while_its_run_ends_stays_queued(b: &Backend) {
     next.dequeue("asked").unwrap();
     next.release("asked").unwrap();
     assert_eq!(b.open().claim().unwrap(), None);
+}
+
+fn a_session_that_ended_is_not_claimed_before_it_leaves_the_queue(b: &Backend) {
+    let store = b.open();
+    seeded(&*store, "done");
+    store.enqueue("done").unwrap();
+    let worker = b.open();
+    assert_eq!(worker.claim().unwrap().as_deref(), Some("done"));
+    // The run ends and lets go of its lease; its worker has not yet taken
+    // it out of the queue.
+    worker.write("done", &[Write::Meta(Box::new(SessionMeta { status: SessionStatus::Completed, ..meta("done") }))], false).unwrap();
+    worker.release("done").unwrap();
+    assert_eq!(b.open().claim().unwrap(), None, "an ended session is never claimed");
+    worker.dequeue("done").unwrap();
+    assert_eq!(store.load("done").unwrap().meta.status, SessionStatus::Completed);
 }
 
 /// Runs `sql` on the database at `url`, off the test's thread.

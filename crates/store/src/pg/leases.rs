@@ -13,7 +13,7 @@ use agentloop_core::Result;
 use postgres::{GenericClient, Transaction};
 
 use super::link::Failure;
-use crate::lease::{busy, Holder};
+use crate::lease::{busy, may_run_sql, Holder};
 
 /// What this process is, as its leases record it.
 pub(crate) struct Me {
@@ -105,10 +105,13 @@ pub(crate) fn claim(tx: &mut Transaction<'_>, me: &Me) -> Result<Option<(String,
     // next statement (a newer snapshot) looks past it.
     for _ in 0..CLAIM_TRIES {
         let row = tx.query_opt(
-            "SELECT s.id, s.queued_at::text FROM agentloop.sessions s
-             WHERE s.queued_at IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM agentloop.leases l WHERE l.session = s.id AND l.until > now())
-             ORDER BY s.queued_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED",
+            &format!(
+                "SELECT s.id, s.queued_at::text FROM agentloop.sessions s
+                 WHERE s.queued_at IS NOT NULL AND s.{}
+                   AND NOT EXISTS (SELECT 1 FROM agentloop.leases l WHERE l.session = s.id AND l.until > now())
+                 ORDER BY s.queued_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED",
+                may_run_sql()
+            ),
             &[],
         )?;
         let Some(row) = row else { return Ok(None) };
