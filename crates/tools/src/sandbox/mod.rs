@@ -15,6 +15,7 @@ mod namespace;
 mod privileges;
 mod refusal;
 mod seccomp;
+mod temp;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use agentloop_core::{Error, Result};
 use serde::{Deserialize, Serialize};
+use temp::PrivateTemp;
 
 pub use landlock::abi as landlock_abi;
 
@@ -187,7 +189,7 @@ struct Inner {
     env: EnvFilter,
     /// `None` when the user switched the sandbox off.
     enforced: Option<Enforced>,
-    _temp: tempfile::TempDir,
+    _temp: PrivateTemp,
 }
 
 struct Enforced {
@@ -207,7 +209,8 @@ impl Sandbox {
     pub fn new(workspace: &Path, config: &SandboxConfig, home: Option<&Path>, data_dir: Option<&Path>) -> Result<Self> {
         let workspace =
             workspace.canonicalize().map_err(|e| Error::other(format!("the sandbox's workspace {} cannot be opened ({e})", workspace.display())))?;
-        let (temp, temp_path) = private_temp()?;
+        let temp = PrivateTemp::new()?;
+        let temp_path = temp.path.clone();
         let mut denied: Vec<PathBuf> = Vec::new();
         let home = home.and_then(|h| h.canonicalize().ok());
         let home = home.as_deref();
@@ -284,13 +287,14 @@ impl Sandbox {
     /// A sandbox like this one (same modes and environment) for the policy
     /// `policy` makes around a fresh temp folder.
     fn rebuilt(&self, policy: impl FnOnce(PathBuf) -> Policy) -> Result<Self> {
-        let (temp, temp_path) = private_temp()?;
+        let temp = PrivateTemp::new()?;
+        let temp_path = temp.path.clone();
         let on = |yes: bool| if yes { Mode::On } else { Mode::Off };
         let namespaces = on(self.ends_what_commands_start());
         Self::build(policy(temp_path), self.inner.env.clone(), temp, on(self.confines()), namespaces)
     }
 
-    fn build(policy: Policy, env: EnvFilter, temp: tempfile::TempDir, mode: Mode, namespaces: Mode) -> Result<Self> {
+    fn build(policy: Policy, env: EnvFilter, temp: PrivateTemp, mode: Mode, namespaces: Mode) -> Result<Self> {
         if mode == Mode::Off {
             return Ok(Self { inner: Arc::new(Inner { policy, env, enforced: None, _temp: temp }) });
         }
@@ -411,14 +415,6 @@ impl Sandbox {
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));
         lines
     }
-}
-
-/// A fresh temp folder for a sandbox's commands, and its canonical path.
-fn private_temp() -> Result<(tempfile::TempDir, PathBuf)> {
-    let temp =
-        tempfile::Builder::new().prefix("agentloop-sandbox-").tempdir().map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
-    let path = temp.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
-    Ok((temp, path))
 }
 
 /// The paths of the entries directly in `folder`.
