@@ -302,14 +302,9 @@ impl PlannerState {
         self.proposals.iter().filter(|p| missed(p)).filter_map(|p| p.plan.as_ref()).map(Plan::actions).collect()
     }
 
-    /// Consecutive refused proposals at the end.
     /// Whether the next plan is held to the goal's paths (an assist): a
     /// plan since the last valid one was refused for its paths.
     pub fn refused_for_paths(&self) -> bool {
         self.proposals.iter().rev().take_while(|p| !p.valid()).any(|p| p.rejections.iter().any(|r| matches!(r.rule, Rule::GoalPath | Rule::PathKind)))
-    }
-
-    pub fn rejects_in_a_row(&self) -> usize {
-        self.proposals.iter().rev().take_while(|p| !p.valid()).count()
     }
 }
