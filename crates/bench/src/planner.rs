@@ -2,12 +2,12 @@
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState, Trial};
+use agentloop_agents::planner::{self, ApproveMode, Assist, PlannerSettings, PlannerState, Trial};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
@@ -278,6 +278,11 @@ struct Totals {
     plan_ms: Vec<u64>,
     tokens: u64,
     served: Served,
+    /// The goals each assist that acts on a plan (mends, held, checks)
+    /// acted on, and whether each was met. One that never acted on a goal
+    /// cannot have changed it: leaving it out can change only these goals,
+    /// so `--without-assist A --only …` need rerun no others.
+    acted: BTreeMap<&'static str, Vec<(String, bool)>>,
 }
 
 impl Totals {
@@ -300,6 +305,16 @@ impl Totals {
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
+        let goal = r["goal"].as_str().unwrap_or_default().to_string();
+        for (assist, acted) in [
+            (Assist::Mends, mended.iter().any(|m| *m)),
+            (Assist::Held, r["held"].as_array().is_some_and(|h| h.iter().any(|h| h == true))),
+            (Assist::Checks, refused_by(r, Assist::Checks.rules())),
+        ] {
+            if acted {
+                self.acted.entry(assist.name()).or_default().push((goal.clone(), r["executedOk"] == true));
+            }
+        }
         if let Ok(served) = serde_json::from_value(r["served"].clone()) {
             self.served.add(&served);
         }
@@ -326,9 +341,24 @@ impl Totals {
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,
             "model_calls": self.served.report(),
+            "assists_acted": self.acted.iter().map(|(assist, goals)| {
+                let met = goals.iter().filter(|(_, met)| *met).count();
+                (assist.to_string(), json!({"goals": goals.len(), "met": met, "which": goals.iter().map(|(g, _)| g).collect::<Vec<_>>()}))
+            }).collect::<serde_json::Map<_, _>>(),
             "results": out,
         })
     }
+}
+
+/// Whether any of a goal's plans was refused by one of `rules`, read off
+/// the refusals as recorded ("step 2 (goal-path): …" or "goal-path: …").
+fn refused_by(r: &serde_json::Value, rules: &[planner::Rule]) -> bool {
+    let rule_of = |text: &str| match text.strip_prefix("step ") {
+        Some(rest) => rest.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(rule, _)| rule.to_string()),
+        None => text.split_once(':').map(|(rule, _)| rule.to_string()),
+    };
+    let refusals = r["rejections"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_array).flatten();
+    refusals.filter_map(serde_json::Value::as_str).filter_map(rule_of).any(|rule| rules.iter().any(|r| r.to_string() == rule))
 }
 
 #[cfg(test)]
@@ -372,6 +402,21 @@ mod tests {
         assert!(check(dir.path(), &expect("n.txt", Some("7"), None, false)).is_ok());
         assert!(check(dir.path(), &expect("gone.txt", None, None, true)).is_ok());
         assert!(check(dir.path(), &expect("n.txt", None, None, true)).is_err());
+    }
+
+    #[test]
+    fn the_report_names_the_goals_each_acting_assist_acted_on() {
+        let mut totals = Totals::default();
+        totals.add(&json!({"goal": "mended", "executedOk": true, "valid": [true], "held": [false],
+            "mends": [["step 2 wrote a.txt again"]], "rejections": [["step 2 (overwrite): this replaces a.txt"]]}));
+        totals.add(&json!({"goal": "checked and held", "executedOk": false, "valid": [false, true], "held": [false, true],
+            "mends": [[], []], "rejections": [["goal-path: the goal names b.txt but no step creates it"], []]}));
+        totals.add(&json!({"goal": "a rule alone", "executedOk": true, "valid": [false, true], "held": [false, false],
+            "mends": [[], []], "rejections": [["step 1 (path-kind): b.txt is a file name"], []]}));
+        let acted = &totals.report("tuning", 3, Path::new("r.jsonl"))["assists_acted"];
+        assert_eq!(acted["mends"], json!({"goals": 1, "met": 1, "which": ["mended"]}));
+        assert_eq!(acted["held"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}));
+        assert_eq!(acted["checks"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}), "a rule's refusal is not the checks'");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub use action::Shell;
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFlags, PlannerInput};
 pub use assist::examples::goals as example_goals;
-pub use assist::switches::parse_without as parse_without_assist;
+pub use assist::switches::{parse_without as parse_without_assist, Assist};
 pub use checklist::{CheckRun, Item, ItemVerdict, Judged};
 pub use events::{question as question_text, PlanProposed, PlannerEvent};
 pub use nodes::{confidence, plan_diff};

@@ -2,6 +2,8 @@
 //! on (`--without-assist checks,mends`): what a single assist adds to the
 //! goals met is measured by running without it.
 
+use crate::planner::rejection::Rule;
+
 /// One of the planner's assists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Assist {
@@ -29,6 +31,15 @@ impl Assist {
             Assist::Held => "held",
             Assist::Checks => "checks",
             Assist::Mends => "mends",
+        }
+    }
+
+    /// The refusals only this assist makes, by rule: a session's record
+    /// shows where the checks acted by these.
+    pub fn rules(self) -> &'static [Rule] {
+        match self {
+            Assist::Checks => &[Rule::GoalPath, Rule::GoalText, Rule::ExampleText],
+            _ => &[],
         }
     }
 
