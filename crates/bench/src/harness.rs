@@ -31,7 +31,7 @@ impl Results {
     pub fn resume(given: Option<&Path>, data_dir: &Path, name: &str, keep: impl Fn(&Value) -> bool) -> Result<(Self, Vec<Value>)> {
         let path = Self::path(given, data_dir, name)?;
         let earlier: Vec<Value> = match std::fs::read_to_string(&path) {
-            Ok(text) => text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).filter(|v| keep(v)).collect(),
+            Ok(text) => records(&text).into_iter().filter(|v| keep(v)).collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e).with_context(|| format!("cannot read {} to resume from it", path.display())),
         };
@@ -54,6 +54,12 @@ impl Results {
     pub fn write(&mut self, record: &Value) -> Result<()> {
         writeln!(self.file, "{record}").with_context(|| format!("cannot write {}", self.path.display()))
     }
+}
+
+/// The records of a results file's text, one JSON object a line; a line
+/// cut off by a killed run is passed over.
+pub fn records(text: &str) -> Vec<Value> {
+    text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).collect()
 }
 
 /// A bar over `len` items with the current item's name (hidden when stderr

@@ -50,6 +50,12 @@ pub struct PlannerArgs {
     /// figures count every selected goal, kept or run now.
     #[arg(long)]
     pub resume: bool,
+    /// With `--without-assist` naming only assists that act on a plan
+    /// (mends, held, checks): take from FILE, a run with every assist, the
+    /// records of the goals where none of them acted, and run only the
+    /// rest. An assist that never acted on a goal cannot have changed it.
+    #[arg(long, value_name = "FILE")]
+    pub acted_in: Option<PathBuf>,
 }
 
 /// The tuning goals, shipped in the binary.
@@ -103,13 +109,25 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     if let Some(n) = args.limit {
         goals.goal.truncate(n);
     }
+    // Read first: a wrong pairing of flags is told before any model loads.
+    let unchanged = match &args.acted_in {
+        Some(base) => untouched(base, &args.without_assist)?,
+        None => Vec::new(),
+    };
     let models = config.build_models()?;
     let (mut out, earlier) = if args.resume {
         Results::resume(args.out.as_deref(), &config.data_dir, "planner", |line| line["goal"].is_string())?
     } else {
         (Results::create(args.out.as_deref(), &config.data_dir, "planner")?, Vec::new())
     };
-    let (mut totals, done) = kept(&goals.goal, &earlier);
+    let (mut totals, mut done) = kept(&goals.goal, &earlier);
+    for record in unchanged {
+        let Some(text) = record["goal"].as_str().filter(|t| goals.goal.iter().any(|g| g.goal == *t)) else { continue };
+        if done.insert(text.to_string()) {
+            totals.add(&record);
+            out.write(&record)?;
+        }
+    }
     let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
     let settings = PlannerSettings {
@@ -137,6 +155,7 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     let mut report = totals.report(&args.set, goals.goal.len(), &out.path);
     report["assist"] = json!(!args.no_assist);
     report["without_assist"] = json!(args.without_assist);
+    report["acted_in"] = json!(args.acted_in);
     println!("{report}");
     Ok(())
 }
@@ -231,6 +250,33 @@ fn kept(goals: &[Goal], earlier: &[serde_json::Value]) -> (Totals, BTreeSet<Stri
     (totals, done)
 }
 
+/// The records in `base` (a run with every assist) of the goals where none
+/// of the assists `without` leaves out acted: without them, those goals
+/// would have gone the same way.
+fn untouched(base: &Path, without: &str) -> Result<Vec<serde_json::Value>> {
+    let left_out: Vec<Assist> = Assist::ALL.into_iter().filter(|a| a.left_out_by(without)).collect();
+    if left_out.is_empty() || left_out.iter().any(|a| !ACTING.contains(a)) {
+        anyhow::bail!("--acted-in needs --without-assist naming only assists that act on a plan (mends, held, checks): names and examples shape every prompt, so every goal must run");
+    }
+    let text = std::fs::read_to_string(base).with_context(|| format!("cannot read {}, the run with every assist to take goals from", base.display()))?;
+    Ok(harness::records(&text).into_iter().filter(|r| !left_out.iter().any(|a| acted(r, *a))).collect())
+}
+
+/// The assists that act on a plan once it is written, so that a record
+/// shows whether they acted.
+const ACTING: [Assist; 3] = [Assist::Mends, Assist::Held, Assist::Checks];
+
+/// Whether `assist` acted on any plan of the goal `r` records.
+fn acted(r: &serde_json::Value, assist: Assist) -> bool {
+    let any_of = |key: &str, yes: &dyn Fn(&serde_json::Value) -> bool| r[key].as_array().is_some_and(|a| a.iter().any(yes));
+    match assist {
+        Assist::Mends => any_of("mends", &|m| m.as_array().is_some_and(|m| !m.is_empty())),
+        Assist::Held => any_of("held", &|h| *h == true),
+        Assist::Checks => refused_by(r, assist.rules()),
+        Assist::Names | Assist::Examples => true,
+    }
+}
+
 /// Whether `goal` holds one of `only` (case-insensitive).
 fn picked(goal: &str, only: &[String]) -> bool {
     let goal = goal.to_lowercase();
@@ -306,14 +352,8 @@ impl Totals {
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
         let goal = r["goal"].as_str().unwrap_or_default().to_string();
-        for (assist, acted) in [
-            (Assist::Mends, mended.iter().any(|m| *m)),
-            (Assist::Held, r["held"].as_array().is_some_and(|h| h.iter().any(|h| h == true))),
-            (Assist::Checks, refused_by(r, Assist::Checks.rules())),
-        ] {
-            if acted {
-                self.acted.entry(assist.name()).or_default().push((goal.clone(), r["executedOk"] == true));
-            }
+        for assist in ACTING.into_iter().filter(|a| acted(r, *a)) {
+            self.acted.entry(assist.name()).or_default().push((goal.clone(), r["executedOk"] == true));
         }
         if let Ok(served) = serde_json::from_value(r["served"].clone()) {
             self.served.add(&served);
@@ -417,6 +457,23 @@ mod tests {
         assert_eq!(acted["mends"], json!({"goals": 1, "met": 1, "which": ["mended"]}));
         assert_eq!(acted["held"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}));
         assert_eq!(acted["checks"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}), "a rule's refusal is not the checks'");
+    }
+
+    #[test]
+    fn without_an_acting_assist_only_the_goals_it_acted_on_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("base.jsonl");
+        let records = [
+            json!({"goal": "mended", "mends": [["a change"]], "held": [false], "rejections": [[]]}),
+            json!({"goal": "held", "mends": [[]], "held": [true], "rejections": [[]]}),
+            json!({"goal": "untouched", "mends": [[]], "held": [false], "rejections": [["step 1 (path-kind): a file"]]}),
+        ];
+        std::fs::write(&base, records.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+        let kept = |without: &str| -> Vec<String> { untouched(&base, without).unwrap().iter().map(|r| r["goal"].as_str().unwrap().to_string()).collect() };
+        assert_eq!(kept("mends"), ["held", "untouched"]);
+        assert_eq!(kept("held,checks"), ["mended", "untouched"]);
+        let refused = untouched(&base, "examples").unwrap_err().to_string();
+        assert!(refused.contains("names and examples shape every prompt"), "{refused}");
     }
 
     #[test]
