@@ -255,16 +255,12 @@ fn kept(goals: &[Goal], earlier: &[serde_json::Value]) -> (Totals, BTreeSet<Stri
 /// would have gone the same way.
 fn untouched(base: &Path, without: &str) -> Result<Vec<serde_json::Value>> {
     let left_out: Vec<Assist> = Assist::ALL.into_iter().filter(|a| a.left_out_by(without)).collect();
-    if left_out.is_empty() || left_out.iter().any(|a| !ACTING.contains(a)) {
+    if left_out.is_empty() || left_out.iter().any(|a| !Assist::ACTING.contains(a)) {
         anyhow::bail!("--acted-in needs --without-assist naming only assists that act on a plan (mends, held, checks): names and examples shape every prompt, so every goal must run");
     }
     let text = std::fs::read_to_string(base).with_context(|| format!("cannot read {}, the run with every assist to take goals from", base.display()))?;
     Ok(harness::records(&text).into_iter().filter(|r| !left_out.iter().any(|a| acted(r, *a))).collect())
 }
-
-/// The assists that act on a plan once it is written, so that a record
-/// shows whether they acted.
-const ACTING: [Assist; 3] = [Assist::Mends, Assist::Held, Assist::Checks];
 
 /// Whether `assist` acted on any plan of the goal `r` records.
 fn acted(r: &serde_json::Value, assist: Assist) -> bool {
@@ -327,7 +323,7 @@ struct Totals {
     /// The goals each assist that acts on a plan (mends, held, checks)
     /// acted on, and whether each was met. One that never acted on a goal
     /// cannot have changed it: leaving it out can change only these goals,
-    /// so `--without-assist A --only …` need rerun no others.
+    /// and `--acted-in` reruns no others.
     acted: BTreeMap<&'static str, Vec<(String, bool)>>,
 }
 
@@ -352,7 +348,7 @@ impl Totals {
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
         let goal = r["goal"].as_str().unwrap_or_default().to_string();
-        for assist in ACTING.into_iter().filter(|a| acted(r, *a)) {
+        for assist in Assist::ACTING.into_iter().filter(|a| acted(r, *a)) {
             self.acted.entry(assist.name()).or_default().push((goal.clone(), r["executedOk"] == true));
         }
         if let Ok(served) = serde_json::from_value(r["served"].clone()) {

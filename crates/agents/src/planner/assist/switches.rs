@@ -23,6 +23,9 @@ pub enum Assist {
 
 impl Assist {
     pub const ALL: [Assist; 5] = [Assist::Names, Assist::Examples, Assist::Held, Assist::Checks, Assist::Mends];
+    /// Those that act on a plan once it is written (the others shape every
+    /// prompt): a session's record shows whether they acted.
+    pub const ACTING: [Assist; 3] = [Assist::Mends, Assist::Held, Assist::Checks];
 
     pub fn name(self) -> &'static str {
         match self {
