@@ -430,31 +430,6 @@ async fn the_fast_and_verifier_roles_can_be_different_models() {
 }
 
 #[tokio::test]
-async fn a_plan_refused_for_its_paths_is_followed_by_one_held_to_the_goals_paths() {
-    let goal = "Create a shell script hello.sh that echoes hello, and run it with sh.";
-    let r = run(
-        Script::default()
-            .goal(goal)
-            .with("plan", plan(&["CREATE_DIR hello.sh"]))
-            .with("plan", plan(&["WRITE_FILE hello.sh echo hello", "RUN_COMMAND sh hello.sh"])),
-        ApproveMode::All,
-    )
-    .await;
-    assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
-    assert_eq!(r.file("hello.sh").unwrap(), "echo hello");
-    let s = r.state();
-    assert_eq!((s.proposals[0].held, s.proposals[1].held), (false, true), "only the plan after the refusal is held");
-    let patterns: Vec<regex::Regex> = r.patterns.lock().unwrap().iter().map(|p| regex::Regex::new(p).unwrap()).collect();
-    assert!(patterns[0].is_match("CREATE_DIR hello.sh") && patterns[0].is_match("LIST_DIR mail AS m"), "the first plan may name any path");
-    assert!(!patterns[1].is_match("CREATE_DIR hello.sh"), "held, hello.sh can only be a file");
-    assert!(!patterns[1].is_match("LIST_DIR mail AS m"), "held, a name the goal does not give cannot be written");
-    assert!(patterns[1].is_match("WRITE_FILE hello.sh echo hello") && patterns[1].is_match("RUN_COMMAND sh hello.sh"));
-    let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
-    let shown: Vec<&Value> = events.iter().filter(|e| e.name == "planner:plan").map(|e| &e.payload).collect();
-    assert!(shown[0]["held"] == false && shown[1]["held"] == true, "{shown:?}");
-}
-
-#[tokio::test]
 async fn what_validation_saw_of_the_root_and_the_commands_is_journaled() {
     let r = run(
         Script::default().with("plan", plan(&["RUN_COMMAND no-such-tool-here --now"])).with("plan", plan(&["CREATE_DIR ok", "RUN_COMMAND ls ok"])),
@@ -597,7 +572,7 @@ async fn without_anyone_asked_an_items_failed_command_outranks_the_judges_and_no
 }
 
 #[tokio::test]
-async fn without_assists_a_plan_is_held_to_the_rules_alone_and_the_outcome_still_checked() {
+async fn without_assists_the_prompt_lists_no_names_and_the_outcome_is_still_checked() {
     let goal = "Create a file hello.txt containing the text Hello, world!";
     let script = Script::default().goal(goal).with("plan", plan(&["CREATE_DIR stuff"])).with("plan", plan(&["WRITE_FILE hello.txt Hello, world!"]));
     let r = run_with(script, ApproveMode::All, PlannerSettings { assist: false, ..PlannerSettings::default() }, |m| m).await;
@@ -608,13 +583,6 @@ async fn without_assists_a_plan_is_held_to_the_rules_alone_and_the_outcome_still
     let first = r.prompts.lock().unwrap()[0].clone();
     assert!(!first.contains("NAMES THE GOAL GIVES"), "{first}");
     assert_eq!(r.file("hello.txt").unwrap(), "Hello, world!");
-    // With the assists the same first plan is refused for missing the goal's file.
-    let on = run(
-        Script::default().goal(goal).with("plan", plan(&["CREATE_DIR stuff"])).with("plan", plan(&["WRITE_FILE hello.txt Hello, world!"])),
-        ApproveMode::All,
-    )
-    .await;
-    assert!(on.state().proposals[0].rejections.iter().any(|x| x.rule == planner::Rule::GoalPath), "{:?}", on.state().proposals[0]);
 }
 
 #[tokio::test]

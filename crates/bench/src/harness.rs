@@ -58,7 +58,7 @@ impl Results {
 
 /// The records of a results file's text, one JSON object a line; a line
 /// cut off by a killed run is passed over.
-pub fn records(text: &str) -> Vec<Value> {
+fn records(text: &str) -> Vec<Value> {
     text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).collect()
 }
 

@@ -2,12 +2,12 @@
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, Assist, PlannerSettings, PlannerState, Trial};
+use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState, Trial};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
@@ -38,8 +38,8 @@ pub struct PlannerArgs {
     /// Without the planner's assists: plans held to the rules alone.
     #[arg(long)]
     pub no_assist: bool,
-    /// Without these assists, the others on (names, examples, held, checks,
-    /// mends, separated by commas): what one assist adds.
+    /// Without these assists, the others on (names, examples, mends,
+    /// separated by commas): what one assist adds.
     #[arg(long, default_value = "", value_parser = agentloop_agents::planner::parse_without_assist)]
     pub without_assist: String,
     /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
@@ -50,12 +50,6 @@ pub struct PlannerArgs {
     /// figures count every selected goal, kept or run now.
     #[arg(long)]
     pub resume: bool,
-    /// With `--without-assist` naming only assists that act on a plan
-    /// (mends, held, checks): take from FILE, a run with every assist, the
-    /// records of the goals where none of them acted, and run only the
-    /// rest. An assist that never acted on a goal cannot have changed it.
-    #[arg(long, value_name = "FILE")]
-    pub acted_in: Option<PathBuf>,
 }
 
 /// The tuning goals, shipped in the binary.
@@ -109,25 +103,13 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     if let Some(n) = args.limit {
         goals.goal.truncate(n);
     }
-    // Read first: a wrong pairing of flags is told before any model loads.
-    let unchanged = match &args.acted_in {
-        Some(base) => untouched(base, &args.without_assist)?,
-        None => Vec::new(),
-    };
     let models = config.build_models()?;
     let (mut out, earlier) = if args.resume {
         Results::resume(args.out.as_deref(), &config.data_dir, "planner", |line| line["goal"].is_string())?
     } else {
         (Results::create(args.out.as_deref(), &config.data_dir, "planner")?, Vec::new())
     };
-    let (mut totals, mut done) = kept(&goals.goal, &earlier);
-    for record in unchanged {
-        let Some(text) = record["goal"].as_str().filter(|t| goals.goal.iter().any(|g| g.goal == *t)) else { continue };
-        if done.insert(text.to_string()) {
-            totals.add(&record);
-            out.write(&record)?;
-        }
-    }
+    let (mut totals, done) = kept(&goals.goal, &earlier);
     let scratch = harness::scratch_dir("planner-bench")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), Durability::Process)?);
     let settings = PlannerSettings {
@@ -155,7 +137,6 @@ pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
     let mut report = totals.report(&args.set, goals.goal.len(), &out.path);
     report["assist"] = json!(!args.no_assist);
     report["without_assist"] = json!(args.without_assist);
-    report["acted_in"] = json!(args.acted_in);
     println!("{report}");
     Ok(())
 }
@@ -195,7 +176,6 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
         "finishReason": outcome.finish_reason,
         "valid": valid,
         "mends": s.proposals.iter().map(|p| p.mends.clone()).collect::<Vec<_>>(),
-        "held": s.proposals.iter().map(|p| p.held).collect::<Vec<_>>(),
         "planMs": s.proposals.iter().map(|p| p.plan_ms).collect::<Vec<_>>(),
         "rejections": s.proposals.iter().map(|p| p.rejections.iter().chain(&p.mended_from).map(|r| r.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "plans": s.proposals.iter().map(|p| p.plan.as_ref().map(|p| p.plan.iter().map(|i| i.action.clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
@@ -250,29 +230,6 @@ fn kept(goals: &[Goal], earlier: &[serde_json::Value]) -> (Totals, BTreeSet<Stri
     (totals, done)
 }
 
-/// The records in `base` (a run with every assist) of the goals where none
-/// of the assists `without` leaves out acted: without them, those goals
-/// would have gone the same way.
-fn untouched(base: &Path, without: &str) -> Result<Vec<serde_json::Value>> {
-    let left_out: Vec<Assist> = Assist::ALL.into_iter().filter(|a| a.left_out_by(without)).collect();
-    if left_out.is_empty() || left_out.iter().any(|a| !Assist::ACTING.contains(a)) {
-        anyhow::bail!("--acted-in needs --without-assist naming only assists that act on a plan (mends, held, checks): names and examples shape every prompt, so every goal must run");
-    }
-    let text = std::fs::read_to_string(base).with_context(|| format!("cannot read {}, the run with every assist to take goals from", base.display()))?;
-    Ok(harness::records(&text).into_iter().filter(|r| !left_out.iter().any(|a| acted(r, *a))).collect())
-}
-
-/// Whether `assist` acted on any plan of the goal `r` records.
-fn acted(r: &serde_json::Value, assist: Assist) -> bool {
-    let any_of = |key: &str, yes: &dyn Fn(&serde_json::Value) -> bool| r[key].as_array().is_some_and(|a| a.iter().any(yes));
-    match assist {
-        Assist::Mends => any_of("mends", &|m| m.as_array().is_some_and(|m| !m.is_empty())),
-        Assist::Held => any_of("held", &|h| *h == true),
-        Assist::Checks => refused_by(r, assist.rules()),
-        Assist::Names | Assist::Examples => true,
-    }
-}
-
 /// Whether `goal` holds one of `only` (case-insensitive).
 fn picked(goal: &str, only: &[String]) -> bool {
     let goal = goal.to_lowercase();
@@ -300,12 +257,8 @@ fn check(root: &Path, e: &Expect) -> std::result::Result<(), String> {
 struct Totals {
     valid_first_try: u32,
     valid_within_3: u32,
-    /// Valid within 3 without counting mended plans: the plans as written.
-    valid_within_3_as_written: u32,
     /// Goals whose first valid plan within 3 was mended.
     mended: u32,
-    /// Goals whose first valid plan within 3 was decoded held to the goal's paths.
-    held: u32,
     executed_ok: u32,
     /// The agent said the goal was met.
     verified: u32,
@@ -320,24 +273,15 @@ struct Totals {
     plan_ms: Vec<u64>,
     tokens: u64,
     served: Served,
-    /// The goals each assist that acts on a plan (mends, held, checks)
-    /// acted on, and whether each was met. One that never acted on a goal
-    /// cannot have changed it: leaving it out can change only these goals,
-    /// and `--acted-in` reruns no others.
-    acted: BTreeMap<&'static str, Vec<(String, bool)>>,
 }
 
 impl Totals {
     fn add(&mut self, r: &serde_json::Value) {
         let valid: Vec<bool> = r["valid"].as_array().map(|a| a.iter().map(|v| v == true).collect()).unwrap_or_default();
         self.valid_first_try += u32::from(valid.first() == Some(&true));
-        // One entry per proposal, like `valid`: what mending changed in it.
-        let mended: Vec<bool> = r["mends"].as_array().map(|a| a.iter().map(|m| m.as_array().is_some_and(|m| !m.is_empty())).collect()).unwrap_or_default();
         let first_valid = valid.iter().take(3).position(|v| *v);
         self.valid_within_3 += u32::from(first_valid.is_some());
-        self.valid_within_3_as_written += u32::from(valid.iter().zip(&mended).take(3).any(|(v, m)| *v && !*m));
-        self.mended += u32::from(first_valid.is_some_and(|i| mended.get(i) == Some(&true)));
-        self.held += u32::from(first_valid.is_some_and(|i| r["held"][i] == true));
+        self.mended += u32::from(first_valid.is_some_and(|i| r["mends"][i].as_array().is_some_and(|m| !m.is_empty())));
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.verified += u32::from(r["verified"] == true);
         self.false_completions += u32::from(r["falseCompletion"] == true);
@@ -347,10 +291,6 @@ impl Totals {
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
         self.tokens += r["tokens"].as_u64().unwrap_or(0);
-        let goal = r["goal"].as_str().unwrap_or_default().to_string();
-        for assist in Assist::ACTING.into_iter().filter(|a| acted(r, *a)) {
-            self.acted.entry(assist.name()).or_default().push((goal.clone(), r["executedOk"] == true));
-        }
         if let Ok(served) = serde_json::from_value(r["served"].clone()) {
             self.served.add(&served);
         }
@@ -364,9 +304,7 @@ impl Totals {
             "goals": goals,
             "valid_first_try": frac(self.valid_first_try),
             "valid_within_3": frac(self.valid_within_3),
-            "valid_within_3_as_written": frac(self.valid_within_3_as_written),
             "mended": self.mended,
-            "held": self.held,
             "executed_ok": frac(self.executed_ok),
             "verified": frac(self.verified),
             "false_completions": frac(self.false_completions),
@@ -377,24 +315,9 @@ impl Totals {
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,
             "model_calls": self.served.report(),
-            "assists_acted": self.acted.iter().map(|(assist, goals)| {
-                let met = goals.iter().filter(|(_, met)| *met).count();
-                (assist.to_string(), json!({"goals": goals.len(), "met": met, "which": goals.iter().map(|(g, _)| g).collect::<Vec<_>>()}))
-            }).collect::<serde_json::Map<_, _>>(),
             "results": out,
         })
     }
-}
-
-/// Whether any of a goal's plans was refused by one of `rules`, read off
-/// the refusals as recorded ("step 2 (goal-path): …" or "goal-path: …").
-fn refused_by(r: &serde_json::Value, rules: &[planner::Rule]) -> bool {
-    let rule_of = |text: &str| match text.strip_prefix("step ") {
-        Some(rest) => rest.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(rule, _)| rule.to_string()),
-        None => text.split_once(':').map(|(rule, _)| rule.to_string()),
-    };
-    let refusals = r["rejections"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_array).flatten();
-    refusals.filter_map(serde_json::Value::as_str).filter_map(rule_of).any(|rule| rules.iter().any(|r| r.to_string() == rule))
 }
 
 #[cfg(test)]
@@ -438,38 +361,6 @@ mod tests {
         assert!(check(dir.path(), &expect("n.txt", Some("7"), None, false)).is_ok());
         assert!(check(dir.path(), &expect("gone.txt", None, None, true)).is_ok());
         assert!(check(dir.path(), &expect("n.txt", None, None, true)).is_err());
-    }
-
-    #[test]
-    fn the_report_names_the_goals_each_acting_assist_acted_on() {
-        let mut totals = Totals::default();
-        totals.add(&json!({"goal": "mended", "executedOk": true, "valid": [true], "held": [false],
-            "mends": [["step 2 wrote a.txt again"]], "rejections": [["step 2 (overwrite): this replaces a.txt"]]}));
-        totals.add(&json!({"goal": "checked and held", "executedOk": false, "valid": [false, true], "held": [false, true],
-            "mends": [[], []], "rejections": [["goal-path: the goal names b.txt but no step creates it"], []]}));
-        totals.add(&json!({"goal": "a rule alone", "executedOk": true, "valid": [false, true], "held": [false, false],
-            "mends": [[], []], "rejections": [["step 1 (path-kind): b.txt is a file name"], []]}));
-        let acted = &totals.report("tuning", 3, Path::new("r.jsonl"))["assists_acted"];
-        assert_eq!(acted["mends"], json!({"goals": 1, "met": 1, "which": ["mended"]}));
-        assert_eq!(acted["held"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}));
-        assert_eq!(acted["checks"], json!({"goals": 1, "met": 0, "which": ["checked and held"]}), "a rule's refusal is not the checks'");
-    }
-
-    #[test]
-    fn without_an_acting_assist_only_the_goals_it_acted_on_run_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().join("base.jsonl");
-        let records = [
-            json!({"goal": "mended", "mends": [["a change"]], "held": [false], "rejections": [[]]}),
-            json!({"goal": "held", "mends": [[]], "held": [true], "rejections": [[]]}),
-            json!({"goal": "untouched", "mends": [[]], "held": [false], "rejections": [["step 1 (path-kind): a file"]]}),
-        ];
-        std::fs::write(&base, records.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
-        let kept = |without: &str| -> Vec<String> { untouched(&base, without).unwrap().iter().map(|r| r["goal"].as_str().unwrap().to_string()).collect() };
-        assert_eq!(kept("mends"), ["held", "untouched"]);
-        assert_eq!(kept("held,checks"), ["mended", "untouched"]);
-        let refused = untouched(&base, "examples").unwrap_err().to_string();
-        assert!(refused.contains("names and examples shape every prompt"), "{refused}");
     }
 
     #[test]

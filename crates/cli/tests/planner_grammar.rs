@@ -27,7 +27,7 @@ async fn every_action_a_constrained_model_writes_parses() {
             Message::system("Answer with a JSON plan. Actions: CREATE_DIR, WRITE_FILE, READ_FILE, LIST_DIR <path> AS <key>, FOR_EACH <key> <action>, REPEAT <n> <action>, RUN_COMMAND."),
             Message::user(format!("GOAL: {goal}")),
         ]);
-        request.json_schema = Some(plan_schema(goal, None, &[]));
+        request.json_schema = Some(plan_schema(goal, &[]));
         request.max_tokens = Some(400);
         let answer = model.chat(&request).await.unwrap();
         let Ok((plan, _)) = read_plan(&answer.content) else {

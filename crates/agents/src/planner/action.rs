@@ -26,55 +26,23 @@ use serde::{Deserialize, Serialize};
 pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR", "FOR_EACH", "REPEAT", "RUN_COMMAND"];
 
 /// A path in the action language: one word or a double-quoted string.
-pub const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
+const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
 
 /// A key LIST_DIR stores and FOR_EACH reads, up to 40 characters in the
-/// grammar: a model held to the paths can otherwise run a key on for
-/// hundreds of characters with nothing to stop it.
+/// grammar: a model can otherwise run a key on for hundreds of characters
+/// with nothing to stop it.
 const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
-
-/// The paths a verb may name, as regular expressions: `new_folder` for
-/// CREATE_DIR, `folder` for LIST_DIR, `file` for READ_FILE and WRITE_FILE;
-/// `None` leaves out the verbs that take one.
-#[derive(Clone, Debug, Default)]
-pub struct PathChoices {
-    pub new_folder: Option<String>,
-    pub folder: Option<String>,
-    pub file: Option<String>,
-}
 
 /// The grammar of one action line as a regular expression, for constrained
 /// decoding: a model whose tokens are masked by it cannot write an action
 /// that does not parse (LIST_DIR without `AS key`, REPEAT without a count,
 /// a verb of its own). What it means — paths, keys, content — is still
-/// judged by validation.
-///
-/// The paths are [`ANY_PATH`] in general, the goal's own names when the
-/// model is held to them (`held_paths`), and may differ by where the action
-/// stands: at the top (`top`), inside FOR_EACH (`each`, which may name
-/// `{item}`) or inside REPEAT (`repeat`, which may name `{index}`).
-pub fn pattern(top: &PathChoices, each: &PathChoices, repeat: &PathChoices) -> String {
-    // Every action but CREATE_DIR (which FOR_EACH may not run) and the loops.
-    let plain = |paths: &PathChoices| {
-        let mut plain = Vec::new();
-        if let Some(file) = &paths.file {
-            plain.push(format!("READ_FILE {file}"));
-            plain.push(format!(r"WRITE_FILE {file} [^\n]+"));
-        }
-        if let Some(folder) = &paths.folder {
-            plain.push(format!("LIST_DIR {folder} AS {KEY}"));
-        }
-        plain.push(r"RUN_COMMAND [^\n]+".to_string());
-        format!("({})", plain.join("|"))
-    };
-    let create = |paths: &PathChoices| paths.new_folder.as_ref().map(|folder| format!("CREATE_DIR {folder}|")).unwrap_or_default();
-    format!("^({}{}|FOR_EACH {KEY} {}|REPEAT [1-9][0-9]{{0,2}} ({}{}))$", create(top), plain(top), plain(each), create(repeat), plain(repeat))
-}
-
-/// The pattern with any path allowed.
-pub fn any_path_pattern() -> String {
-    let any = PathChoices { new_folder: Some(ANY_PATH.into()), folder: Some(ANY_PATH.into()), file: Some(ANY_PATH.into()) };
-    pattern(&any, &any, &any)
+/// judged by the rules. FOR_EACH may not run CREATE_DIR, and neither loop
+/// may hold another.
+pub fn pattern() -> String {
+    let plain = format!(r"(READ_FILE {ANY_PATH}|WRITE_FILE {ANY_PATH} [^\n]+|LIST_DIR {ANY_PATH} AS {KEY}|RUN_COMMAND [^\n]+)");
+    let create = format!("CREATE_DIR {ANY_PATH}|");
+    format!("^({create}{plain}|FOR_EACH {KEY} {plain}|REPEAT [1-9][0-9]{{0,2}} ({create}{plain}))$")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -451,7 +419,7 @@ mod tests {
 
     #[test]
     fn the_pattern_takes_every_parsable_form_and_nothing_that_fails_to_parse() {
-        let pattern = regex::Regex::new(&any_path_pattern()).unwrap();
+        let pattern = regex::Regex::new(&pattern()).unwrap();
         let good = [
             "CREATE_DIR notes",
             "CREATE_DIR \"my notes\"",

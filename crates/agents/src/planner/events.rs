@@ -60,7 +60,6 @@ pub struct PlanProposed {
     pub steps: Vec<String>,
     pub diff: Vec<String>,
     pub rejections: Vec<String>,
-    pub held: bool,
     pub mends: Vec<String>,
     pub mended_from: Vec<String>,
 }
@@ -107,8 +106,7 @@ fn plan_lines(p: &PlanProposed) -> String {
     } else {
         ""
     };
-    let held = if p.held { ", held to the goal's paths" } else { "" };
-    let mut out = format!("  plan {} ({} ms, {verdict}{how}{held})", p.iteration, p.ms);
+    let mut out = format!("  plan {} ({} ms, {verdict}{how})", p.iteration, p.ms);
     for (i, step) in p.steps.iter().enumerate() {
         out.push_str(&format!("\n    {}. {step}", i + 1));
     }

@@ -1,14 +1,8 @@
-//! The files and folders a goal names, and whether a plan touches them.
-//!
-//! A small model often writes a valid plan for a different goal — it copies
-//! an example, or creates `notes` when asked for `README.md`. Such a plan
-//! passes every rule about its own shape and then "succeeds" without doing
-//! what was asked, so a plan that never mentions a path the goal names is
-//! refused like any other broken plan.
-
-use std::collections::BTreeSet;
-
-use super::action::{Action, Vars};
+//! The files and folders a goal names, what it calls them, where it puts
+//! them and the text it gives them: what the goal's own checks (`goal.rs`)
+//! and the names listed in the plan prompt are read from. A small model
+//! often writes a valid plan for a different goal; these readings let the
+//! outcome be checked against the goal's own words, not only a judge's.
 
 /// Extensions that mark a name as a file. A bare `.txt` in a goal ("count
 /// the .txt files") is a kind of file, not a file's name; `.gitignore` is a
@@ -196,21 +190,6 @@ fn next_name(text: &str) -> Option<String> {
     (name_like && !NOT_NAMES.contains(&name.to_lowercase().as_str())).then(|| name.to_string())
 }
 
-/// The files the plan writes or names outside the folder the goal puts
-/// them in, as (file, folder): it mentions `todo.txt` but never
-/// `notes/todo.txt`, and no command changes into `notes`. Files that exist
-/// under the root already (`root_has`) are sources, not placed.
-pub fn misplaced(goal: &str, plan: &[Action], root_has: impl Fn(&str) -> bool) -> Vec<(String, String)> {
-    let text = expanded(plan);
-    placed_files(goal)
-        .into_iter()
-        .filter(|(file, folder)| {
-            let inside = format!("{folder}/{file}");
-            !root_has(file) && mentions(&text, file) && !mentions(&text, &inside) && !text.contains(&format!("cd {folder}"))
-        })
-        .collect()
-}
-
 /// `name` inside the folder the goal puts it in (`notes/todo.txt`), or as
 /// it is.
 pub fn in_its_folder(goal: &str, name: &str) -> String {
@@ -223,15 +202,6 @@ pub enum Kind {
     Folder,
     File,
     Either,
-}
-
-impl Kind {
-    pub fn may_be_folder(self) -> bool {
-        self != Kind::File
-    }
-    pub fn may_be_file(self) -> bool {
-        self != Kind::Folder
-    }
 }
 
 /// Whether `name` is a folder or a file in the goal: what the goal calls
@@ -257,25 +227,6 @@ pub fn looks_like_file(path: &str) -> bool {
         Some((stem, ext)) if !stem.is_empty() => FILE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()),
         _ => false,
     }
-}
-
-/// The goal's paths the plan does not mention. A REPEAT is expanded (`day_{index:03d}.txt` covers `day_000.txt`
-/// to `day_002.txt`, not `day_003.txt`), so a loop that makes the wrong
-/// names does not count. A name counts only whole: `run_0.html` does not
-/// mention the folder `run_0`.
-pub fn uncovered(goal: &str, plan: &[Action]) -> Vec<String> {
-    let text = expanded(plan);
-    named_paths(goal).into_iter().filter(|p| !mentions(&text, p.trim_start_matches("./"))).collect()
-}
-
-/// The plan's actions as text, one a line, each REPEAT written out: what
-/// "the plan mentions a name" looks at.
-pub fn expanded(plan: &[Action]) -> String {
-    let mut text = Vec::new();
-    for action in plan {
-        expand(action, &mut text);
-    }
-    text.join("\n")
 }
 
 /// Whether `text` holds `name` as a whole name: not inside a longer word
@@ -308,103 +259,10 @@ pub fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 
-/// When a REPEAT would make the goal's missing names had it counted from 1
-/// (`day_{index:03d}.txt` makes day_000 to day_002; the goal says day_001 to
-/// day_003), the loop's path: the model is told to use `{number}`.
-pub fn counts_from_zero<'a>(goal: &str, plan: &'a [Action], missing: &[String]) -> Option<&'a str> {
-    plan.iter().find_map(|action| {
-        let Action::Repeat { body, .. } = action else { return None };
-        let path = body.path().filter(|p| p.contains("{index"))?;
-        let from_one = Action::parse(&counting_from_one(&action.to_string())).ok()?;
-        let now_missing = uncovered(goal, &[from_one]);
-        missing.iter().any(|m| !now_missing.contains(m)).then_some(path)
-    })
-}
-
-/// `text` with REPEAT's counter from 1 (`{number…}`) for the one from 0
-/// (`{index…}`), padding kept.
-pub fn counting_from_one(text: &str) -> String {
-    text.replace("{index", "{number")
-}
-
-/// Names in the plan's paths that come from the worked examples and not
-/// from the goal: a small model shown an example's folder tends to create
-/// that folder whatever it was asked. `example_names` are the examples' own names.
-pub fn copied(goal: &str, plan: &[Action], example_names: &BTreeSet<String>) -> Vec<String> {
-    let goal = goal.to_lowercase();
-    let mut found: Vec<String> = Vec::new();
-    for path in plan.iter().flat_map(action_path) {
-        let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
-        for end in 1..=parts.len() {
-            let prefix = parts[..end].join("/");
-            // `reports/summary.md` is the goal's own when it names `summary.md`.
-            let own = goal.contains(&parts[end - 1].to_lowercase());
-            if example_names.contains(&prefix) && !own && !found.contains(&prefix) {
-                found.push(prefix);
-            }
-        }
-    }
-    found
-}
-
-/// The REPEAT that makes a range the goal gives as "`first` to `last`":
-/// `file_0.txt` to `file_4.txt` is `REPEAT 5 WRITE_FILE file_{index}.txt`,
-/// `day_001.txt` to `day_003.txt` is `REPEAT 3 WRITE_FILE day_{number:03d}.txt`,
-/// a name without an extension a CREATE_DIR. None when the two names differ
-/// in more than their last number or it starts at neither 0 nor 1.
-pub fn range_loop(first: &str, last: &str) -> Option<String> {
-    let (head, from, tail) = split_last_number(first)?;
-    let (head_last, to, tail_last) = split_last_number(last)?;
-    let (a, b): (u32, u32) = (from.parse().ok()?, to.parse().ok()?);
-    if head != head_last || tail != tail_last || a > 1 || b <= a || b - a >= super::action::MAX_REPEAT {
-        return None;
-    }
-    let counter = if a == 0 { "index" } else { "number" };
-    let padding = if from.len() > 1 && from.starts_with('0') { format!(":0{}d", from.len()) } else { String::new() };
-    let path = format!("{head}{{{counter}{padding}}}{tail}");
-    let verb = if has_extension(first) { "WRITE_FILE" } else { "CREATE_DIR" };
-    Some(format!("REPEAT {} {verb} {path}", b - a + 1))
-}
-
 /// The ranges the goal gives as "`first` to `last`" (`note_00.txt to
 /// note_09.txt`), as (first, last).
 pub fn ranges(goal: &str) -> Vec<(String, String)> {
     named_paths(goal).windows(2).filter(|pair| goal.contains(&format!("{} to {}", pair[0], pair[1]))).map(|pair| (pair[0].clone(), pair[1].clone())).collect()
-}
-
-/// `repeat` made to write exactly the range `first` to `last` when its
-/// path has that range's shape but makes other names: `REPEAT 3 WRITE_FILE
-/// notes/note_{index:03d}.txt …` for note_00.txt to note_09.txt becomes
-/// `REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt …` (count, counter and
-/// padding from the range; the folder and the text kept, the text's counter
-/// switched with the path's). None when it has another shape or already fits.
-pub fn fitted_to_range(repeat: &Action, first: &str, last: &str) -> Option<Action> {
-    let Action::Repeat { body, .. } = repeat else { return None };
-    let Ok(Action::Repeat { times, body: wanted }) = Action::parse(&range_loop(first, last)?) else { return None };
-    let (path, template) = (body.path()?, wanted.path()?);
-    let (head, _, tail) = split_counter(path)?;
-    let (wanted_head, wanted_counter, wanted_tail) = split_counter(template)?;
-    let folder = head.strip_suffix(wanted_head)?;
-    if tail != wanted_tail || !(folder.is_empty() || folder.ends_with('/')) || body.verb() != wanted.verb() {
-        return None;
-    }
-    let new_path = format!("{folder}{wanted_head}{wanted_counter}{tail}");
-    let from_one = wanted_counter.starts_with("{number");
-    let switch = |text: &str| if from_one { text.replace("{index", "{number") } else { text.replace("{number", "{index") };
-    let fitted_body = match body.as_ref() {
-        Action::WriteFile { content, .. } => Action::WriteFile { path: new_path, content: switch(content) },
-        Action::CreateDir { .. } => Action::CreateDir { path: new_path },
-        _ => return None,
-    };
-    let fitted = Action::Repeat { times, body: Box::new(fitted_body) };
-    (fitted != *repeat).then_some(fitted)
-}
-
-/// `notes/note_{index:03d}.txt` → (`notes/note_`, `{index:03d}`, `.txt`).
-fn split_counter(path: &str) -> Option<(&str, &str, &str)> {
-    let start = path.find("{index").or_else(|| path.find("{number"))?;
-    let end = start + path[start..].find('}')? + 1;
-    Some((&path[..start], &path[start..end], &path[end..]))
 }
 
 /// Every name of a range the goal gives as "`first` to `last`"
@@ -428,26 +286,6 @@ pub fn split_last_number(name: &str) -> Option<(&str, &str, &str)> {
     Some((&name[..start], &name[start..end], &name[end..]))
 }
 
-/// The path an action names, its loop's body's if it is a loop.
-fn action_path(action: &Action) -> Option<&str> {
-    match action {
-        Action::ForEach { body, .. } | Action::Repeat { body, .. } => action_path(body),
-        other => other.path(),
-    }
-}
-
-/// The action as text, with each REPEAT written out (up to 1,000 times).
-fn expand(action: &Action, out: &mut Vec<String>) {
-    match action {
-        Action::Repeat { times, body } => {
-            for i in 0..(*times).min(1000) {
-                expand(&body.fill(&Vars::index(i)), out);
-            }
-        }
-        other => out.push(other.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,63 +299,6 @@ mod tests {
         assert_eq!(named_paths("Make a tar archive backup.tar.gz, e.g. with tar. Version 3.5 is fine"), ["backup.tar.gz"]);
         assert_eq!(named_paths("Create a Python file add.py defining add(a, b) that returns a + b"), ["add.py"]);
         assert_eq!(named_paths("Create three folders run_0, run_1 and run_2."), ["run_0", "run_1", "run_2"]);
-    }
-
-    #[test]
-    fn a_plan_covers_the_goal_only_with_the_right_names() {
-        let goal = "In a folder days, create day_001.txt and day_003.txt.";
-        let off_by_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
-        assert_eq!(uncovered(goal, &off_by_one), ["day_003.txt"]);
-        let explicit = [Action::parse("WRITE_FILE days/day_001.txt log").unwrap(), Action::parse("WRITE_FILE days/day_003.txt log").unwrap()];
-        assert!(uncovered(goal, &explicit).is_empty());
-    }
-
-    #[test]
-    fn a_name_counts_only_whole() {
-        let goal = "Create three folders run_0, run_1 and run_2.";
-        let files = [Action::parse("WRITE_FILE run_0.html x").unwrap(), Action::parse("WRITE_FILE run_1.html x").unwrap()];
-        assert_eq!(uncovered(goal, &files), ["run_0", "run_1", "run_2"]);
-        let loop_ = [Action::parse("REPEAT 3 CREATE_DIR run_{index}").unwrap()];
-        assert!(uncovered(goal, &loop_).is_empty());
-        let inside = [Action::parse("WRITE_FILE 2024/q1/a.txt x").unwrap(), Action::parse("RUN_COMMAND mkdir -p '2024/q2'").unwrap()];
-        assert!(uncovered("Create folders 2024/q1 and 2024/q2.", &inside).is_empty());
-    }
-
-    #[test]
-    fn a_loop_counting_from_zero_is_spotted_when_the_goal_counts_from_one() {
-        let goal = "In a folder days, create day_001.txt, day_002.txt and day_003.txt.";
-        let plan = [Action::parse("CREATE_DIR days").unwrap(), Action::parse("REPEAT 3 WRITE_FILE days/day_{index:03d}.txt log").unwrap()];
-        let missing = uncovered(goal, &plan);
-        assert_eq!(missing, ["day_003.txt"]);
-        assert_eq!(counts_from_zero(goal, &plan, &missing), Some("days/day_{index:03d}.txt"));
-        let wrong_names = [Action::parse("REPEAT 3 WRITE_FILE days/note_{index}.txt log").unwrap()];
-        assert_eq!(counts_from_zero(goal, &wrong_names, &uncovered(goal, &wrong_names)), None);
-        let from_one = [Action::parse("REPEAT 3 WRITE_FILE days/day_{number:03d}.txt log").unwrap()];
-        assert!(uncovered(goal, &from_one).is_empty());
-    }
-
-    #[test]
-    fn names_copied_from_the_examples_are_found() {
-        let names: BTreeSet<String> = ["build/debug", "build", "parts"].map(String::from).into();
-        let plan = [
-            Action::parse("CREATE_DIR build/debug").unwrap(),
-            Action::parse("REPEAT 2 WRITE_FILE parts/p_{index}.txt x").unwrap(),
-            Action::parse("CREATE_DIR 2024/q1").unwrap(),
-        ];
-        assert_eq!(copied("Create folders 2024/q1 and 2024/q2.", &plan, &names), ["build", "build/debug", "parts"]);
-        assert!(copied("Clean the build folder, then the parts folder.", &plan[1..], &names).is_empty(), "names the goal uses are its own");
-    }
-
-    #[test]
-    fn a_range_becomes_the_repeat_that_makes_it() {
-        assert_eq!(range_loop("file_0.txt", "file_4.txt").as_deref(), Some("REPEAT 5 WRITE_FILE file_{index}.txt"));
-        assert_eq!(range_loop("day_001.txt", "day_003.txt").as_deref(), Some("REPEAT 3 WRITE_FILE day_{number:03d}.txt"));
-        assert_eq!(range_loop("note_00.txt", "note_09.txt").as_deref(), Some("REPEAT 10 WRITE_FILE note_{index:02d}.txt"));
-        assert_eq!(range_loop("run_0", "run_2").as_deref(), Some("REPEAT 3 CREATE_DIR run_{index}"));
-        assert_eq!(range_loop("chapter_1.md", "chapter_3.md").as_deref(), Some("REPEAT 3 WRITE_FILE chapter_{number}.md"));
-        assert_eq!(range_loop("a_1.txt", "b_3.txt"), None);
-        assert_eq!(range_loop("v_5.txt", "v_9.txt"), None, "a range from 5 is not a counter");
-        assert_eq!(range_loop("x_3.txt", "x_1.txt"), None);
     }
 
     #[test]
@@ -558,24 +339,6 @@ mod tests {
     }
 
     #[test]
-    fn a_repeat_shaped_like_a_range_is_fitted_to_it() {
-        let fit = |repeat: &str, first, last| fitted_to_range(&Action::parse(repeat).unwrap(), first, last).map(|a| a.to_string());
-        assert_eq!(
-            fit("REPEAT 3 WRITE_FILE notes/note_{index:03d}.txt note {index}", "note_00.txt", "note_09.txt").as_deref(),
-            Some("REPEAT 10 WRITE_FILE notes/note_{index:02d}.txt note {index}")
-        );
-        assert_eq!(
-            fit("REPEAT 3 WRITE_FILE day_{index}.txt day {index}", "day_1.txt", "day_5.txt").as_deref(),
-            Some("REPEAT 5 WRITE_FILE day_{number}.txt day {number}")
-        );
-        assert_eq!(fit("REPEAT 2 CREATE_DIR run_{index}", "run_0", "run_2").as_deref(), Some("REPEAT 3 CREATE_DIR run_{index}"));
-        assert_eq!(fit("REPEAT 10 WRITE_FILE note_{index:02d}.txt note", "note_00.txt", "note_09.txt"), None, "it already fits");
-        assert_eq!(fit("REPEAT 3 WRITE_FILE page_{index}.txt x", "note_00.txt", "note_09.txt"), None, "another name");
-        assert_eq!(fit("REPEAT 3 WRITE_FILE mynote_{index}.txt x", "note_0.txt", "note_9.txt"), None, "a longer name is another name");
-        assert_eq!(fit("REPEAT 3 CREATE_DIR note_{index}.txt", "note_0.txt", "note_9.txt"), None, "a folder is not the range's files");
-    }
-
-    #[test]
     fn files_the_goal_puts_in_a_folder_are_found() {
         let placed = |goal| placed_files(goal).into_iter().map(|(f, d)| format!("{d}/{f}")).collect::<Vec<_>>();
         assert_eq!(placed("Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna."), ["notes/todo.txt"]);
@@ -594,23 +357,6 @@ mod tests {
         assert_eq!(placed("Create a folder alpha with a file x.txt, and a folder beta with a file y.txt."), ["alpha/x.txt", "beta/y.txt"]);
         assert!(placed("Copy report.txt into the folder backup.").is_empty());
         assert!(placed("Create a folder site.v2 with an index.html").is_empty(), "a folder with an extension is left alone");
-    }
-
-    #[test]
-    fn a_file_named_outside_its_folder_is_misplaced() {
-        let goal = "Create a folder notes and inside it a file todo.txt listing two tasks: buy milk and call Anna.";
-        let at_root = [Action::parse("RUN_COMMAND echo buy milk >> todo.txt").unwrap()];
-        assert_eq!(misplaced(goal, &at_root, |_| false), [("todo.txt".to_string(), "notes".to_string())]);
-        let inside = [Action::parse("WRITE_FILE notes/todo.txt buy milk").unwrap()];
-        assert!(misplaced(goal, &inside, |_| false).is_empty());
-        let cd = [Action::parse("RUN_COMMAND mkdir -p notes && cd notes && echo milk > todo.txt").unwrap()];
-        assert!(misplaced(goal, &cd, |_| false).is_empty());
-        assert!(misplaced(goal, &at_root, |name| name == "todo.txt").is_empty(), "an existing file is a source");
-        let goal = "In a folder days, create day_001.txt and day_002.txt, each saying 'log'.";
-        let repeat = [Action::parse("REPEAT 2 WRITE_FILE day_{number:03d}.txt log").unwrap()];
-        assert_eq!(misplaced(goal, &repeat, |_| false).len(), 2);
-        assert_eq!(in_its_folder(goal, "day_002.txt"), "days/day_002.txt");
-        assert_eq!(in_its_folder(goal, "other.txt"), "other.txt");
     }
 
     #[test]

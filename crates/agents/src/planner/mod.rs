@@ -10,9 +10,9 @@
 //! The `fast` model restates the goal (WHO/WHAT/WHEN/WHERE/WHY) and writes
 //! fix hints after each rejection; the `planner` model (the default one
 //! unless `agentloop.toml` names a chain) writes plans in a strict JSON
-//! contract of single-line actions (`action.rs`). Every plan passes every
-//! check in `validate.rs` — `rules` always, `assist` behind its switch —
-//! before it runs at all. A valid plan then runs whole in a scratch copy of
+//! contract of single-line actions (`action.rs`), its prompt shaped by the
+//! assists (`assist/`). Every plan passes every rule (`rules/`) before it
+//! runs at all. A valid plan then runs whole in a scratch copy of
 //! the root (`trial.rs`), and its outcome there is verified against the
 //! goal (`verify.rs`) and shown to the user, who approves a result rather
 //! than a guess. Only then does `apply.rs` carry the copy's changes over
@@ -37,7 +37,6 @@ mod rejection;
 mod rules;
 mod state;
 mod trial;
-mod validate;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -60,9 +59,9 @@ pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
 pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use rejection::{Context, Rejection, Rule};
+pub use rules::validate;
 pub use state::{ApproveMode, PlannerSettings, PlannerState, Proposal, Restatement, StepRun};
 pub use trial::{Trial, TrialStep};
-pub use validate::validate;
 pub use verify::{Check, Verification};
 
 pub const AGENT: &str = "planner";

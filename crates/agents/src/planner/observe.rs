@@ -1,7 +1,7 @@
 //! What validation knows of the machine, gathered through journaled tool
 //! calls before each plan is judged: the root's entries and whether each
 //! command the plan runs is valid for the shell and names commands that
-//! exist. The rules and mends then read only this record (kept in the
+//! exist. The rules then read only this record (kept in the
 //! state), so a judgement can be replayed and shown with what it saw. Only
 //! the jail's own check of a path stays on the live file system: safety
 //! must see the disk as it is.

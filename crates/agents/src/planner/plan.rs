@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::action::{self, Action};
-use super::assist::held_paths::HeldPaths;
 use super::rejection::{Rejection, Rule};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -62,9 +61,8 @@ impl Plan {
 /// `ready` may only be true: a proposal is a plan to run, and a small model
 /// writes `ready: false` on right plans, which `not-ready` refuses and
 /// nothing may mend. Each action
-/// must match the action language's pattern, with any path or, when the
-/// model is `held` to them, only those paths.
-pub fn schema_for(goal: &str, held: Option<&HeldPaths>, tools: &[Listing]) -> Value {
+/// must match the action language's pattern.
+pub fn schema_for(goal: &str, tools: &[Listing]) -> Value {
     let mut schema = agentloop_core::json_schema_of::<Plan>();
     if let Some(property) = schema.pointer_mut("/properties/goal") {
         *property = serde_json::json!({"type": "string", "enum": [goal]});
@@ -72,7 +70,7 @@ pub fn schema_for(goal: &str, held: Option<&HeldPaths>, tools: &[Listing]) -> Va
     if let Some(property) = schema.pointer_mut("/properties/ready") {
         *property = serde_json::json!({"type": "boolean", "enum": [true]});
     }
-    let pattern = with_tool_calls(&held.map_or_else(action::any_path_pattern, HeldPaths::pattern), tools);
+    let pattern = with_tool_calls(&action::pattern(), tools);
     // The step's schema is a definition the plan's items refer to.
     let step = schema.pointer("/properties/plan/items/$ref").and_then(Value::as_str).map(|r| r.trim_start_matches('#').to_string());
     if let Some(action) = schema.pointer_mut(&format!("{}/properties/action", step.unwrap_or_else(|| "/properties/plan/items".into()))) {
@@ -176,7 +174,7 @@ fn drop_trailing_comma(out: &mut String) {
     }
 }
 
-/// Each step's action, parsed once: the rules and assists all take these.
+/// Each step's action, parsed once: every rule takes these.
 pub fn parse(plan: &Plan) -> Vec<Result<Action, String>> {
     plan.plan.iter().map(|item| Action::parse(&item.action)).collect()
 }
@@ -190,7 +188,7 @@ pub fn all_parsed(actions: &[Result<Action, String>]) -> Option<Vec<Action>> {
 mod tests {
     #[test]
     fn the_schema_holds_the_goal_word_for_word() {
-        let schema = super::schema_for("Create a file hello.txt", None, &[]);
+        let schema = super::schema_for("Create a file hello.txt", &[]);
         assert_eq!(schema["properties"]["goal"]["enum"], serde_json::json!(["Create a file hello.txt"]));
         assert_eq!(schema["properties"]["ready"]["enum"], serde_json::json!([true]), "a proposal is a plan to run");
         let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();

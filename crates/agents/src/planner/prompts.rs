@@ -3,12 +3,10 @@
 use agentloop_core::{ChatRequest, Message};
 use agentloop_tools::mcp::Listing;
 
-use super::action::Action;
 use super::action::Shell;
 use super::assist::examples;
 use super::assist::switches::Assist;
 use super::goal_paths;
-use super::rejection::Rule;
 use super::state::PlannerState;
 use super::verify::Check;
 
@@ -117,7 +115,7 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     }
     let mut messages = vec![Message::system(system)];
     let shown = if s.config.uses(Assist::Examples) { EXAMPLES_SHOWN } else { 0 };
-    for example in examples::chosen(&s.goal, shown, usize::from(stuck), verb_the_last_plan_lacks(s)) {
+    for example in examples::chosen(&s.goal, shown, usize::from(stuck)) {
         messages.push(Message::user(format!("GOAL: {}", example.goal)));
         messages.push(Message::assistant(format!("<json>{}</json>", example.answer())));
     }
@@ -132,29 +130,6 @@ pub fn plan(s: &PlannerState) -> ChatRequest {
     let mut r = ChatRequest::new(messages);
     r.max_tokens = Some(900);
     r
-}
-
-/// WRITE_FILE, when the last plan was refused for missing a file the goal
-/// names that is still to be written, and wrote no file: the examples then
-/// show one that does. A small model follows an example's shape before a
-/// reason: shown only command and list-and-loop examples for "a file
-/// logs/app.log with the line 'started'", it listed `logs` twice, told each
-/// time to add `WRITE_FILE logs/app.log`.
-fn verb_the_last_plan_lacks(s: &PlannerState) -> Option<&'static str> {
-    let last = s.last_proposal().filter(|p| p.rejections.iter().any(|r| r.rule == Rule::GoalPath))?;
-    let actions: Vec<Action> = last.plan.as_ref()?.plan.iter().filter_map(|item| Action::parse(&item.action).ok()).collect();
-    let unwritten = goal_paths::uncovered(&s.goal, &actions)
-        .into_iter()
-        .any(|name| goal_paths::looks_like_file(&name) && !goal_paths::is_archive(&name) && !s.observed.on_disk(&name));
-    (unwritten && !actions.iter().any(writes_a_file)).then_some("WRITE_FILE")
-}
-
-fn writes_a_file(action: &Action) -> bool {
-    match action {
-        Action::WriteFile { .. } => true,
-        Action::ForEach { body, .. } | Action::Repeat { body, .. } => writes_a_file(body),
-        _ => false,
-    }
 }
 
 /// What the model is told after its plan was rejected (the rejected output
@@ -291,7 +266,7 @@ mod tests {
             iteration: 1,
             raw,
             plan,
-            rejections: vec![Rejection::new(Rule::GoalPath, None, "the goal names day_003.txt")],
+            rejections: vec![Rejection::new(Rule::PathKind, None, "the goal names day_003.txt")],
             retry_hints: vec!["write day_003.txt".into()],
             ..Proposal::default()
         }
@@ -355,20 +330,5 @@ mod tests {
         assert!(!twice.messages.iter().any(|m| m.content.contains("CREATE_DIR days")), "the repeated plan is not shown again");
         let examples = |r: &ChatRequest| r.messages.iter().filter(|m| m.content.starts_with("GOAL:")).map(|m| m.content.clone()).collect::<Vec<_>>();
         assert_ne!(examples(&once), examples(&twice), "other worked examples are shown");
-    }
-
-    #[test]
-    fn a_plan_refused_for_a_file_it_never_wrote_is_followed_by_an_example_that_writes_one() {
-        let goal = "Archive logs and add a file logs/app.log with the line 'started'.";
-        let mut s = PlannerState::new("/nonexistent-root", goal, ApproveMode::All, PlannerSettings::default());
-        // The examples' answers: after the system message, turns 2, 4, …
-        let examples = |r: &ChatRequest| r.messages[1..=2 * EXAMPLES_SHOWN].iter().skip(1).step_by(2).map(|m| m.content.clone()).collect::<Vec<_>>();
-        let first = examples(&plan(&s));
-        assert!(!first.iter().any(|e| e.contains("WRITE_FILE")), "this goal's closest examples write no file (else the test proves nothing): {first:?}");
-        s.proposals = vec![refused("LIST_DIR logs AS log_files")];
-        let retry = examples(&plan(&s));
-        assert!(retry.last().is_some_and(|e| e.contains(r#""action":"WRITE_FILE"#)), "the closest example now writes a file: {retry:?}");
-        s.proposals = vec![refused("WRITE_FILE logs/other.log x")];
-        assert_eq!(examples(&plan(&s)), first, "a plan that writes a file keeps the examples");
     }
 }

@@ -37,24 +37,15 @@ pub enum Rule {
     /// RUN_COMMAND that is not valid for the configured shell or calls a
     /// command this machine does not have.
     Shell,
-    /// A file or folder the goal names that no step mentions: the plan does
-    /// something else than was asked.
-    GoalPath,
     /// Another action written into a step's text (`WRITE_FILE a.py x
     /// READ_FILE a.py …`): the grammar reads it as content, so it would be
     /// written into the file instead of run.
     OneAction,
     /// REPEAT over a path without `{index}`: every round makes the same path.
     LoopPath,
-    /// WRITE_FILE content pasted from a worked example ("Q1: sales up")
-    /// that the goal never quotes.
-    ExampleText,
     /// `{index}` in a path outside REPEAT, or `{item}`/`{name}` outside
     /// FOR_EACH: nothing fills it, so the step would use the braces as a name.
     LoopVariable,
-    /// The goal gives a file's text ("each saying 'log'") and no step holds
-    /// it: the plan writes something else than was asked.
-    GoalText,
     /// A command redirects into a folder that does not exist and no earlier
     /// step makes: the shell makes no folders, so the step would fail.
     MissingFolder,
@@ -67,6 +58,10 @@ pub enum Rule {
     /// CALL_TOOL of a tool the session's MCP servers do not offer, with
     /// arguments its schema refuses, or inside a loop.
     ToolCall,
+    /// A rule this version no longer has, read from an older session's
+    /// journal: the refusal's reason still says what was wrong.
+    #[serde(other)]
+    Retired,
 }
 
 impl fmt::Display for Rule {
@@ -106,12 +101,22 @@ pub struct Context<'a> {
     /// What the root held and what the commands' checks said, as observed.
     pub seen: &'a Observed,
     pub shell: Shell,
-    /// The user's goal; the plan must mention every path it names.
+    /// The user's goal, which a few rules read (a file the goal calls a
+    /// folder may be made with CREATE_DIR).
     pub goal: &'a str,
-    /// Also judge the plan against the goal's words (goal-path, goal-text,
-    /// example-text): the planner's assists. Off, only the rules any plan
-    /// must keep whatever the goal are checked.
-    pub assist: bool,
     /// The tools of the session's MCP servers, which CALL_TOOL may name.
     pub tools: &'a [Listing],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_by_a_rule_this_version_no_longer_has_still_reads() {
+        let journaled = serde_json::json!({"rule": "goal-path", "step": null, "reason": "the goal names a.txt but no step creates it"});
+        let old: Rejection = serde_json::from_value(journaled).unwrap();
+        assert_eq!(old.rule, Rule::Retired);
+        assert_eq!(old.to_string(), "retired: the goal names a.txt but no step creates it");
+    }
 }

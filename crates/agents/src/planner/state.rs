@@ -14,7 +14,7 @@ use super::assist::switches::{self, Assist};
 use super::goal::Goal;
 use super::observe::Observed;
 use super::plan::Plan;
-use super::rejection::{Rejection, Rule};
+use super::rejection::Rejection;
 use super::trial::Trial;
 use super::verify::{Outcome, Verification};
 use crate::registry::settings::declare_settings;
@@ -78,16 +78,16 @@ declare_settings! {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         #[serde(alias = "commandTimeoutSecs")]
         pub command_timeout: u64 = 60,
-        /// The assists on top of the rules: reading the goal's names and
-        /// texts into refusals and hints, mends, decoding held to the goal's
-        /// paths, and worked examples in the prompt. Off (`--no-assist`), a
-        /// plan is held only to the rules any plan must keep (and still
-        /// verified against the goal).
+        /// The assists on top of the rules: the names the goal gives, listed
+        /// in the plan prompt, worked examples, and mends of the slips a rule
+        /// names exactly. Off (`--no-assist`), the prompt holds the goal and
+        /// the action language alone and a refused plan is planned again
+        /// (plans are still held to the rules and verified against the goal).
         #[arg(long = "no-assist", action = clap::ArgAction::SetFalse)]
         pub assist: bool = true,
         /// Assists to leave out while the others stay on, separated by
-        /// commas: names, examples, held, checks, mends. What one assist
-        /// adds is measured by running without it.
+        /// commas: names, examples, mends. What one assist adds is measured by
+        /// running without it.
         #[arg(long, value_parser = switches::parse_without)]
         pub without_assist: String = String::new(),
     }
@@ -150,10 +150,6 @@ pub struct Proposal {
     pub mends: Vec<String>,
     #[serde(default)]
     pub mended_from: Vec<Rejection>,
-    /// The plan was decoded held to the goal's paths (`held_paths`), after
-    /// a plan refused for its paths.
-    #[serde(default)]
-    pub held: bool,
     /// The valid plan's steps as typed actions, parsed once when it passed
     /// validation: what EXECUTE runs.
     #[serde(default)]
@@ -300,11 +296,5 @@ impl PlannerState {
     pub fn plans_that_missed(&self) -> Vec<Vec<&str>> {
         let missed = |p: &Proposal| self.verifications.iter().any(|v| v.iteration == p.iteration && !v.met);
         self.proposals.iter().filter(|p| missed(p)).filter_map(|p| p.plan.as_ref()).map(Plan::actions).collect()
-    }
-
-    /// Whether the next plan is held to the goal's paths (an assist): a
-    /// plan since the last valid one was refused for its paths.
-    pub fn refused_for_paths(&self) -> bool {
-        self.proposals.iter().rev().take_while(|p| !p.valid()).any(|p| p.rejections.iter().any(|r| matches!(r.rule, Rule::GoalPath | Rule::PathKind)))
     }
 }

@@ -11,9 +11,6 @@ use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 
-use crate::planner::action::Action;
-use crate::planner::goal_paths;
-
 /// One worked example: a goal and the plan that answers it.
 pub struct Example {
     pub goal: &'static str,
@@ -23,12 +20,6 @@ pub struct Example {
 }
 
 impl Example {
-    /// Whether a step is `verb` (not inside a loop: a plan that lacked one
-    /// file shown a loop copied the loop).
-    fn uses(&self, verb: &str) -> bool {
-        self.steps.iter().any(|(action, _)| action.starts_with(&format!("{verb} ")))
-    }
-
     /// The answer as the model should write it, without the `<json>` tags.
     pub fn answer(&self) -> Value {
         let plan: Vec<Value> =
@@ -142,53 +133,6 @@ const POOL: [Example; 19] = [
     Example { goal: "Print the name of the current user.", summary: "One command does it.", steps: &[("RUN_COMMAND whoami", "prints the user name")] },
 ];
 
-/// The names the examples use: the files and folders their goals name, and
-/// the folders their steps make or list (with each parent). Computed once.
-pub fn names() -> &'static BTreeSet<String> {
-    static NAMES: LazyLock<BTreeSet<String>> = LazyLock::new(collect_names);
-    &NAMES
-}
-
-fn collect_names() -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for e in &POOL {
-        out.extend(goal_paths::named_paths(e.goal));
-        for (action, _) in e.steps {
-            // Folders only: a file's name is in its goal, or implied by a
-            // range there (`page_2.html`), which a goal of the same shape repeats.
-            let folder = match Action::parse(action) {
-                Ok(Action::CreateDir { path } | Action::ListDir { path, .. }) => path,
-                Ok(Action::WriteFile { path, .. }) => path.rsplit_once('/').map(|(dir, _)| dir.to_string()).unwrap_or_default(),
-                _ => continue,
-            };
-            if folder.is_empty() || folder.contains('{') {
-                continue;
-            }
-            let parts: Vec<&str> = folder.split('/').collect();
-            out.extend((1..=parts.len()).map(|end| parts[..end].join("/")));
-        }
-    }
-    out
-}
-
-/// Lines of text the examples write because their goals quote them ("Q1:
-/// sales up", "first entry"): text for that goal only. A small model
-/// pastes them into other goals' files (`WRITE_FILE .gitignore Q1: sales up`).
-pub fn quoted_texts() -> &'static BTreeSet<String> {
-    static TEXTS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
-        let mut out = BTreeSet::new();
-        for e in &POOL {
-            for (action, _) in e.steps {
-                if let Ok(Action::WriteFile { content, .. }) = Action::parse(action) {
-                    out.extend(content.lines().map(str::trim).filter(|line| line.len() >= 5 && e.goal.contains(line)).map(String::from));
-                }
-            }
-        }
-        out
-    });
-    &TEXTS
-}
-
 /// Words too common in goals to say anything about their shape.
 const STOPWORDS: [&str; 24] = [
     "a", "an", "the", "of", "in", "into", "to", "and", "or", "with", "each", "it", "its", "is", "are", "that", "then", "as", "on", "for", "from", "named",
@@ -227,23 +171,13 @@ fn likeness(example: &Example, wanted: &BTreeSet<String>) -> f64 {
 
 /// The `n` examples most like `goal`, after skipping the `skip` closest;
 /// least alike first (the closest sits next to the user's goal). Skipping
-/// gives a model stuck on one example's shape other shapes to follow. When
-/// none of them uses the verb a refused plan lacked (`needs`), the most
-/// alike example that does takes the closest place, the least alike going.
-pub fn chosen(goal: &str, n: usize, skip: usize, needs: Option<&str>) -> Vec<&'static Example> {
+/// gives a model stuck on one example's shape other shapes to follow.
+pub fn chosen(goal: &str, n: usize, skip: usize) -> Vec<&'static Example> {
     let wanted: BTreeSet<String> = words(goal).into_iter().collect();
     let mut scored: Vec<(f64, usize, &Example)> = POOL.iter().enumerate().map(|(i, e)| (likeness(e, &wanted), i, e)).collect();
     // Best first, ties in pool order; then the chosen few closest-last.
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let by_likeness: Vec<&Example> = scored.into_iter().map(|(_, _, e)| e).collect();
-    let mut picked: Vec<&Example> = by_likeness.iter().copied().skip(skip).take(n).rev().collect();
-    if let Some(verb) = needs.filter(|verb| !picked.iter().any(|e| e.uses(verb))) {
-        if let Some(closest) = by_likeness.iter().find(|e| e.uses(verb)) {
-            picked.remove(0);
-            picked.push(closest);
-        }
-    }
-    picked
+    scored.into_iter().map(|(_, _, e)| e).skip(skip).take(n).rev().collect()
 }
 
 #[cfg(test)]
@@ -254,13 +188,13 @@ mod tests {
     fn every_example_passes_validation_against_its_own_goal() {
         use crate::planner::action::Shell;
         use crate::planner::rejection::Context;
-        use crate::planner::validate::validate;
+        use crate::planner::rules::validate;
         let root = tempfile::tempdir().unwrap();
         let ws = agentloop_tools::Workspace::new(root.path()).unwrap();
         for e in &POOL {
             let (plan, _) = crate::planner::plan::read(&format!("<json>{}</json>", e.answer())).unwrap();
             let seen = crate::planner::Observed::now(&ws, &plan.commands(), Shell::Sh);
-            let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, goal: e.goal, assist: true, tools: &[] };
+            let cx = Context { root: &ws, seen: &seen, shell: Shell::Sh, goal: e.goal, tools: &[] };
             let found = validate(&plan, &cx);
             assert!(found.is_empty(), "{}: {found:?}", e.goal);
         }
@@ -268,7 +202,7 @@ mod tests {
 
     #[test]
     fn every_example_fits_the_grammar_the_model_is_held_to() {
-        let pattern = regex::Regex::new(&crate::planner::action::any_path_pattern()).unwrap();
+        let pattern = regex::Regex::new(&crate::planner::action::pattern()).unwrap();
         for e in &POOL {
             for (line, _) in e.steps {
                 assert!(pattern.is_match(line), "{:?} has {line:?}, which the action pattern refuses", e.goal);
@@ -277,29 +211,20 @@ mod tests {
     }
 
     #[test]
-    fn texts_the_examples_quote_from_their_goals_are_known() {
-        let texts = quoted_texts();
-        for quoted in ["Q1: sales up", "# Notes", "first entry"] {
-            assert!(texts.contains(quoted), "{quoted:?} missing from {texts:?}");
-        }
-        assert!(!texts.contains("ls | wc -l"), "a script the goal only describes is not quoted text");
-    }
-
-    #[test]
     fn a_short_example_beats_a_long_one_sharing_only_common_words() {
-        let picked = chosen("Create the folders docs/a and docs/b.", 2, 0, None);
+        let picked = chosen("Create the folders docs/a and docs/b.", 2, 0);
         assert!(!picked[1].goal.contains("part_000"), "the five-step parts loop shares only common words, so it is not the closest: {:?}", picked[1].goal);
         assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
     }
 
     #[test]
     fn the_closest_example_comes_last() {
-        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3, 0, None);
+        let picked = chosen("Make a copy of notes.ini named notes.ini.bak.", 3, 0);
         assert_eq!(picked.len(), 3);
         assert_eq!(picked[2].goal, "Duplicate settings.ini as settings.ini.bak.");
-        let picked = chosen("Create the folders src/app and src/lib.", 2, 0, None);
+        let picked = chosen("Create the folders src/app and src/lib.", 2, 0);
         assert_eq!(picked[1].goal, "Create the folders build/debug and build/release.");
-        let skipped = chosen("Create the folders src/app and src/lib.", 2, 1, None);
+        let skipped = chosen("Create the folders src/app and src/lib.", 2, 1);
         assert_eq!(skipped[1].goal, picked[0].goal, "skipping the closest moves the next one up");
     }
 }

@@ -1,8 +1,6 @@
 //! Each assist by name, so that one can be left out while the others stay
-//! on (`--without-assist checks,mends`): what a single assist adds to the
+//! on (`--without-assist examples`): what a single assist adds to the
 //! goals met is measured by running without it.
-
-use crate::planner::rejection::Rule;
 
 /// One of the planner's assists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -11,38 +9,18 @@ pub enum Assist {
     Names,
     /// Worked examples as earlier turns of the plan prompt.
     Examples,
-    /// After a plan refused for its paths, the next decoded with only the
-    /// goal's paths (and what exists) to choose from.
-    Held,
-    /// Refusals of a plan that misses a name or a text the goal gives, or
-    /// borrows one from a worked example.
-    Checks,
-    /// Slips the checks name exactly, repaired without another plan.
+    /// Slips a rule names exactly, repaired without another plan.
     Mends,
 }
 
 impl Assist {
-    pub const ALL: [Assist; 5] = [Assist::Names, Assist::Examples, Assist::Held, Assist::Checks, Assist::Mends];
-    /// Those that act on a plan once it is written (the others shape every
-    /// prompt): a session's record shows whether they acted.
-    pub const ACTING: [Assist; 3] = [Assist::Mends, Assist::Held, Assist::Checks];
+    pub const ALL: [Assist; 3] = [Assist::Names, Assist::Examples, Assist::Mends];
 
     pub fn name(self) -> &'static str {
         match self {
             Assist::Names => "names",
             Assist::Examples => "examples",
-            Assist::Held => "held",
-            Assist::Checks => "checks",
             Assist::Mends => "mends",
-        }
-    }
-
-    /// The refusals only this assist makes, by rule: a session's record
-    /// shows where the checks acted by these.
-    pub fn rules(self) -> &'static [Rule] {
-        match self {
-            Assist::Checks => &[Rule::GoalPath, Rule::GoalText, Rule::ExampleText],
-            _ => &[],
         }
     }
 
@@ -70,9 +48,10 @@ mod tests {
 
     #[test]
     fn a_list_leaves_out_exactly_the_assists_it_names() {
-        let without = parse_without("checks, mends").unwrap();
-        assert!(Assist::Checks.left_out_by(&without) && Assist::Mends.left_out_by(&without));
-        assert!(!Assist::Examples.left_out_by(&without) && !Assist::Names.left_out_by(""));
-        assert!(parse_without("check").unwrap_err().contains("`check` is not an assist"));
+        let without = parse_without("names, examples").unwrap();
+        assert!(Assist::Names.left_out_by(&without) && Assist::Examples.left_out_by(&without));
+        assert!(!Assist::Examples.left_out_by("names") && !Assist::Names.left_out_by(""));
+        assert!(parse_without("example").unwrap_err().contains("`example` is not an assist"));
+        assert!(parse_without("held").unwrap_err().contains("name some of names, examples, mends"));
     }
 }

@@ -13,7 +13,6 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::planner::assist::held_paths::{self, HeldPaths};
 use crate::planner::assist::mend;
 use crate::planner::assist::switches::Assist;
 use crate::planner::events::{PlanProposed, PlannerEvent};
@@ -22,8 +21,8 @@ use crate::planner::observe::observe;
 use crate::planner::plan::{self, Plan};
 use crate::planner::prompts;
 use crate::planner::rejection::{Context, Rejection, Rule};
+use crate::planner::rules;
 use crate::planner::state::{ApproveMode, PlannerState, Proposal};
-use crate::planner::validate as validation;
 use crate::planner::{FAST_ROLE, PLANNER_ROLE};
 
 #[derive(Deserialize, JsonSchema)]
@@ -68,20 +67,14 @@ pub fn plan<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, Re
         }
         let model_ms_before = step.progress().model_ms;
         let mut request = prompts::plan(s);
-        // After a plan refused for its paths, the next is decoded with only
-        // the goal's paths (and what exists) to choose from (an assist).
-        let held = (s.config.uses(Assist::Held) && s.refused_for_paths()).then(|| {
-            let existing: Vec<_> = s.observed.entries.iter().take(held_paths::EXISTING_OFFERED).cloned().collect();
-            HeldPaths::new(&s.goal, &existing)
-        });
-        request.json_schema = Some(plan::schema_for(&s.goal, held.as_ref(), &s.mcp));
+        request.json_schema = Some(plan::schema_for(&s.goal, &s.mcp));
         // A small model asked again greedily gives the same plan again; after
         // a rejection or a failure the next plan is sampled.
         if !s.proposals.is_empty() {
             request.temperature = Some(RETRY_TEMPERATURE);
         }
         let answer = step.chat_as(PLANNER_ROLE, request).await?;
-        let mut proposal = Proposal { iteration, raw: answer.content, held: held.is_some(), ..Proposal::default() };
+        let mut proposal = Proposal { iteration, raw: answer.content, ..Proposal::default() };
         match plan::read(&proposal.raw) {
             Ok((p, repaired)) => {
                 proposal.plan = Some(p);
@@ -121,11 +114,11 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             return Err(Error::State("validate ran before any plan was proposed".into()));
         };
         if let Some(plan) = proposal.plan.clone() {
-            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, assist: s.config.uses(Assist::Checks), tools: &s.mcp };
-            proposal.rejections.extend(validation::validate(&plan, &cx));
-            // A slip the rules name exactly is mended here rather than
-            // costing another plan; the mended plan passed every rule.
-            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx, &|p| validation::validate(p, &cx)).filter(|_| s.config.uses(Assist::Mends)) {
+            let cx = Context { root: &root, seen: &s.observed, shell, goal: &s.goal, tools: &s.mcp };
+            proposal.rejections.extend(rules::validate(&plan, &cx));
+            // A slip a rule names exactly is mended here rather than costing
+            // another plan; the mended plan passed every rule.
+            if let Some(m) = mend::mend(&plan, &proposal.rejections, &cx).filter(|_| s.config.uses(Assist::Mends)) {
                 proposal.plan = Some(m.plan);
                 proposal.mends = m.changes;
                 proposal.mended_from = std::mem::take(&mut proposal.rejections);
@@ -153,7 +146,6 @@ pub fn validate<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a
             steps: steps.into_iter().map(String::from).collect(),
             diff,
             rejections: proposal.rejections.iter().map(|r| r.to_string()).collect(),
-            held: proposal.held,
             mends: proposal.mends.clone(),
             mended_from: proposal.mended_from.iter().map(|r| r.to_string()).collect(),
         }));

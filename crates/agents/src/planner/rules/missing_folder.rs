@@ -2,8 +2,8 @@
 //!
 //! `RUN_COMMAND echo buy milk >> notes/todo.txt` fails when `notes` does not
 //! exist: a shell redirect makes no folders, where WRITE_FILE does. Replanning
-//! from the failure tends to repeat it. Such a step is refused before anything runs, and mended by creating the
-//! folder first (`mend.rs`).
+//! from the failure tends to repeat it. Such a step is refused before
+//! anything runs, with a reason that names the CREATE_DIR it needs.
 
 use std::collections::BTreeSet;
 
@@ -34,7 +34,7 @@ fn redirect_folders(action: &Action) -> Vec<String> {
 
 /// The files a step's commands redirect output into (`> notes/todo.txt`),
 /// relative to the root; none absolute, holding a variable, or `>&2`.
-pub fn redirect_targets(action: &Action) -> Vec<String> {
+fn redirect_targets(action: &Action) -> Vec<String> {
     redirects(action).into_iter().map(|r| r.target).collect()
 }
 

@@ -17,22 +17,24 @@ use agentloop_tools::Workspace;
 pub use shell_check::shell_check;
 
 use super::action::{Action, Vars, VERBS};
-use super::assist::GIVEN_TEXT;
 use super::goal_paths::{self, goal_calls, FILE_WORDS, FOLDER_WORDS};
 use super::observe::Observed;
-use super::plan::all_parsed;
 use super::plan::Plan;
+use super::plan::{all_parsed, parse};
 use super::rejection::{Context, Rejection, Rule};
 
-/// The rules' rejections of a plan whose steps parsed to `actions`.
-pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) -> Vec<Rejection> {
+/// Every rejection of a plan, each with its own reason; empty when it may
+/// run. A plan with one rejection runs nothing. Its steps are parsed once
+/// into typed actions, which every rule then judges.
+pub fn validate(plan: &Plan, cx: &Context<'_>) -> Vec<Rejection> {
+    let actions = parse(plan);
     let mut out = Vec::new();
     if plan.plan.is_empty() || !plan.ready {
         out.push(Rejection::new(Rule::NotReady, None, "a plan needs `ready: true` and at least one step"));
     }
     let mut keys = BTreeSet::new();
     let mut kinds = BTreeMap::new();
-    for (item, action) in plan.plan.iter().zip(actions) {
+    for (item, action) in plan.plan.iter().zip(&actions) {
         let n = Some(item.step);
         let action = match action {
             Ok(a) => a,
@@ -62,7 +64,7 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
         }
         stored_keys(action, &mut keys);
     }
-    if let Some(parsed) = all_parsed(actions) {
+    if let Some(parsed) = all_parsed(&actions) {
         for (i, folder) in missing_folders(&parsed, |f| cx.seen.is_folder(f)) {
             let step = plan.plan.get(i).map(|item| item.step);
             out.push(Rejection::new(Rule::MissingFolder, step, format!("the command writes into {folder}, which does not exist and no earlier step makes (a redirect makes no folders): add `CREATE_DIR {folder}` before it")));
@@ -79,8 +81,8 @@ pub fn check(plan: &Plan, actions: &[Result<Action, String>], cx: &Context<'_>) 
     out
 }
 
-pub use missing_folder::{missing_folders, redirect_targets, redirects};
-pub use overwrite::{overwrites, written_files, Overwrite};
+pub use missing_folder::{missing_folders, redirects};
+pub use overwrite::{overwrites, Overwrite};
 
 /// The rules that look at one parsed action (and the actions inside it).
 fn check_action(action: &Action, cx: &Context<'_>, keys: &BTreeSet<String>) -> Vec<(Rule, String)> {
@@ -324,9 +326,6 @@ fn placeholder(content: &str, goal: &str) -> Option<&'static str> {
     if ["[^\n]+", "[^\\n]+", "[^ \"\n]+", "[^ \"\\n]+"].contains(&text) {
         return Some("a piece of the action grammar");
     }
-    if lower.contains(GIVEN_TEXT) {
-        return Some("the words of a hint");
-    }
     if ["content", "placeholder", "your content here", "text here", "insert content here", "file content"].contains(&lower.as_str()) {
         return Some("a placeholder");
     }
@@ -356,9 +355,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
-        for p in
-            ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "with the text the goal gives"]
-        {
+        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+"] {
             assert!(placeholder(p, "Create notes.md.").is_some(), "{p:?}");
         }
         for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {

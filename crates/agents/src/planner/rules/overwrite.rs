@@ -26,7 +26,7 @@ pub fn overwrites(plan: &[Action]) -> Vec<Overwrite> {
     let mut out = Vec::new();
     for (at, action) in plan.iter().enumerate() {
         for path in replaced_files(action) {
-            let Some(earlier) = (0..at).rev().find(|&i| written_files(&plan[i]).contains(&path)) else { continue };
+            let Some(earlier) = (0..at).rev().find(|&i| writes(&plan[i]).iter().any(|(p, _)| *p == path)) else { continue };
             let used_between = (earlier + 1..at).any(|i| mentions(&plan[i], &path));
             let reads_it = mention_count(action, &path) > 1;
             let uses_it = matches!(&plan[earlier], Action::RunCommand { .. }) && mention_count(&plan[earlier], &path) > 1;
@@ -43,14 +43,9 @@ fn replaced_files(action: &Action) -> Vec<String> {
     writes(action).into_iter().filter(|(_, appends)| !appends).map(|(path, _)| path).collect()
 }
 
-/// The files a step writes, replacing or appending: WRITE_FILE's path and
-/// the targets of a command's redirects (loops left out: their names are
-/// the loop's).
-pub fn written_files(action: &Action) -> Vec<String> {
-    writes(action).into_iter().map(|(path, _)| path).collect()
-}
-
-/// Each file a step writes, with whether it appends to it.
+/// Each file a step writes, with whether it appends to it: WRITE_FILE's
+/// path and the targets of a command's redirects (loops left out: their
+/// names are the loop's).
 fn writes(action: &Action) -> Vec<(String, bool)> {
     match action {
         Action::WriteFile { path, .. } => vec![(path.trim_start_matches("./").to_string(), false)],
