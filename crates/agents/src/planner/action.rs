@@ -26,7 +26,10 @@ use serde::{Deserialize, Serialize};
 pub const VERBS: [&str; 7] = ["CREATE_DIR", "WRITE_FILE", "READ_FILE", "LIST_DIR", "FOR_EACH", "REPEAT", "RUN_COMMAND"];
 
 /// A path in the action language: one word or a double-quoted string.
-const ANY_PATH: &str = r#"("[^"\n]+"|[^ "\n]+)"#;
+/// Neither it nor any other part of a line may hold a line break, `\r`
+/// included: a model held to the grammar must not write a line that does
+/// not parse.
+const ANY_PATH: &str = r#"("[^"\r\n]+"|[^ "\r\n]+)"#;
 
 /// A key LIST_DIR stores and FOR_EACH reads, up to 40 characters in the
 /// grammar: a model can otherwise run a key on for hundreds of characters
@@ -40,7 +43,7 @@ const KEY: &str = "[A-Za-z_][A-Za-z0-9_]{0,39}";
 /// judged by the rules. FOR_EACH may not run CREATE_DIR, and neither loop
 /// may hold another.
 pub fn pattern() -> String {
-    let plain = format!(r"(READ_FILE {ANY_PATH}|WRITE_FILE {ANY_PATH} [^\n]+|LIST_DIR {ANY_PATH} AS {KEY}|RUN_COMMAND [^\n]+)");
+    let plain = format!(r"(READ_FILE {ANY_PATH}|WRITE_FILE {ANY_PATH} [^\r\n]+|LIST_DIR {ANY_PATH} AS {KEY}|RUN_COMMAND [^\r\n]+)");
     let create = format!("CREATE_DIR {ANY_PATH}|");
     format!("^({create}{plain}|FOR_EACH {KEY} {plain}|REPEAT [1-9][0-9]{{0,2}} ({create}{plain}))$")
 }
@@ -446,6 +449,8 @@ mod tests {
             "FOR_EACH files CREATE_DIR {name}",
             "WRITE_FILE a.txt",
             "RUN_COMMAND ",
+            "WRITE_FILE README.md # Title\r\rText",
+            "RUN_COMMAND ls\r",
         ];
         for line in bad {
             assert!(!pattern.is_match(line), "the pattern lets through {line:?}");

@@ -87,7 +87,7 @@ fn with_tool_calls(pattern: &str, tools: &[Listing]) -> String {
         return pattern.to_string();
     }
     let inner = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')).unwrap_or(pattern);
-    format!(r"^(CALL_TOOL ({}) \{{[^\n]*\}}|{inner})$", names.join("|"))
+    format!(r"^(CALL_TOOL ({}) \{{[^\r\n]*\}}|{inner})$", names.join("|"))
 }
 
 fn regex_escape(text: &str) -> String {

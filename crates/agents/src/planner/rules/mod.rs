@@ -322,8 +322,8 @@ fn placeholder(content: &str, goal: &str) -> Option<&'static str> {
         return Some("a <placeholder>");
     }
     // A model held to the action grammar has written out a piece of its
-    // regular expression as the content (`WRITE_FILE logs/app.log [^\n]+`).
-    if ["[^\n]+", "[^\\n]+", "[^ \"\n]+", "[^ \"\\n]+"].contains(&text) {
+    // regular expression as the content (`WRITE_FILE logs/app.log [^\r\n]+`).
+    if text.len() <= 12 && text.starts_with("[^") && (text.ends_with("]+") || text.ends_with("]*")) {
         return Some("a piece of the action grammar");
     }
     if ["content", "placeholder", "your content here", "text here", "insert content here", "file content"].contains(&lower.as_str()) {
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_recognised_and_real_text_is_not() {
-        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+"] {
+        for p in ["", "...", "…", "TODO: write this", "<content>", "Lorem ipsum dolor sit amet", "placeholder", "[^\n]+", "[^\\n]+", "[^\\r\\n]+"] {
             assert!(placeholder(p, "Create notes.md.").is_some(), "{p:?}");
         }
         for real in ["# Notes\n\nBuy milk.", "<html><body>hi</body></html>", "x = 1", "import re\nWORD = re.compile(r'[^\\n]+')"] {
