@@ -23,7 +23,7 @@
 
 use crate::planner::action::Action;
 use crate::planner::goal_paths;
-use crate::planner::plan::{Plan, PlanStep};
+use crate::planner::plan::{all_parsed, parse, Plan, PlanStep};
 use crate::planner::rejection::{Context, Rejection, Rule};
 use crate::planner::rules;
 
@@ -78,7 +78,7 @@ fn name_items_by_name(plan: &mut Plan, changes: &mut Vec<String>) {
 /// Drops `CREATE_DIR p` where `p` has a file's extension and a later step
 /// writes `p` as a file: the folder would make that write fail.
 fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let Some(parsed) = all_parsed(&parse(plan)) else { return };
     let written_after = |i: usize, path: &str| parsed[i + 1..].iter().any(|a| matches!(a, Action::WriteFile { path: p, .. } if p == path));
     let doomed: Vec<bool> = parsed
         .iter()
@@ -97,7 +97,7 @@ fn drop_folders_later_written(plan: &mut Plan, changes: &mut Vec<String>) {
 /// Adds `LIST_DIR folder AS key` before a FOR_EACH over a key nothing
 /// stored, when the key names a folder (`folder_of_key`).
 fn list_before_loops(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let Some(parsed) = all_parsed(&parse(plan)) else { return };
     let mut keys = std::collections::BTreeSet::new();
     let mut created: Vec<&str> = Vec::new();
     let mut steps = Vec::with_capacity(plan.plan.len() + 1);
@@ -140,7 +140,7 @@ fn folder_of_key(key: &str, cx: &Context<'_>, created: &[&str]) -> Option<String
 /// Adds `CREATE_DIR folder` before each step that redirects into a folder
 /// nothing makes (`missing_folder`).
 fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let Some(parsed) = all_parsed(&parse(plan)) else { return };
     let missing = rules::missing_folders(&parsed, |f| cx.seen.is_folder(f));
     for (i, folder) in missing.iter().rev() {
         let create = Action::CreateDir { path: folder.clone() };
@@ -156,7 +156,7 @@ fn create_missing_folders(plan: &mut Plan, cx: &Context<'_>, changes: &mut Vec<S
 /// Turns each step that replaces a file an earlier step wrote (`overwrite`)
 /// into one that adds to it.
 fn append_instead_of_replacing(plan: &mut Plan, changes: &mut Vec<String>) {
-    let Some(parsed) = parse_all(&plan.plan) else { return };
+    let Some(parsed) = all_parsed(&parse(plan)) else { return };
     let mut dropped = Vec::new();
     for rules::Overwrite { at, earlier, path } in rules::overwrites(&parsed) {
         let (Some(later_step), Some(earlier_step)) = (plan.plan.get(at).map(|i| i.step), plan.plan.get(earlier).map(|i| i.step)) else { continue };
@@ -197,11 +197,6 @@ fn renumber(plan: &mut Plan) {
     for (n, item) in plan.plan.iter_mut().enumerate() {
         item.step = u32::try_from(n + 1).unwrap_or(u32::MAX);
     }
-}
-
-/// Every step's action, or None if one does not parse.
-fn parse_all(steps: &[PlanStep]) -> Option<Vec<Action>> {
-    steps.iter().map(|i| Action::parse(&i.action).ok()).collect()
 }
 
 #[cfg(test)]
