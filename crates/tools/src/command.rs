@@ -82,7 +82,13 @@ pub async fn run(sandbox: &Sandbox, command: &str, timeout: Duration) -> Result<
     };
     drop(group);
     let exit_code = status.and_then(|s| s.code());
-    let refused = sandbox.explain(&stderr.text);
+    let mut refused = sandbox.undo_protected();
+    refused.extend(sandbox.explain(&stderr.text));
+    // A file written past its bound ends the writer with SIGXFSZ, which
+    // only the exit status tells.
+    if status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)) == Some(libc::SIGXFSZ) {
+        refused.extend(sandbox.explain("File size limit exceeded"));
+    }
     let mut shown = head_and_tail(&format!("{}{}", stdout.text, stderr.text));
     // The rule goes first, so the model reads why before the bare error.
     if !refused.is_empty() {

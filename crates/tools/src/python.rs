@@ -141,6 +141,11 @@ impl PythonSession {
             }
         };
         execution.restarted = restarted;
+        // What the code planted where git or agentloop would run it goes,
+        // and the code's output says so.
+        for said in self.sandbox.undo_protected() {
+            execution.stderr = format!("{said}\n{}", execution.stderr);
+        }
         execution.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(execution)
     }

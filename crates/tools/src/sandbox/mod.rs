@@ -9,6 +9,7 @@
 //! A kernel without Landlock is refused with one clear sentence, never run
 //! unconfined behind the user's back: `mode = "off"` is the only way out.
 
+mod cgroup;
 mod grants;
 mod landlock;
 mod namespace;
@@ -64,8 +65,16 @@ pub const HOME_TOOLCHAINS: [&str; 22] = [
 /// Devices every program expects to open.
 const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 
+/// What git and agentloop read and run from a workspace: no command may
+/// change or make them there (a hook, a git config, an agentloop config
+/// would act outside the sandbox on the user's next `git` or `agentloop`).
+pub const PROTECTED: [&str; 3] = [".git", "agentloop.toml", ".agentloop"];
+
+/// Files readable only by root that commands never read, whoever runs them.
+const ROOT_SECRETS: [&str; 6] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d"];
+
 /// `[sandbox]` in `agentloop.toml`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     pub mode: Mode,
@@ -87,6 +96,59 @@ pub struct SandboxConfig {
     /// that forbid them); metadata outside the workspace, outside sockets
     /// and processes a command leaves behind are then not confined.
     pub namespaces: Mode,
+    /// Processes and threads a command may have at once (0: no bound).
+    pub max_processes: u64,
+    /// Address space each process of a command may map, in MiB (0: no bound).
+    pub max_memory_mb: u64,
+    /// The largest file a command may write, in MiB (0: no bound).
+    pub max_file_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    /// Bounds that a normal test suite never meets, and that stop a fork
+    /// loop or a runaway allocation a model wrote by mistake.
+    fn default() -> Self {
+        Self {
+            mode: Mode::On,
+            network: Network::Off,
+            deny_read: Vec::new(),
+            read_home: Vec::new(),
+            env_allow: Vec::new(),
+            env_deny: Vec::new(),
+            unix_sockets: Vec::new(),
+            namespaces: Mode::On,
+            max_processes: 1024,
+            max_memory_mb: 16 * 1024,
+            max_file_mb: 4 * 1024,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// How this configuration weakens the sandbox, in words; empty when it
+    /// does not. Said first wherever a session shows its start.
+    pub fn weakened(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.mode == Mode::Off {
+            out.push("the sandbox is off ([sandbox] mode = \"off\"): commands run with all your rights".to_string());
+            return out;
+        }
+        if self.network == Network::On {
+            out.push("the network is on for commands ([sandbox] network = \"on\")".into());
+        }
+        if self.namespaces == Mode::Off {
+            out.push("commands run without namespaces ([sandbox] namespaces = \"off\"): processes they leave behind, setuid files and git hooks are not confined".into());
+        }
+        out
+    }
+}
+
+/// The resource bounds each command runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub processes: u64,
+    pub memory_mb: u64,
+    pub file_mb: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +188,11 @@ pub struct Policy {
     pub workspace_writable: bool,
     /// Outside sockets commands may still reach.
     pub unix_sockets: Vec<PathBuf>,
+    /// The [`PROTECTED`] paths that exist in the workspace: read-only to commands.
+    pub protected: Vec<PathBuf>,
+    /// Those that do not: removed when a command makes them.
+    pub unmade: Vec<PathBuf>,
+    pub limits: Limits,
 }
 
 impl Policy {
@@ -200,6 +267,10 @@ struct Enforced {
     root: bool,
     /// The namespaces each command gets, unless switched off.
     namespace: Option<namespace::Plan>,
+    /// The resource bounds, set in the command's process.
+    rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+    /// Root's bound on processes, removed with the sandbox.
+    cgroup: Option<cgroup::Cgroup>,
 }
 
 impl Sandbox {
@@ -234,9 +305,14 @@ impl Sandbox {
             (Ok(rest), Some(home)) => home.join(rest),
             _ => p.clone(),
         }));
+        // SAFETY: geteuid only reads the caller's id.
+        if unsafe { libc::geteuid() } == 0 {
+            denied.extend(ROOT_SECRETS.iter().map(PathBuf::from));
+        }
         let mut deny_read: Vec<PathBuf> = denied.iter().filter_map(|p| p.canonicalize().ok()).collect();
         deny_read.sort();
         deny_read.dedup();
+        refuse_unconfinable(&workspace, home, data_dir, &deny_read)?;
         let enumerated: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
         let enumerated_grants = home_entries.into_iter().filter(|p| !deny_read.iter().any(|d| p.starts_with(d))).collect();
         let policy = Policy {
@@ -248,6 +324,9 @@ impl Sandbox {
             network: config.network == Network::On,
             workspace_writable: true,
             unix_sockets: config.unix_sockets.clone(),
+            protected: Vec::new(),
+            unmade: Vec::new(),
+            limits: Limits { processes: config.max_processes, memory_mb: config.max_memory_mb, file_mb: config.max_file_mb },
         };
         let env = EnvFilter { allow: config.env_allow.clone(), deny: config.env_deny.clone() };
         Self::build(policy, env, temp, config.mode, config.namespaces)
@@ -294,7 +373,13 @@ impl Sandbox {
         Self::build(policy(temp_path), self.inner.env.clone(), temp, on(self.confines()), namespaces)
     }
 
-    fn build(policy: Policy, env: EnvFilter, temp: PrivateTemp, mode: Mode, namespaces: Mode) -> Result<Self> {
+    fn build(mut policy: Policy, env: EnvFilter, temp: PrivateTemp, mode: Mode, namespaces: Mode) -> Result<Self> {
+        // A protected path that is a link leads out of the workspace, where
+        // writes are refused anyway.
+        let (protected, unmade): (Vec<PathBuf>, Vec<PathBuf>) =
+            PROTECTED.iter().map(|name| policy.workspace.join(name)).partition(|p| std::fs::symlink_metadata(p).is_ok());
+        policy.protected = protected.into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink())).collect();
+        policy.unmade = unmade;
         if mode == Mode::Off {
             return Ok(Self { inner: Arc::new(Inner { policy, env, enforced: None, _temp: temp }) });
         }
@@ -308,6 +393,9 @@ impl Sandbox {
         let filter = seccomp::Filter::new(policy.network);
         // SAFETY: geteuid only reads the caller's id.
         let root = unsafe { libc::geteuid() } == 0;
+        // Root is exempt from the process limit, so its commands are bounded
+        // by a pids cgroup where one can be made.
+        let cgroup = (root && namespaces == Mode::On && policy.limits.processes > 0).then(|| cgroup::Cgroup::new(policy.limits.processes)).flatten();
         let namespace = match namespaces {
             Mode::Off => None,
             Mode::On if !namespace::available() => {
@@ -317,10 +405,15 @@ impl Sandbox {
             }
             Mode::On => {
                 let writable: Vec<&Path> = policy.roots().into_iter().filter(|r| policy.access(r) == landlock::Access::Write).collect();
-                Some(namespace::Plan::new(&writable).map_err(|e| Error::other(format!("cannot plan the commands' namespaces ({e})")))?)
+                Some(
+                    namespace::Plan::new(&writable, &policy.protected, cgroup.as_ref().map(|c| c.procs.as_path()))
+                        .map_err(|e| Error::other(format!("cannot plan the commands' namespaces ({e})")))?,
+                )
             }
         };
-        Ok(Self { inner: Arc::new(Inner { policy, env, enforced: Some(Enforced { abi, ruleset, filter, root, namespace }), _temp: temp }) })
+        let rlimits = rlimits(&policy.limits, namespace.is_some());
+        let enforced = Enforced { abi, ruleset, filter, root, namespace, rlimits, cgroup };
+        Ok(Self { inner: Arc::new(Inner { policy, env, enforced: Some(enforced), _temp: temp }) })
     }
 
     /// [`Sandbox::new`] for the person running agentloop: their `$HOME`.
@@ -364,6 +457,10 @@ impl Sandbox {
             Some(_) => namespace::foreign_sockets(&policy.roots(), &policy.unix_sockets),
             None => Vec::new(),
         };
+        // What the process between agentloop and the command keeps open:
+        // the lifeline (it reads as closed once agentloop is gone), then the
+        // temp folder's lock, held while any command of the sandbox lives.
+        let keep: Vec<libc::c_int> = namespace::lifeline().into_iter().chain(self.inner._temp.lock_fd()).collect();
         // SAFETY: the closure makes system calls only (no allocation, no
         // locks), as code between fork and exec must.
         unsafe {
@@ -373,7 +470,12 @@ impl Sandbox {
                 }
                 let Some(enforced) = &inner.enforced else { return Ok(()) };
                 if let Some(plan) = &enforced.namespace {
-                    plan.enter(&sockets)?;
+                    plan.enter(&sockets, &keep)?;
+                }
+                for (resource, limit) in &enforced.rlimits {
+                    if libc::setrlimit(*resource, limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 // Inside its own user namespace the command holds every
                 // capability there, so they are dropped whoever runs it.
@@ -382,6 +484,32 @@ impl Sandbox {
                 enforced.filter.apply()
             });
         }
+    }
+
+    /// Removes what a command made of the [`PROTECTED`] paths that did not
+    /// exist when the sandbox was built (those that did are read-only to
+    /// commands), and says so: a planted `.git` or `agentloop.toml` would
+    /// run outside the sandbox on the user's next `git` or `agentloop`.
+    /// Called after each command.
+    pub fn undo_protected(&self) -> Vec<String> {
+        let p = &self.inner.policy;
+        if !self.confines() || !p.workspace_writable {
+            return Vec::new();
+        }
+        let mut said = Vec::new();
+        for path in &p.unmade {
+            let Ok(meta) = std::fs::symlink_metadata(path) else { continue };
+            let removed = if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            said.push(match removed {
+                Ok(()) => format!(
+                    "the sandbox removed `{name}`, which the command made in the workspace: commands may not make or change {} (git or agentloop would run what they hold outside the sandbox)",
+                    PROTECTED.join(", ")
+                ),
+                Err(e) => format!("the command made `{name}` in the workspace and the sandbox could not remove it ({e}): remove it before you run git or agentloop there"),
+            });
+        }
+        said
     }
 
     /// What the sandbox refused, in sentences, judged from a command's
@@ -404,17 +532,70 @@ impl Sandbox {
         lines.extend(p.deny_read.iter().map(|d| format!("  denied: {}", d.display())));
         lines.extend(p.enumerated.iter().map(|e| format!("  denied: whatever is made in {} from now on", e.display())));
         lines.push(if p.network { "network: on".into() } else { "network: off (local Unix sockets only)".into() });
+        lines.push(format!("protected: {} in the workspace (read-only to commands; made by one, removed)", PROTECTED.join(", ")));
+        let bound = |n: u64, unit: &str| if n == 0 { "no bound".to_string() } else { format!("{n}{unit}") };
+        let processes = match self.inner.enforced.as_ref() {
+            Some(e) if e.root && e.cgroup.is_none() && p.limits.processes > 0 => "not bounded (root is exempt from RLIMIT_NPROC and no pids cgroup could be made)".to_string(),
+            _ => bound(p.limits.processes, ""),
+        };
+        lines.push(format!(
+            "limits: processes {processes} (max_processes), memory {} a process (max_memory_mb), files {} (max_file_mb)",
+            bound(p.limits.memory_mb, " MiB"),
+            bound(p.limits.file_mb, " MiB")
+        ));
         lines.push("terminal: none (a session of its own; TIOCSTI and TIOCLINUX refused)".into());
         lines.push("capabilities: none (the bounding set is emptied when agentloop runs as root)".into());
         if self.ends_what_commands_start() {
-            lines.push("namespaces: its own user, mount and PID namespace: every mount but the writable folders read-only, outside Unix sockets covered, its processes killed when it ends".into());
+            lines.push("namespaces: its own user, mount, PID and IPC namespace: every mount but the writable folders read-only, the writable ones nosuid, outside Unix sockets covered, a private /dev/shm, its processes killed when it ends or agentloop does".into());
             lines.extend(p.unix_sockets.iter().map(|s| format!("  socket allowed: {}", s.display())));
         } else {
             lines.push("namespaces: off (metadata outside the workspace, outside Unix sockets and processes left behind are not confined)".into());
         }
+        lines.push("files: no setuid or setgid bit may be set; keyrings and io_uring refused".into());
         lines.push(format!("enforced by Landlock ABI {abi} and seccomp; children inherit it"));
         lines
     }
+}
+
+/// A workspace no sandbox can confine is refused: commands may write
+/// everywhere in it, so it must not hold the whole system, the home with
+/// its secrets, agentloop's own data or a path commands may not read.
+fn refuse_unconfinable(workspace: &Path, home: Option<&Path>, data_dir: Option<&Path>, deny_read: &[PathBuf]) -> Result<()> {
+    let why = if workspace == Path::new("/") {
+        Some("it is the whole file system".to_string())
+    } else if home == Some(workspace) {
+        Some("it is your home folder, with your settings and secrets".to_string())
+    } else if let Some(data) = data_dir.and_then(|d| d.canonicalize().ok()).filter(|d| d.starts_with(workspace)) {
+        Some(format!("it contains agentloop's data dir {}, which holds every session", data.display()))
+    } else {
+        deny_read.iter().find(|d| d.starts_with(workspace)).map(|d| format!("it contains {}, which commands may not read", d.display()))
+    };
+    match why {
+        Some(why) => Err(Error::other(format!(
+            "the workspace {} cannot be confined: {why}, and commands may write anywhere in their workspace; pass a project folder instead",
+            workspace.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The `setrlimit` calls that bound a command. The process bound counts
+/// per user, so it is set only inside a user namespace of the command's
+/// own, where it counts the command's processes alone.
+fn rlimits(limits: &Limits, own_namespace: bool) -> Vec<(libc::__rlimit_resource_t, libc::rlimit)> {
+    let mib = |n: u64| n.saturating_mul(1024 * 1024);
+    let mut out = Vec::new();
+    let mut set = |resource, value: u64| {
+        if value > 0 {
+            out.push((resource, libc::rlimit { rlim_cur: value, rlim_max: value }));
+        }
+    };
+    if own_namespace {
+        set(libc::RLIMIT_NPROC, limits.processes);
+    }
+    set(libc::RLIMIT_AS, mib(limits.memory_mb));
+    set(libc::RLIMIT_FSIZE, mib(limits.file_mb));
+    out
 }
 
 /// The paths of the entries directly in `folder`.
@@ -477,7 +658,15 @@ const SECRET_PREFIXES: [&str; 24] = [
 pub fn looks_secret(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     let named = SECRET_NAME_PARTS.iter().any(|w| upper.contains(w)) || upper.split('_').any(|part| SECRET_NAME_WORDS.contains(&part));
-    named || url_with_credentials(value) || SECRET_PREFIXES.iter().any(|p| value.trim_start().starts_with(p))
+    named || url_with_credentials(value) || SECRET_PREFIXES.iter().any(|p| value.trim_start().starts_with(p)) || jwt_shaped(value)
+}
+
+/// A JSON Web Token: three base64url parts, the first a JSON object
+/// (`eyJ` is how `{"` encodes).
+pub fn jwt_shaped(value: &str) -> bool {
+    let value = value.trim();
+    let parts: Vec<&str> = value.split('.').collect();
+    value.starts_with("eyJ") && parts.len() == 3 && parts.iter().take(2).all(|p| p.len() > 4 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
 }
 
 /// `scheme://user[:password]@host…` anywhere in `value` (a list of URLs too).
@@ -497,7 +686,7 @@ mod tests {
         for name in ["OPENAI_API_KEY", "github_token", "AWS_SECRET_ACCESS_KEY", "PGPASS", "DB_PASS", "GITHUB_PAT", "SENTRY_DSN", "TLS_PRIVATE"] {
             assert!(looks_secret(name, "x"), "{name}");
         }
-        for value in ["postgres://user:pass@db:5432/app", "https://token@github.com/x.git", "sk-abc", "ghp_123", "github_pat_1", "xoxb-1", "AKIAIOSFODNN7"] {
+        for value in ["postgres://user:pass@db:5432/app", "https://token@github.com/x.git", "sk-abc", "ghp_123", "github_pat_1", "xoxb-1", "AKIAIOSFODNN7", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"] {
             assert!(looks_secret("SOMETHING", value), "{value}");
         }
         for (name, value) in [("PATH", "/usr/bin:/bin"), ("HOME", "/root"), ("CARGO_HOME", "/c"), ("PWD", "/w"), ("URL", "https://example.com/a@b")] {

@@ -10,9 +10,20 @@
 //!   `/dev/null`, unless `[sandbox] unix_sockets` lists it;
 //! - **processes that outlive the command** (`setsid` children): the
 //!   command is process 1 of its PID namespace, and when it ends the kernel
-//!   kills everything else in it. (`/proc` stays the system's: Landlock's
-//!   grants name its inodes, and a fresh one would fall outside them; other
-//!   processes' environments are kept out by the dropped capabilities.)
+//!   kills everything else in it. The process between agentloop and the
+//!   command watches agentloop through a pipe only agentloop holds open
+//!   ([`lifeline`]): when agentloop dies, however it dies, the pipe closes
+//!   and the command's whole namespace is killed. (`/proc` stays the
+//!   system's: Landlock's grants name its inodes, and a fresh one would
+//!   fall outside them; other processes' environments are kept out by the
+//!   dropped capabilities.)
+//! - **what git and agentloop run from the workspace**: its `.git`,
+//!   `agentloop.toml` and `.agentloop` are bound read-only in the
+//!   command's view, so no hook, git config or agentloop config can be
+//!   planted there for the user's next `git status` or run;
+//! - **setuid files**: the writable folders are bound `nosuid,nodev`;
+//! - **shared kernel objects**: System V IPC lives in a namespace of the
+//!   command's own, and `/dev/shm` is a fresh, empty one.
 //!
 //! The plan (paths, maps, flags) is made in the parent; between fork and
 //! exec only system calls run, as code there must.
@@ -33,13 +44,23 @@ pub struct Plan {
     gid_map_text: CString,
     /// Folders bound onto themselves before the rest goes read-only, so they stay writable.
     writable: Vec<CString>,
+    /// The flags each writable folder's remount keeps.
+    writable_flags: Vec<libc::c_ulong>,
+    /// Paths inside the writable folders bound read-only, with their flags.
+    protected: Vec<(CString, libc::c_ulong)>,
     /// Every other mount point, with the flags a remount must keep.
     read_only: Vec<(CString, libc::c_ulong)>,
+    /// `/dev/shm`, when this system has one: replaced by a fresh tmpfs.
+    shm: Option<CString>,
+    /// The pids cgroup each command joins before it starts (its `cgroup.procs`).
+    cgroup_procs: Option<CString>,
 }
 
 impl Plan {
-    /// A plan for a command that may write only under `writable`.
-    pub fn new(writable: &[&Path]) -> io::Result<Self> {
+    /// A plan for a command that may write only under `writable`, except
+    /// `protected` paths inside them (which exist), and that joins the pids
+    /// cgroup whose `cgroup.procs` is given.
+    pub fn new(writable: &[&Path], protected: &[PathBuf], cgroup_procs: Option<&Path>) -> io::Result<Self> {
         // SAFETY: getuid and getgid only read the caller's ids.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let mounts = mount_points()?;
@@ -52,7 +73,11 @@ impl Plan {
             uid_map_text: CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?,
             gid_map_text: CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?,
             writable: writable.iter().map(|w| c_path(w)).collect::<io::Result<_>>()?,
+            writable_flags: writable.iter().map(|w| kept_flags(w) | libc::MS_NOSUID | libc::MS_NODEV).collect(),
+            protected: protected.iter().map(|p| Ok((c_path(p)?, kept_flags(p) | libc::MS_NOSUID | libc::MS_NODEV))).collect::<io::Result<_>>()?,
             read_only,
+            shm: Path::new("/dev/shm").is_dir().then(|| CString::from(c"/dev/shm")),
+            cgroup_procs: cgroup_procs.map(c_path).transpose()?,
         })
     }
 
@@ -62,8 +87,13 @@ impl Plan {
     ///
     /// # Safety
     /// Call only between fork and exec, in a single-threaded child.
-    pub unsafe fn enter(&self, sockets: &[CString]) -> io::Result<()> {
-        check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID))?;
+    pub unsafe fn enter(&self, sockets: &[CString], keep: &[libc::c_int]) -> io::Result<()> {
+        // Joined first, while this process is still agentloop's: the
+        // command and all it starts count against the cgroup's bound.
+        if let Some(procs) = &self.cgroup_procs {
+            write_file(procs, b"0")?;
+        }
+        check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC))?;
         // Older kernels have no setgroups file; the maps are what matter.
         let _ = write_file(&self.setgroups, b"deny");
         write_file(&self.uid_map, self.uid_map_text.as_bytes())?;
@@ -73,8 +103,13 @@ impl Plan {
         // before them lies on a mount about to go read-only.
         let mut cwd = [0u8; 4096];
         let have_cwd = !libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()).is_null();
-        for w in &self.writable {
+        for (w, flags) in self.writable.iter().zip(&self.writable_flags) {
             check(libc::mount(w.as_ptr(), w.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()))?;
+            check(libc::mount(std::ptr::null(), w.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | flags, std::ptr::null()))?;
+        }
+        for (p, flags) in &self.protected {
+            check(libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()))?;
+            check(libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags, std::ptr::null()))?;
         }
         for s in sockets {
             // A socket that went away meanwhile needs no cover.
@@ -88,17 +123,35 @@ impl Plan {
                 return Err(io::Error::last_os_error());
             }
         }
+        // A fresh /dev/shm over the system's: what others keep there is not
+        // the command's to read. (It is mounted after the read-only pass,
+        // which would otherwise reach it too.)
+        if let Some(shm) = &self.shm {
+            check(libc::mount(
+                c"tmpfs".as_ptr(),
+                shm.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=1777,size=64m".as_ptr().cast(),
+            ))?;
+        }
         if have_cwd {
             check(libc::chdir(cwd.as_ptr().cast()))?;
         }
         let mut alive = [0 as libc::c_int; 2];
         check(libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC))?;
+        // agentloop may have died since it forked: then nothing starts.
+        if let Some(lifeline) = keep.first() {
+            if gone(*lifeline, 0) {
+                libc::_exit(137);
+            }
+        }
         let pid = libc::fork();
         if pid < 0 {
             return Err(io::Error::last_os_error());
         }
         if pid > 0 {
-            wait_and_exit_as(pid, alive[1]);
+            wait_and_exit_as(pid, alive[1], keep);
         }
         // The command's process: it dies with the waiting one, and if that
         // one is already gone (its end of the pipe closed), it stops here.
@@ -123,18 +176,57 @@ extern "C" fn forward(signal: libc::c_int) {
     }
 }
 
+/// Whether the other end of the pipe `fd` reads from has closed, waiting
+/// at most `timeout_ms` (`-1`: for ever) for it.
+unsafe fn gone(fd: libc::c_int, timeout_ms: libc::c_int) -> bool {
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    libc::poll(&mut poll, 1, timeout_ms) > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLIN) != 0
+}
+
 /// The waiting process: holds nothing the caller waits on (its standard
-/// streams and the spawn's error pipe are closed), passes termination
-/// signals on, and exits as the command did.
-unsafe fn wait_and_exit_as(pid: libc::pid_t, keep: libc::c_int) -> ! {
+/// streams and the spawn's error pipe are closed) but `also` (the lifeline
+/// first, then what must stay locked while the command lives), passes
+/// termination signals on, kills the command when agentloop is gone, and
+/// exits as the command did.
+unsafe fn wait_and_exit_as(pid: libc::pid_t, keep: libc::c_int, also: &[libc::c_int]) -> ! {
     COMMAND.store(pid, Ordering::Relaxed);
     for fd in 0..3 {
         libc::close(fd);
     }
-    libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
-    libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    // Close every descriptor but the kept ones (`also` holds at most a few).
+    let mut kept = [keep, -1, -1, -1, -1];
+    for (slot, fd) in kept.iter_mut().skip(1).zip(also) {
+        *slot = *fd;
+    }
+    kept.sort_unstable();
+    let mut from: u32 = 3;
+    for fd in kept.iter().filter(|fd| **fd >= 3) {
+        if (*fd as u32) > from {
+            libc::syscall(libc::SYS_close_range, from, (*fd - 1) as u32, 0u32);
+        }
+        from = *fd as u32 + 1;
+    }
+    libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32);
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2] {
         libc::signal(signal, forward as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    }
+    // Wait for whichever comes first: the command's end, or agentloop's.
+    let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;
+    if let (Some(lifeline), true) = (also.first(), pidfd >= 0) {
+        loop {
+            let mut polls = [libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: *lifeline, events: libc::POLLIN, revents: 0 }];
+            if libc::poll(polls.as_mut_ptr(), 2, -1) < 0 {
+                continue;
+            }
+            if polls[0].revents != 0 {
+                break;
+            }
+            if polls[1].revents != 0 {
+                // Process 1 of the namespace takes all the others with it.
+                libc::kill(pid, libc::SIGKILL);
+                break;
+            }
+        }
     }
     let mut status = 0;
     while libc::waitpid(pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
@@ -169,6 +261,19 @@ fn check(r: libc::c_int) -> io::Result<()> {
 
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
+}
+
+/// The read end of a pipe whose write end only agentloop holds (both ends
+/// close on exec, and each waiting process closes the write end): it reads
+/// as closed the moment agentloop is gone. Made once per process.
+pub fn lifeline() -> Option<libc::c_int> {
+    static LIFELINE: std::sync::OnceLock<Option<libc::c_int>> = std::sync::OnceLock::new();
+    *LIFELINE.get_or_init(|| {
+        let mut ends = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into `ends`; both are kept
+        // open for the life of the process on purpose.
+        (unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } == 0).then_some(ends[0])
+    })
 }
 
 /// Every mount point this process sees, parents first.
@@ -248,7 +353,9 @@ pub fn available() -> bool {
         cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
         // SAFETY: unshare is a plain system call.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID)));
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC))
+            });
         }
         cmd.status().is_ok_and(|s| s.success())
     })

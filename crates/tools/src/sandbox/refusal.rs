@@ -4,13 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Policy;
+use super::{Limits, Policy};
 
 /// Sentences about what the sandbox refused, judged from `output`; empty
 /// when nothing in it looks like a refusal.
 pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
     let mut sentences: Vec<String> = Vec::new();
     for line in output.lines() {
+        if let Some(sentence) = limit_hit(&policy.limits, line) {
+            push(&mut sentences, sentence);
+            continue;
+        }
         // Outside the writable folders the mounts are read-only in a
         // command's view, so a write there fails as on a read-only disk.
         let denied = ["Permission denied", "[Errno 13]", "Read-only file system", "[Errno 30]"].iter().any(|w| line.contains(w));
@@ -58,6 +62,23 @@ pub fn explain(policy: &Policy, output: &str) -> Vec<String> {
         }
     }
     sentences
+}
+
+/// The sentence for a line that says a command ran into one of its bounds.
+fn limit_hit(limits: &Limits, line: &str) -> Option<String> {
+    let has = |words: &[&str]| words.iter().any(|w| line.contains(w));
+    let (bound, key, what) = if has(&["Resource temporarily unavailable", "[Errno 11]", "Cannot fork", "can't fork"])
+        && has(&["fork", "thread", "spawn", "Cannot", "[Errno 11]", "BlockingIOError"])
+    {
+        (limits.processes, "max_processes", "processes at once")
+    } else if has(&["Cannot allocate memory", "MemoryError", "memory allocation of", "std::bad_alloc", "[Errno 12]"]) {
+        (limits.memory_mb, "max_memory_mb", "MiB of memory a process")
+    } else if has(&["File size limit exceeded", "File too large", "[Errno 27]"]) {
+        (limits.file_mb, "max_file_mb", "MiB a file")
+    } else {
+        return None;
+    };
+    (bound > 0).then(|| format!("the command hit the sandbox's limit of {bound} {what} (`{key}` under [sandbox] in agentloop.toml raises it; 0 lifts it)"))
 }
 
 fn push(sentences: &mut Vec<String>, sentence: String) {
@@ -140,6 +161,9 @@ mod tests {
             network: false,
             workspace_writable: true,
             unix_sockets: vec![],
+            protected: vec![],
+            unmade: vec![],
+            limits: Limits { processes: 64, memory_mb: 512, file_mb: 1 },
         }
     }
 
@@ -167,5 +191,18 @@ mod tests {
         assert!(explain(&p, "cat: /home/me/code/x: Permission denied")[0].contains("a write"), "a granted entry's denial is a write");
         let kill = explain(&p, "sh: 1: kill: Operation not permitted");
         assert_eq!(kill, ["the sandbox refused to let the command signal or trace a process it did not start"]);
+    }
+
+    #[test]
+    fn a_limit_that_was_hit_is_named_with_its_key() {
+        let p = policy();
+        let fork = explain(&p, "sh: 1: Cannot fork");
+        assert!(fork[0].contains("limit of 64 processes") && fork[0].contains("max_processes"), "{fork:?}");
+        let bash = explain(&p, "bash: fork: retry: Resource temporarily unavailable");
+        assert!(bash[0].contains("max_processes"), "{bash:?}");
+        assert!(explain(&p, "MemoryError")[0].contains("max_memory_mb"));
+        assert!(explain(&p, "sh: line 1:   12 File size limit exceeded dd if=/dev/zero of=big")[0].contains("max_file_mb"));
+        let unbounded = Policy { limits: Limits { processes: 0, memory_mb: 0, file_mb: 0 }, ..policy() };
+        assert!(explain(&unbounded, "MemoryError").is_empty(), "no bound, no sentence");
     }
 }

@@ -5,9 +5,17 @@
 //! however it dies), and the first sandbox a process makes removes the
 //! folders whose lock nobody holds. The lock file sits outside the folder,
 //! where the sandbox's commands cannot write.
+//!
+//! The process between agentloop and each command keeps the lock's
+//! descriptor, so the lock is held while any command of the folder lives.
+//! A held lock whose owner (named in the file) is gone means commands
+//! outlived their agentloop: the sweep kills them before it goes on, so a
+//! resumed session never runs beside what its earlier run left behind.
 
 use std::fs::File;
+use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::Duration;
@@ -44,10 +52,15 @@ impl PrivateTemp {
         let dir =
             tempfile::Builder::new().prefix(PREFIX).tempdir_in(base).map_err(|e| Error::other(format!("cannot create the sandbox's temp folder ({e})")))?;
         let path = dir.path().canonicalize().map_err(|e| Error::other(format!("cannot open the sandbox's temp folder ({e})")))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::other(format!("cannot make the sandbox's temp folder private ({e})")))?;
         // Without its lock the folder is only left behind if the process is
         // killed, never removed while in use: a sweep acts on locks alone.
         let lock_path = PathBuf::from(format!("{}{LOCK}", dir.path().display()));
-        let lock = File::create(&lock_path).ok().filter(try_lock);
+        let lock = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&lock_path).ok().filter(try_lock);
+        if let Some(mut file) = lock.as_ref() {
+            let _ = write!(file, "{}", Owner::me());
+        }
         let lock_path = match lock {
             Some(_) => Some(lock_path),
             None => {
@@ -56,6 +69,64 @@ impl PrivateTemp {
             }
         };
         Ok(Self { path, lock_path, _lock: lock, _dir: dir })
+    }
+
+    /// The lock's descriptor, for the processes that must hold it too.
+    pub(super) fn lock_fd(&self) -> Option<libc::c_int> {
+        self._lock.as_ref().map(File::as_raw_fd)
+    }
+}
+
+/// The process that made a folder: its id and its start time, so that a
+/// new process with a reused id is not taken for it.
+#[derive(PartialEq, Eq)]
+struct Owner {
+    pid: u32,
+    started: u64,
+}
+
+impl Owner {
+    fn me() -> Self {
+        let pid = std::process::id();
+        Self { pid, started: started(pid).unwrap_or(0) }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let (pid, started) = text.trim().split_once(' ')?;
+        Some(Self { pid: pid.parse().ok()?, started: started.parse().ok()? })
+    }
+
+    fn alive(&self) -> bool {
+        started(self.pid) == Some(self.started)
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.pid, self.started)
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`).
+fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; the fields after
+    // its closing one are plain. The start time is field 22, the 20th after it.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Kills every process that has `lock` open: the waiting processes a
+/// killed agentloop left behind, whose commands die with them.
+fn kill_holders(lock: &Path) {
+    let Ok(procs) = std::fs::read_dir("/proc") else { return };
+    for pid in procs.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())) {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        if fds.filter_map(|e| e.ok()).any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == lock)) {
+            // SAFETY: kill only sends a signal.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 }
 
@@ -78,6 +149,16 @@ fn sweep(base: &Path) {
         };
         let Ok(file) = File::open(entry.path()) else { continue };
         let old = file.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > GRACE);
+        let owner = std::fs::read_to_string(entry.path()).ok().and_then(|t| Owner::parse(&t));
+        if !try_lock(&file) && owner.is_some_and(|o| !o.alive()) {
+            // Its agentloop is gone but something holds the lock: commands
+            // it left. They are killed, and the folder goes once they are.
+            kill_holders(&entry.path());
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !try_lock(&file) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         if old && try_lock(&file) {
             let _ = std::fs::remove_dir_all(&folder);
             let _ = std::fs::remove_file(entry.path());
