@@ -1,5 +1,16 @@
-//! Configuration: `agentloop.toml`, then `AGENTLOOP_*` environment variables,
-//! then command-line flags. With no file at all the defaults work.
+//! Configuration: the user's own `agentloop.toml`, a project's, then
+//! `AGENTLOOP_*` environment variables, then command-line flags. With no
+//! file at all the defaults work.
+//!
+//! A project's file (`./agentloop.toml`) is the workspace's, and a
+//! workspace is untrusted: a command an agent ran may have written it. So
+//! it gives only what cannot weaken or redirect agentloop: the agents'
+//! tables (without their approval keys) and the durability. The sandbox,
+//! models and their endpoints, MCP servers, the store, telemetry, the data
+//! dir and the debug log come only from the user's own file
+//! (`$XDG_CONFIG_HOME/agentloop/agentloop.toml`), `--config` or
+//! `AGENTLOOP_CONFIG`, or the environment. What a project's file tried to
+//! set beyond that is ignored and named.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,8 +78,15 @@ pub struct TelemetryConfig {
     pub otlp_endpoint: Option<String>,
 }
 
+/// The keys of an agent's table a project's file may not set: they decide
+/// how often the user is asked before a change, and only the user lowers that.
+const APPROVAL_KEYS: [&str; 2] = ["approval", "approve"];
+
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What was ignored in a project's file, one sentence each: shown
+    /// before a session starts.
+    pub ignored: Vec<String>,
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub models: BTreeMap<String, ModelSpec>,
@@ -85,10 +103,20 @@ impl Config {
     /// `model`, from `--model`, replaces the default role with that GGUF.
     /// `agents` are the names a table may have besides the file's own keys.
     pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>, model: Option<&str>, agents: &[&str]) -> Result<Self> {
+        let mut ignored = Vec::new();
         let from_file = match file {
             Some(path) => read(path)?,
-            None if Path::new("agentloop.toml").exists() => read(Path::new("agentloop.toml"))?,
-            None => File::default(),
+            None => {
+                let mut own = match user_config().filter(|p| p.exists()) {
+                    Some(path) => read(&path)?,
+                    None => File::default(),
+                };
+                let project = Path::new("agentloop.toml");
+                if project.exists() {
+                    own.take_project(read(project)?, &mut ignored);
+                }
+                own
+            }
         };
         if let Some(unknown) = from_file.agents.keys().find(|k| !agents.contains(&k.as_str())) {
             anyhow::bail!(
@@ -104,6 +132,11 @@ impl Config {
         };
         let data_dir = data_dir.or(env_dir).or(from_file.data_dir).unwrap_or_else(agentloop_llm::catalog::default_data_dir);
         let debug_log = std::env::var_os("AGENTLOOP_DEBUG_LOG").map(PathBuf::from).or(from_file.debug_log);
+        // Commands never read the debug log, wherever it is, nor the default
+        // data dir's sessions when this run keeps its own elsewhere.
+        let mut sandbox = from_file.sandbox;
+        sandbox.deny_read.extend(debug_log.iter().map(|log| std::path::absolute(log).unwrap_or_else(|_| log.clone())));
+        sandbox.deny_read.push(agentloop_llm::catalog::default_data_dir());
         let mut store = from_file.store;
         if let Some(url) = std::env::var("AGENTLOOP_STORE_URL").ok().filter(|u| !u.is_empty()) {
             store.url = Some(url);
@@ -117,11 +150,12 @@ impl Config {
             server.transport(name).map_err(anyhow::Error::msg)?;
         }
         Ok(Self {
+            ignored,
             data_dir,
             durability,
             models,
             debug_log,
-            sandbox: from_file.sandbox,
+            sandbox,
             mcp_servers: from_file.mcp_servers,
             store,
             telemetry: from_file.telemetry,
@@ -150,6 +184,76 @@ impl Config {
             sandbox: self.sandbox.clone(),
         }
     }
+}
+
+impl File {
+    /// Takes from a project's file what a project may set, over the user's,
+    /// and says what it may not.
+    fn take_project(&mut self, project: File, ignored: &mut Vec<String>) {
+        let mut refused: Vec<&str> = Vec::new();
+        let File { data_dir, durability, models, debug_log, sandbox, mcp_servers, store, telemetry, agents } = project;
+        if data_dir.is_some() {
+            refused.push("data_dir");
+        }
+        if debug_log.is_some() {
+            refused.push("debug_log");
+        }
+        if !models.is_empty() {
+            refused.push("[models]");
+        }
+        if sandbox != SandboxConfig::default() {
+            refused.push("[sandbox]");
+        }
+        if !mcp_servers.is_empty() {
+            refused.push("[mcp_servers]");
+        }
+        if store.url.is_some() || store.lease_ttl_secs.is_some() {
+            refused.push("[store]");
+        }
+        if telemetry.otlp_endpoint.is_some() {
+            refused.push("[telemetry]");
+        }
+        if let Some(durability) = durability {
+            self.durability = Some(durability);
+        }
+        for (agent, mut table) in agents {
+            if let Some(keys) = table.as_table_mut() {
+                for key in APPROVAL_KEYS {
+                    if keys.remove(key).is_some() {
+                        ignored.push(format!(
+                            "./agentloop.toml sets `{key}` under [{agent}], which a project's file may not lower: it was ignored (pass the flag, or set it in your own config)"
+                        ));
+                    }
+                }
+            }
+            match (self.agents.get_mut(&agent).and_then(toml::Value::as_table_mut), table) {
+                (Some(own), toml::Value::Table(theirs)) => own.extend(theirs),
+                (_, table) => {
+                    self.agents.insert(agent, table);
+                }
+            }
+        }
+        if !refused.is_empty() {
+            ignored.insert(
+                0,
+                format!(
+                    "./agentloop.toml sets {}, which a project's file may not (a workspace's files are not trusted): ignored; put it in {} or pass --config",
+                    refused.join(", "),
+                    user_config().map_or_else(|| "your own config".to_string(), |p| p.display().to_string())
+                ),
+            );
+        }
+    }
+}
+
+/// The user's own config file: `$XDG_CONFIG_HOME/agentloop/agentloop.toml`,
+/// or `~/.config/agentloop/agentloop.toml`.
+pub fn user_config() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("agentloop").join("agentloop.toml"))
 }
 
 fn read(path: &Path) -> Result<File> {

@@ -39,6 +39,9 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
     let cli = Cli::from_arg_matches(matches).unwrap_or_else(|e| e.exit());
     let names: Vec<&str> = registry.agents().map(|a| a.name()).collect();
     let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref(), cli.model.as_deref(), &names)?;
+    for line in &config.ignored {
+        eprintln!("warning: {line}");
+    }
     let _telemetry = telemetry::install(config.telemetry.otlp_endpoint.as_deref())?;
     let app = App { config, registry: registry.clone() };
     let Some(command) = cli.command else {

@@ -121,3 +121,95 @@ fn the_escape_catalogue_is_held_in_full() {
     assert_eq!(v["escapes_refused"], v["escape_attempts"], "{v}");
     assert_eq!(v["fuzz_escapes"], 0);
 }
+
+/// A command wrote `[sandbox] mode = "off"` into its workspace; the next
+/// run started there must not take it: a project's file cannot weaken the
+/// sandbox, and says it was ignored. Only the user's own file can, and
+/// then every run says so first.
+#[test]
+fn a_workspaces_config_cannot_turn_the_sandbox_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, ws, outside) = (root.join("home"), root.join("ws"), root.join("outside.txt"));
+    std::fs::create_dir_all(home.join("data")).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("agentloop.toml"), "[sandbox]\nmode = \"off\"\n").unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"))
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("AGENTLOOP_CONFIG")
+            .args(extra)
+            .arg("--data-dir")
+            .arg(home.join("data"))
+            .args(["sandbox", "--", "touch"])
+            .arg(&outside)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(!outside.exists(), "the workspace's config turned the sandbox off: {}", stderr(&out));
+    assert!(stderr(&out).contains("warning: ./agentloop.toml sets [sandbox], which a project's file may not"), "{}", stderr(&out));
+
+    // The user's own file is trusted, and the run says the sandbox is off.
+    let own = home.join(".config/agentloop/agentloop.toml");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    std::fs::write(&own, "[sandbox]\nmode = \"off\"\n").unwrap();
+    let out = run(&[]);
+    assert!(outside.exists(), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("warning: ./agentloop.toml") || stderr(&out).starts_with("warning: the sandbox is off"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: the sandbox is off"), "{}", stderr(&out));
+}
+
+/// The processes running `sleep SECONDS` with exactly these seconds.
+fn sleeping(seconds: &str) -> Vec<u32> {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted.as_bytes()))
+        .collect()
+}
+
+/// `kill -9` of agentloop (and SIGTERM) takes the command's whole tree with
+/// it, even a command that ignores SIGTERM: nothing writes into the
+/// workspace afterwards, and the temp folder goes with the next run.
+#[test]
+fn a_command_dies_with_agentloop_even_under_kill_9() {
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, ws) = (root.join("home"), root.join("ws"));
+        std::fs::create_dir_all(home.join("data")).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        let marker = format!("31.{}{signal}", std::process::id());
+        let script = format!(
+            "trap '' TERM; (trap '' TERM; sleep {marker}; touch late-child) & setsid sh -c 'sleep {marker}; touch late-setsid' & sleep {marker}; touch late"
+        );
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"))
+            .env("HOME", &home)
+            .arg("--data-dir")
+            .arg(home.join("data"))
+            .args(["sandbox", "--workspace"])
+            .arg(&ws)
+            .args(["--", "sh", "-c", &script])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while sleeping(&marker).len() < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(sleeping(&marker).len(), 3, "the command's three sleeps did not start");
+        // SAFETY: signals the agentloop this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let _ = child.wait();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !sleeping(&marker).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(sleeping(&marker).is_empty(), "signal {signal}: the command outlived agentloop: {:?}", sleeping(&marker));
+        assert!(!ws.join("late").exists() && !ws.join("late-child").exists() && !ws.join("late-setsid").exists());
+    }
+}

@@ -3,16 +3,16 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use agentloop_core::redact;
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, Result};
 use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::json;
-
-const REDACTED: &str = "[REDACTED]";
 
 /// Wraps a model and appends each call to a shared log file.
 pub struct DebugLog {
@@ -29,11 +29,15 @@ impl DebugLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::other(format!("cannot create the debug log's folder {} ({e})", dir.display())))?;
         }
+        // Prompts hold the user's code and task: the log is the user's alone.
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(path)
             .map_err(|e| Error::other(format!("cannot open the debug log {} ({e}): fix the path in agentloop.toml", path.display())))?;
+        // A log made before this rule may be more open than that.
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
         Ok(Arc::new(Mutex::new(file)))
     }
 
@@ -84,50 +88,5 @@ impl ChatModel for DebugLog {
     fn for_session(&self) -> Option<Arc<dyn ChatModel>> {
         let inner = self.inner.for_session()?;
         Some(Arc::new(Self { inner, file: self.file.clone(), secrets: self.secrets.clone() }))
-    }
-}
-
-/// Replaces the given secret values and anything shaped like an API key
-/// (`sk-…`, `Bearer …`) with `[REDACTED]`.
-pub fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets {
-        out = out.replace(secret.as_str(), REDACTED);
-    }
-    for marker in ["sk-", "Bearer "] {
-        out = blot_after(&out, marker);
-    }
-    out
-}
-
-/// Blots the run of key characters after each `marker` (when it is long
-/// enough to be a key rather than a word like "sk-learn").
-fn blot_after(text: &str, marker: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(marker) {
-        let after = &rest[at + marker.len()..];
-        let key_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')).unwrap_or(after.len());
-        out.push_str(&rest[..at + marker.len()]);
-        if key_len >= 16 {
-            out.push_str(REDACTED);
-        } else {
-            out.push_str(&after[..key_len]);
-        }
-        rest = &after[key_len..];
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_and_known_secrets_are_blotted_but_words_are_not() {
-        let text = "use sk-proj-abcdefghijklmnop1234 and Bearer abcdefghijklmnopqrstuv; pip install sk-learn; token hunter22hunter22";
-        let out = redact(text, &["hunter22hunter22".to_string()]);
-        assert_eq!(out, "use sk-[REDACTED] and Bearer [REDACTED]; pip install sk-learn; token [REDACTED]");
     }
 }

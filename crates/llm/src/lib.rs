@@ -17,8 +17,9 @@ pub mod roles;
 mod scripted;
 mod sse;
 
+pub use agentloop_core::redact;
 pub use anthropic::{AnthropicConfig, AnthropicModel};
-pub use debug_log::{redact, DebugLog};
+pub use debug_log::DebugLog;
 pub use fallback::FallbackChain;
 pub use lazy::LazyModel;
 #[cfg(feature = "llama")]

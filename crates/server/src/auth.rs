@@ -32,12 +32,25 @@ pub const COOKIE: &str = "agentloop_token";
 /// order; answers an oversized body in the API's own `{"error"}` form.
 pub async fn guard(State(app): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     if let Some(refusal) = refusal(&app, &request) {
-        return refusal.into_response();
+        return unframed(refusal.into_response());
     }
     let response = next.run(request).await;
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is larger than the {} KiB the API takes", crate::BODY_LIMIT / 1024))
-            .into_response();
+        return unframed(
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is larger than the {} KiB the API takes", crate::BODY_LIMIT / 1024))
+                .into_response(),
+        );
+    }
+    unframed(response)
+}
+
+/// No other site may show the server's pages in a frame, where a click
+/// on what looks like its own page could press Terminate or Approve here.
+fn unframed(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, header::HeaderValue::from_static("DENY"));
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, header::HeaderValue::from_static("frame-ancestors 'none'"));
     }
     response
 }

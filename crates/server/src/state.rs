@@ -173,7 +173,8 @@ impl AppState {
         if let Some(line) = self.config.registry.line(e) {
             data["line"] = json!(line);
         }
-        let text: Arc<str> = data.to_string().into();
+        // Credentials a command printed or a model echoed never reach a browser.
+        let text: Arc<str> = agentloop_core::redact(&data.to_string(), &[]).into();
         if let Ok(mut sent) = self.sent.lock() {
             if sent.text.insert(key.clone(), text.clone()).is_none() {
                 sent.order.push_back(key);

@@ -336,6 +336,20 @@ async fn with_a_token_every_request_needs_it_and_no_other_site_may_change_anythi
     assert_eq!(same.status(), StatusCode::NOT_FOUND, "the same origin gets through to the route");
 }
 
+/// No page of another site may frame the UI (clickjacking): every
+/// response says so, refusals and the pages alike.
+#[tokio::test]
+async fn every_response_forbids_framing() {
+    let s = start_server(planner_model(Duration::ZERO), Some("s3cret")).await;
+    let refused = s.http.get(s.url("/api/agents")).send().await.unwrap();
+    let page = s.http.get(s.url("/")).bearer_auth("s3cret").send().await.unwrap();
+    let api = s.http.get(s.url("/api/agents")).bearer_auth("s3cret").send().await.unwrap();
+    for r in [refused, page, api] {
+        assert_eq!(r.headers()["x-frame-options"], "DENY", "{}", r.url());
+        assert!(r.headers()["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"), "{}", r.url());
+    }
+}
+
 #[tokio::test]
 async fn the_web_ui_is_served_from_the_binary() {
     let s = start_server(planner_model(Duration::ZERO), None).await;

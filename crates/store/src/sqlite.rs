@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -116,7 +117,14 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Store(format!("cannot create the data dir {} ({e}): choose a writable --data-dir", dir.display())))?;
+            private(dir, 0o700);
         }
+        // The journal holds every prompt, answer and command output: the
+        // user's alone. SQLite gives its -wal and -shm files the same mode.
+        if !path.exists() {
+            let _ = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path);
+        }
+        private(path, 0o600);
         // While another process creates the file or switches it to WAL,
         // SQLite answers "busy" at once (waiting could deadlock): try again.
         let deadline = Instant::now() + OPEN_PATIENCE;
@@ -897,6 +905,14 @@ fn sql_error(what: &str, doing: &str, e: rusqlite::Error) -> Error {
 }
 
 /// Default database file under a data dir.
+/// Narrows `path` to `mode` when others may read it (where the user owns
+/// it; elsewhere the attempt fails harmlessly).
+fn private(path: &Path, mode: u32) {
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+    }
+}
+
 pub fn default_path(data_dir: &Path) -> PathBuf {
     data_dir.join("agentloop.sqlite")
 }

@@ -67,6 +67,9 @@ impl Workspace {
     /// opened to read or write must be a regular file with no other hard
     /// link; a write starts from an empty file.
     pub fn open(&self, path: &str, how: Open) -> std::result::Result<File, OpenError> {
+        if matches!(how, Open::Write) {
+            self.writable(path)?;
+        }
         let file = self.beneath(path, |rel, links| beneath::open(&self.root, rel, how, links))?;
         if matches!(how, Open::Read | Open::Write) {
             let meta = file.metadata().map_err(OpenError::Io)?;
@@ -85,12 +88,14 @@ impl Workspace {
 
     /// Makes the folder `path` and those above it, beneath the root.
     pub fn create_dir_all(&self, path: &str) -> std::result::Result<(), OpenError> {
+        self.writable(path)?;
         self.beneath(path, |rel, links| beneath::create_dir_all(&self.root, rel, links))
     }
 
     /// Removes the file (or empty folder) `path`, beneath the root; a
     /// symlink is removed itself, never what it points to.
     pub fn remove(&self, path: &str) -> std::result::Result<(), OpenError> {
+        self.writable(path)?;
         let rel = self.relative(path)?;
         let name = rel.file_name().ok_or_else(|| refuse(path, "it names no file"))?.to_os_string();
         let parent = rel.parent().map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty()).unwrap_or_else(|| ".".into());
@@ -123,6 +128,23 @@ impl Workspace {
             }
             other => other.map_err(|e| escape(path, e)),
         }
+    }
+
+    /// Refuses a change to what git or agentloop would run from the
+    /// workspace (`.git` anywhere in it, `agentloop.toml`, `.agentloop`):
+    /// tools change the project, never what acts on it later.
+    fn writable(&self, path: &str) -> Result<()> {
+        let rel = self.relative(path)?;
+        let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
+        let first = parts.next().unwrap_or_default();
+        let protected = first == ".git" || crate::sandbox::PROTECTED.contains(&first.as_str()) || parts.any(|p| p == ".git");
+        if protected {
+            return Err(Error::PermissionDenied(format!(
+                "`{path}` is refused: {} in the workspace are read-only to agents, since git or agentloop would run what they hold",
+                crate::sandbox::PROTECTED.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// `path` relative to the root, checked without touching the disk.
@@ -286,6 +308,21 @@ mod tests {
         let listed: Vec<(String, bool)> = ws.entries(10).into_iter().map(|e| (e.path, e.is_dir)).collect();
         assert_eq!(listed, [("a".to_string(), true), ("top.txt".into(), false), ("a/b".into(), true), ("a/b/deep.txt".into(), false)]);
         assert_eq!(ws.entries(2).len(), 2, "the limit holds");
+    }
+
+    #[test]
+    fn what_git_and_agentloop_run_cannot_be_written_by_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        for path in [".git/hooks/pre-commit", ".git/config", "agentloop.toml", ".agentloop/x", "vendor/lib/.git/config"] {
+            let err = ws.write(path, b"x").unwrap_err().for_tool("write_file", path, "write");
+            assert!(err.to_string().contains("read-only to agents"), "{path}: {err}");
+        }
+        assert!(matches!(ws.remove(".git/config"), Err(OpenError::Refused(_))));
+        assert!(matches!(ws.create_dir_all(".agentloop"), Err(OpenError::Refused(_))));
+        ws.write("src/gitignore.txt", b"fine").unwrap();
+        assert!(ws.open(".git/HEAD", Open::Read).is_err_and(|e| !matches!(e, OpenError::Refused(_))), "reading stays allowed");
     }
 
     #[test]

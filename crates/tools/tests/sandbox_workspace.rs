@@ -105,7 +105,9 @@ async fn git_hooks_and_git_config_cannot_be_planted() {
 async fn a_git_folder_or_config_a_command_makes_is_removed_and_named() {
     let m = Machine::new();
     let sb = m.sandbox(&SandboxConfig::default());
-    let out = run(&sb, "mkdir -p .git/hooks && echo hook > .git/hooks/post-checkout; printf '[sandbox]\\nmode = \"off\"\\n' > agentloop.toml; mkdir .agentloop").await;
+    let out =
+        run(&sb, "mkdir -p .git/hooks && echo hook > .git/hooks/post-checkout; printf '[sandbox]\\nmode = \"off\"\\n' > agentloop.toml; mkdir .agentloop")
+            .await;
     for planted in [".git", "agentloop.toml", ".agentloop"] {
         assert!(!m.ws.join(planted).exists(), "{planted} stayed: {out}");
     }

@@ -50,6 +50,10 @@ pub async fn run(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitCode> 
     let json = flags.get_flag("json");
     let input = input(app, agent, flags)?;
     if !json {
+        // A weakened sandbox is said before anything else.
+        for line in app.config.sandbox.weakened() {
+            eprintln!("warning: {line}");
+        }
         for line in agent.intro(&input)? {
             eprintln!("{line}");
         }
@@ -59,7 +63,7 @@ pub async fn run(app: &App, name: &str, flags: &ArgMatches) -> Result<ExitCode> 
         let id = agent.create(&*store, &input, None)?;
         store.enqueue(&id)?;
         if json {
-            println!("{}", serde_json::json!({"sessionId": id, "queued": true}));
+            println!("{}", serde_json::json!({"sessionId": id, "queued": true, "sandboxWeakened": app.config.sandbox.weakened()}));
         } else {
             println!("{id}");
             eprintln!("queued: a worker (`agentloop worker`) runs it; `agentloop sessions events {id} --follow` follows it");
@@ -83,6 +87,7 @@ pub fn report(app: &App, store: &dyn Store, outcome: &Outcome, json: bool) -> Re
     let summary = app.registry.summary(&store.load(&outcome.session_id)?);
     if json {
         let mut v = serde_json::to_value(outcome)?;
+        v["sandboxWeakened"] = serde_json::to_value(app.config.sandbox.weakened())?;
         v["summary"] = serde_json::to_value(&summary)?;
         println!("{v}");
     } else {

@@ -18,6 +18,9 @@ pub fn run(config: &Config, args: SandboxArgs) -> Result<ExitCode> {
         policy.network = Network::On;
     }
     let sandbox = Sandbox::for_user(&args.workspace, &policy, Some(&config.data_dir))?;
+    for line in policy.weakened() {
+        eprintln!("warning: {line}");
+    }
     if args.policy {
         for line in sandbox.describe() {
             println!("{line}");
@@ -48,7 +51,9 @@ pub fn run(config: &Config, args: SandboxArgs) -> Result<ExitCode> {
         }
     }
     let status = child.wait().context("the command could not be waited for")?;
-    for sentence in sandbox.explain(&String::from_utf8_lossy(&seen)) {
+    let mut said = sandbox.undo_protected();
+    said.extend(sandbox.explain(&String::from_utf8_lossy(&seen)));
+    for sentence in said {
         eprintln!("agentloop: {sentence}");
     }
     let code = match status.code() {

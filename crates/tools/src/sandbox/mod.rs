@@ -137,7 +137,10 @@ impl SandboxConfig {
             out.push("the network is on for commands ([sandbox] network = \"on\")".into());
         }
         if self.namespaces == Mode::Off {
-            out.push("commands run without namespaces ([sandbox] namespaces = \"off\"): processes they leave behind, setuid files and git hooks are not confined".into());
+            out.push(
+                "commands run without namespaces ([sandbox] namespaces = \"off\"): processes they leave behind, setuid files and git hooks are not confined"
+                    .into(),
+            );
         }
         out
     }
@@ -309,7 +312,10 @@ impl Sandbox {
         if unsafe { libc::geteuid() } == 0 {
             denied.extend(ROOT_SECRETS.iter().map(PathBuf::from));
         }
-        let mut deny_read: Vec<PathBuf> = denied.iter().filter_map(|p| p.canonicalize().ok()).collect();
+        // A denied path that does not exist yet (a debug log not yet
+        // written) is denied where it will be.
+        let mut deny_read: Vec<PathBuf> =
+            denied.iter().filter_map(|p| p.canonicalize().ok().or_else(|| Some(p.parent()?.canonicalize().ok()?.join(p.file_name()?)))).collect();
         deny_read.sort();
         deny_read.dedup();
         refuse_unconfinable(&workspace, home, data_dir, &deny_read)?;
@@ -535,7 +541,9 @@ impl Sandbox {
         lines.push(format!("protected: {} in the workspace (read-only to commands; made by one, removed)", PROTECTED.join(", ")));
         let bound = |n: u64, unit: &str| if n == 0 { "no bound".to_string() } else { format!("{n}{unit}") };
         let processes = match self.inner.enforced.as_ref() {
-            Some(e) if e.root && e.cgroup.is_none() && p.limits.processes > 0 => "not bounded (root is exempt from RLIMIT_NPROC and no pids cgroup could be made)".to_string(),
+            Some(e) if e.root && e.cgroup.is_none() && p.limits.processes > 0 => {
+                "not bounded (root is exempt from RLIMIT_NPROC and no pids cgroup could be made)".to_string()
+            }
             _ => bound(p.limits.processes, ""),
         };
         lines.push(format!(
@@ -666,7 +674,9 @@ pub fn looks_secret(name: &str, value: &str) -> bool {
 pub fn jwt_shaped(value: &str) -> bool {
     let value = value.trim();
     let parts: Vec<&str> = value.split('.').collect();
-    value.starts_with("eyJ") && parts.len() == 3 && parts.iter().take(2).all(|p| p.len() > 4 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    value.starts_with("eyJ")
+        && parts.len() == 3
+        && parts.iter().take(2).all(|p| p.len() > 4 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
 }
 
 /// `scheme://user[:password]@host…` anywhere in `value` (a list of URLs too).
@@ -686,7 +696,16 @@ mod tests {
         for name in ["OPENAI_API_KEY", "github_token", "AWS_SECRET_ACCESS_KEY", "PGPASS", "DB_PASS", "GITHUB_PAT", "SENTRY_DSN", "TLS_PRIVATE"] {
             assert!(looks_secret(name, "x"), "{name}");
         }
-        for value in ["postgres://user:pass@db:5432/app", "https://token@github.com/x.git", "sk-abc", "ghp_123", "github_pat_1", "xoxb-1", "AKIAIOSFODNN7", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"] {
+        for value in [
+            "postgres://user:pass@db:5432/app",
+            "https://token@github.com/x.git",
+            "sk-abc",
+            "ghp_123",
+            "github_pat_1",
+            "xoxb-1",
+            "AKIAIOSFODNN7",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
+        ] {
             assert!(looks_secret("SOMETHING", value), "{value}");
         }
         for (name, value) in [("PATH", "/usr/bin:/bin"), ("HOME", "/root"), ("CARGO_HOME", "/c"), ("PWD", "/w"), ("URL", "https://example.com/a@b")] {

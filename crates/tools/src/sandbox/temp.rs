@@ -13,7 +13,7 @@
 //! resumed session never runs beside what its earlier run left behind.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -58,8 +58,9 @@ impl PrivateTemp {
         // killed, never removed while in use: a sweep acts on locks alone.
         let lock_path = PathBuf::from(format!("{}{LOCK}", dir.path().display()));
         let lock = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&lock_path).ok().filter(try_lock);
+        // One write, so a sweep never reads half of it.
         if let Some(mut file) = lock.as_ref() {
-            let _ = write!(file, "{}", Owner::me());
+            let _ = file.write_all(Owner::me().to_string().as_bytes());
         }
         let lock_path = match lock {
             Some(_) => Some(lock_path),
@@ -116,10 +117,16 @@ fn started(pid: u32) -> Option<u64> {
 }
 
 /// Kills every process that has `lock` open: the waiting processes a
-/// killed agentloop left behind, whose commands die with them.
+/// killed agentloop left behind, whose commands die with them. Those
+/// live in user namespaces of their own, so no agentloop (which lives in
+/// this one) is ever taken for them.
 fn kill_holders(lock: &Path) {
     let Ok(procs) = std::fs::read_dir("/proc") else { return };
+    let ours = std::fs::read_link("/proc/self/ns/user").ok();
     for pid in procs.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())) {
+        if ours.is_none() || std::fs::read_link(format!("/proc/{pid}/ns/user")).ok() == ours {
+            continue;
+        }
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         if fds.filter_map(|e| e.ok()).any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == lock)) {
             // SAFETY: kill only sends a signal.
@@ -202,5 +209,51 @@ mod tests {
         let (folder, lock) = (live.path.clone(), live.lock_path.clone().unwrap());
         drop(live);
         assert!(!folder.exists() && !lock.exists(), "dropped: folder and lock gone");
+    }
+
+    /// A killed agentloop's commands still hold its folder's lock: the
+    /// sweep of the next process (a resume) kills them first, then removes
+    /// the folder. A holder that lives in agentloop's own user namespace
+    /// (an agentloop, not a command's waiting process) is never killed.
+    #[test]
+    fn what_a_dead_agentloop_left_running_is_killed_before_its_folder_goes() {
+        use std::os::unix::process::CommandExt;
+        let base = tempfile::tempdir().unwrap();
+        let folder = base.path().join(format!("{PREFIX}left"));
+        std::fs::create_dir(&folder).unwrap();
+        let lock_path = base.path().join(format!("{PREFIX}left{LOCK}"));
+        // Its owner: a process id with a start time no process has.
+        std::fs::write(&lock_path, "1 1").unwrap();
+        let hold = |own_namespace: bool| {
+            let mut cmd = std::process::Command::new("sh");
+            cmd.args(["-c", "exec 3<\"$0\"; flock -n 3 || exit 9; exec sleep 60"]).arg(&lock_path);
+            if own_namespace {
+                // SAFETY: unshare is a plain system call.
+                unsafe {
+                    cmd.pre_exec(|| if libc::unshare(libc::CLONE_NEWUSER) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) });
+                }
+            }
+            cmd.spawn().unwrap()
+        };
+        let mut left = hold(true);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while try_lock(&File::open(&lock_path).unwrap()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sweep(base.path());
+        let status = left.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL), "the leftover was not killed");
+
+        // Held by a process of this namespace: left alone.
+        File::create(&lock_path).unwrap().set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
+        let mut other = hold(false);
+        while try_lock(&File::open(&lock_path).unwrap()) && std::time::Instant::now() < deadline + Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::write(&lock_path, "1 1").unwrap();
+        sweep(base.path());
+        assert!(other.try_wait().unwrap().is_none(), "a process of agentloop's own namespace was killed");
+        other.kill().unwrap();
+        let _ = other.wait();
     }
 }
