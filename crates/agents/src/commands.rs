@@ -21,8 +21,12 @@ pub fn unknown_to(program: &str, script: &[&str], words: &[String], sandbox: Opt
     }
     let mut cmd = Command::new(program);
     cmd.args(script).args(words).stdin(Stdio::null());
-    if let Some(sandbox) = sandbox {
-        sandbox.confine(&mut cmd);
+    match sandbox {
+        Some(sandbox) => sandbox.confine(&mut cmd),
+        // Outside any sandbox, nothing of the current folder is on the way.
+        None => {
+            cmd.current_dir("/");
+        }
     }
     let out = cmd.output().map_err(|e| format!("{program} cannot be started ({e})"))?;
     Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())

@@ -31,9 +31,13 @@ pub fn missing_program(command: &str) -> Option<String> {
     unknown.contains(&program).then_some(program)
 }
 
+/// Whether this machine's Python has pytest. Asked outside the workspace
+/// and without importing it: run in the workspace, `import pytest` would
+/// run a `pytest.py` found there, unconfined, before any sandbox exists.
 fn pytest_installed() -> bool {
     std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
+        .args(["-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"])
+        .current_dir("/")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

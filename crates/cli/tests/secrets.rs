@@ -86,4 +86,38 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
     let leaks = [files_holding(&data, KEY), files_holding(dir.path(), KEY)].concat();
     assert!(leaks.iter().all(|p| p == &config), "the key was written to {leaks:?}");
     assert!(files_holding(&data, "PATH=").iter().any(|p| p.to_string_lossy().contains("sqlite")), "the command's output (env) is in the journal");
+
+    // At rest, all of it is the user's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700, "the data dir");
+    assert_eq!(mode(&data.join("agentloop.sqlite")), 0o600, "the journal");
+    assert_eq!(mode(&log), 0o600, "the debug log");
+}
+
+/// The debug log is kept from commands wherever it lies, like the data dir.
+#[test]
+fn commands_cannot_read_the_debug_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (ws, logs) = (root.join("ws"), root.join("logs"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&logs).unwrap();
+    let log = logs.join("debug.log");
+    std::fs::write(&log, "a prompt with the user's code").unwrap();
+    let config = root.join("agentloop.toml");
+    std::fs::write(&config, format!("debug_log = \"{}\"\n", log.display())).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .arg("--data-dir")
+        .arg(root.join("data"))
+        .arg("--config")
+        .arg(&config)
+        .args(["sandbox", "--workspace"])
+        .arg(&ws)
+        .args(["--", "cat"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("user's code"), "a command read the debug log");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is kept from commands as secret"), "{}", String::from_utf8_lossy(&out.stderr));
 }
