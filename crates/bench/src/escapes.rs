@@ -171,7 +171,108 @@ pub async fn run(root: &Path) -> Result<Vec<Attempt>> {
     out.push(attempt("processes: a setsid child outliving the command", !survivor.exists(), "the survivor wrote its file".into()));
 
     out.push(two_owners(root)?);
+    out.extend(workspace_holes(&room, root).await?);
     Ok(out)
+}
+
+/// The second round: what a command leaves in its workspace acting
+/// outside the sandbox, what it shares with the machine, and what
+/// outlives agentloop.
+async fn workspace_holes(room: &Room, root: &Path) -> Result<Vec<Attempt>> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let ws = &room.ws;
+    out.push({
+        room.run("printf '[sandbox]\\nmode = \"off\"\\n' > agentloop.toml").await?;
+        attempt("config: an agentloop.toml that turns the sandbox off", !ws.join("agentloop.toml").exists(), "the file stayed".into())
+    });
+    out.push({
+        room.run("mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit").await?;
+        attempt("git: a hook planted in a new .git", !ws.join(".git").exists(), "the hook stayed".into())
+    });
+    std::fs::create_dir_all(ws.join(".git/hooks"))?;
+    std::fs::write(ws.join(".git/config"), "[core]\n")?;
+    let protected = Sandbox::new(ws, &SandboxConfig::default(), Some(&room.home), None)?;
+    let run_protected = |command: &'static str| {
+        let sb = protected.clone();
+        async move { run_command(&sb, command, Duration::from_secs(60)).await }
+    };
+    run_protected("printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit; printf '[core]\\nfsmonitor = touch pwned\\n' >> .git/config").await?;
+    let config = std::fs::read_to_string(ws.join(".git/config")).unwrap_or_default();
+    out.push(attempt(
+        "git: a hook and core.fsmonitor in an existing .git",
+        !ws.join(".git/hooks/pre-commit").exists() && !config.contains("fsmonitor"),
+        config,
+    ));
+    let _ = std::fs::remove_dir_all(ws.join(".git"));
+    run_protected("cp /bin/true suid-copy; chmod 4755 suid-copy").await?;
+    let mode = std::fs::metadata(ws.join("suid-copy")).map(|m| m.permissions().mode()).unwrap_or(0);
+    out.push(attempt("setuid: chmod 4755 on a copy of a program", mode & 0o6000 == 0, format!("mode {mode:o}")));
+    for (name, path) in
+        [("workspace: / itself", PathBuf::from("/")), ("workspace: a symlink to /", root.join("to-root")), ("workspace: the home", room.home.clone())]
+    {
+        if name.contains("symlink") {
+            let _ = std::os::unix::fs::symlink("/", &path);
+        }
+        let refused = Sandbox::new(&path, &SandboxConfig::default(), Some(&room.home), None).is_err();
+        out.push(attempt(name, refused, "accepted".into()));
+    }
+    out.push(
+        room.never_says(
+            "keyring: the session keyring",
+            &python("import ctypes\nif ctypes.CDLL(None).syscall(250, 0, -3, 0) >= 0: print('reached')"),
+            "reached",
+        )
+        .await?,
+    );
+    // SAFETY: a segment this attempt removes at its end.
+    let segment = unsafe { libc::shmget(0x4167_6c71, 4096, libc::IPC_CREAT | 0o600) };
+    out.push(
+        room.never_says(
+            "ipc: a 0600 System V segment made outside",
+            &python("import ctypes\nif ctypes.CDLL(None).shmget(0x41676c71, 0, 0) >= 0: print('reached')"),
+            "reached",
+        )
+        .await?,
+    );
+    // SAFETY: removes the segment made above.
+    unsafe { libc::shmctl(segment, libc::IPC_RMID, std::ptr::null_mut()) };
+    let shm = PathBuf::from(format!("/dev/shm/agentloop-escape-{}", std::process::id()));
+    if std::fs::write(&shm, MARKER).is_ok() {
+        let _ = std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o600));
+        out.push(room.keeps_marker("ipc: a 0600 file in /dev/shm made outside", &format!("cat {}", shm.display())).await?);
+        let _ = std::fs::remove_file(&shm);
+    }
+    // SAFETY: as above, before the command reads the environment.
+    unsafe { std::env::set_var("AGENTLOOP_ESCAPE_SESSION_HOLDER", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqd3Qtc2VjcmV0In0.c2ln") };
+    out.push(room.keeps("secrets: a JWT in a variable", "env", "eyJzdWIi").await?);
+    out.push(room.never_says("secrets: /etc/shadow", "cat /etc/shadow", "root:").await?);
+    let bounded = Sandbox::new(ws, &SandboxConfig { max_processes: 64, ..SandboxConfig::default() }, Some(&room.home), None)?;
+    let forks =
+        python("import os, time\nn = 0\ntry:\n while n < 500:\n  if os.fork() == 0:\n   time.sleep(2); os._exit(0)\n  n += 1\nfinally:\n print('started', n)");
+    let forked = run_command(&bounded, &forks, Duration::from_secs(60)).await?;
+    let started: u64 = forked["stdout"].as_str().unwrap_or("").split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(u64::MAX);
+    out.push(attempt("limits: a fork loop", started < 64, format!("{started} processes under a bound of 64")));
+    out.push(outlives_kill_9(ws).await?);
+    Ok(out)
+}
+
+/// A real `agentloop sandbox` running a command that ignores SIGTERM is
+/// killed with SIGKILL: held when the command never writes afterwards.
+async fn outlives_kill_9(ws: &Path) -> Result<Attempt> {
+    let late = ws.join("late");
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .args(["sandbox", "--workspace"])
+        .arg(ws)
+        .args(["--", "sh", "-c", "trap '' TERM; sleep 2; touch late"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    child.kill()?;
+    let _ = child.wait();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    Ok(attempt("processes: a command that ignores SIGTERM when agentloop is killed -9", !late.exists(), "the command wrote after agentloop died".into()))
 }
 
 /// chmod, utime and xattr on a file outside; chmod on the denied key.

@@ -46,7 +46,7 @@ fn blot_url_credentials(text: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let after = &rest[at + 3..];
-        let authority_len = after.find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | ' ' | '\n' | ',' | ';' | '<' | '>')).unwrap_or(after.len());
+        let authority_len = after.find(['/', '?', '#', '"', '\'', ' ', '\n', ',', ';', '<', '>']).unwrap_or(after.len());
         out.push_str(&rest[..at + 3]);
         match after[..authority_len].rfind('@') {
             Some(user_end) if user_end > 0 => {

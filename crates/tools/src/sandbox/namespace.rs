@@ -108,7 +108,13 @@ impl Plan {
             check(libc::mount(std::ptr::null(), w.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | flags, std::ptr::null()))?;
         }
         for (p, flags) in &self.protected {
-            check(libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()))?;
+            // One removed since the plan was made has nothing to protect.
+            if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                if *libc::__errno_location() == libc::ENOENT {
+                    continue;
+                }
+                return Err(io::Error::last_os_error());
+            }
             check(libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags, std::ptr::null()))?;
         }
         for s in sockets {

@@ -49,7 +49,7 @@ const RET_K: u16 = 0x06;
 /// Terminal requests no command may make.
 const REFUSED_IOCTLS: [u32; 2] = [libc::TIOCSTI as u32, libc::TIOCLINUX as u32];
 /// The mode bits no file a command makes or changes may carry.
-const PRIVILEGE_BITS: u32 = (libc::S_ISUID | libc::S_ISGID) as u32;
+const PRIVILEGE_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
 
 /// What the filter does with one system call.
 #[derive(Clone, Copy)]
