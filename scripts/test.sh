@@ -17,7 +17,7 @@ cargo test --workspace --all-targets
 # run as root, the suite runs them as `nobody` too.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
   holes=$(cargo test -q -p agentloop-tools --test sandbox_workspace --no-run --message-format=json \
-    | python3 -c 'import json, sys; print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "sandbox_workspace"))')
+    | python3 -c 'import json, sys; found = [m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "sandbox_workspace"]; print(found[-1])')
   as_nobody=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups env HOME=/tmp)
   if (cd / && "${as_nobody[@]}" test -x "$holes"); then
     (cd / && "${as_nobody[@]}" "$holes")
