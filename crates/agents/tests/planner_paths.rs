@@ -149,14 +149,40 @@ fn action_pattern(req: &ChatRequest) -> String {
     schema.pointer(&format!("{step}/properties/action/pattern")).and_then(Value::as_str).unwrap().to_string()
 }
 
+/// What a judge is shown, less the requirement: the view it judges.
+fn view_of(req: &ChatRequest) -> String {
+    let prompt = &req.messages.last().unwrap().content;
+    prompt.split("\nREQUIREMENT:").next().unwrap_or_default().to_string()
+}
+
+/// Tells the judge's view of the root before the plan from its views of
+/// outcomes: the first view a judge is shown is the root as it was, and so
+/// is every later one that shows the same.
+#[derive(Default)]
+struct RootBefore(Mutex<Option<String>>);
+
+impl RootBefore {
+    fn shows(&self, req: &ChatRequest) -> bool {
+        let view = view_of(req);
+        self.0.lock().unwrap().get_or_insert_with(|| view.clone()) == &view
+    }
+}
+
 fn scripted(
     script: Arc<Mutex<Script>>,
     asked: Arc<Mutex<Vec<&'static str>>>,
     prompts: Arc<Mutex<Vec<String>>>,
     patterns: Arc<Mutex<Vec<String>>>,
 ) -> ScriptedModel {
+    // The first view a judge is shown is the root as it was, and so is
+    // every later one that shows the same: those are judged "before" (by
+    // default not done, as the root before the plan is not the goal).
+    let root_before = RootBefore::default();
     ScriptedModel::with(move |req| {
-        let phase = phase_of(req);
+        let mut phase = phase_of(req);
+        if phase == "verify" && root_before.shows(req) {
+            phase = "before";
+        }
         asked.lock().unwrap().push(phase);
         if phase == "plan" {
             patterns.lock().unwrap().push(action_pattern(req));
@@ -171,6 +197,7 @@ fn scripted(
             "diagnose" => diagnosis(),
             "checklist" => checklist(&[]),
             "verify" => met(),
+            "before" => not_met(),
             other => panic!("no scripted answer for {other}"),
         })))
     })
@@ -232,7 +259,7 @@ async fn a_valid_plan_runs_every_step_with_all() {
     assert_eq!(s.runs.len(), 5);
     assert!(s.runs.iter().all(|run| run.ok), "{:?}", s.runs);
     assert!(s.runs[4].output.starts_with("4 items"), "{}", s.runs[4].output);
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "verify"], "each item judged twice");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "before", "verify", "verify"], "each item judged twice");
 }
 
 #[tokio::test]
@@ -254,7 +281,7 @@ async fn a_rejected_plan_runs_nothing_and_its_reasons_and_hints_reach_the_next_p
     assert!(second.contains("RECENT REJECTIONS") && second.contains("outside the workspace"), "{second}");
     assert!(second.contains("RETRY_HINTS") && second.contains("keep paths inside the root"), "{second}");
     assert!(second.contains("That plan was REJECTED") && second.contains("../escape.txt"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan", "checklist", "verify", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "diagnose", "plan", "checklist", "before", "verify", "verify"]);
 }
 
 #[tokio::test]
@@ -275,7 +302,7 @@ async fn a_slip_the_rules_name_exactly_is_mended_without_asking_again() {
         shown["valid"] == true && shown["mends"][0].as_str().unwrap().contains("REPEAT 3") && shown["mendedFrom"][0].as_str().unwrap().contains("loop-path"),
         "{shown}"
     );
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "verify"], "no diagnosis and no second plan");
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "before", "verify", "verify"], "no diagnosis and no second plan");
 }
 
 #[tokio::test]
@@ -286,7 +313,7 @@ async fn broken_json_gets_a_repair_pass_before_it_counts_as_a_rejection() {
     let s = r.state();
     assert_eq!(s.proposals.len(), 1);
     assert!(s.proposals[0].repaired && s.proposals[0].valid());
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair", "checklist", "verify", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "repair", "checklist", "before", "verify", "verify"]);
 }
 
 #[tokio::test]
@@ -417,14 +444,21 @@ async fn paths_out_of_the_root_are_rejected_before_anything_runs() {
 #[tokio::test]
 async fn the_fast_and_verifier_roles_can_be_different_models() {
     let fast = Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text(restatement()))).named("fast"));
-    let judge = Arc::new(ScriptedModel::with(|req| Ok(ChatResponse::text(judge(req)))).named("judge"));
+    let root_before = RootBefore::default();
+    let judge = Arc::new(
+        ScriptedModel::with(move |req| {
+            let asks_checklist = req.json_schema.as_ref().is_some_and(|s| s["properties"].get("requirements").is_some());
+            Ok(ChatResponse::text(if !asks_checklist && root_before.shows(req) { not_met() } else { judge(req) }))
+        })
+        .named("judge"),
+    );
     let r = run_with(Script::default().with("plan", plan(&["CREATE_DIR a"])), ApproveMode::All, PlannerSettings::default(), |m| {
         m.with_role(FAST_ROLE, fast.clone()).with_role(VERIFY_ROLE, judge.clone())
     })
     .await;
     assert_eq!(r.out.status, SessionStatus::Completed);
     assert_eq!(fast.calls(), 1, "the restatement came from the fast model");
-    assert_eq!(judge.calls(), 3, "the checklist and its one item's two verdicts came from the verifier");
+    assert_eq!(judge.calls(), 4, "the checklist and its one item's verdicts (before, and twice after) came from the verifier");
     assert_eq!(r.state().proposals[0].actions, vec![planner::Action::CreateDir { path: "a".into() }], "the valid plan is kept as typed actions");
     assert_eq!(*r.asked.lock().unwrap(), vec!["plan"]);
 }
@@ -473,7 +507,7 @@ async fn a_failed_check_sends_the_planner_back_with_what_is_missing() {
     assert!(!s.verifications[0].met && s.verifications[0].judged.is_empty(), "a failed check needs no verdict: {:?}", s.verifications[0]);
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("THE GOAL IS NOT MET") && second.contains("old.txt is gone (it is still there)"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "plan", "verify", "verify"]);
+    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "plan", "before", "verify", "verify"]);
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     assert!(events.iter().any(|e| e.name == "planner:reflection"));
 }
@@ -533,7 +567,11 @@ async fn a_requirement_judged_not_done_sends_the_planner_back_with_what_was_seen
     assert!(!s.verifications[0].met && s.verifications[1].met, "{:?}", s.verifications);
     let second = r.prompts.lock().unwrap()[1].clone();
     assert!(second.contains("status.txt holds the word ready (status.txt holds starting)"), "{second}");
-    assert_eq!(*r.asked.lock().unwrap(), vec!["restate", "plan", "checklist", "verify", "verify", "plan", "verify", "verify"], "one checklist for the session");
+    assert_eq!(
+        *r.asked.lock().unwrap(),
+        vec!["restate", "plan", "checklist", "before", "verify", "verify", "plan", "before", "verify", "verify"],
+        "one checklist for the session"
+    );
     let events = r.store.events(&r.out.session_id, 0, usize::MAX).unwrap();
     let lines: Vec<&Value> = events.iter().filter(|e| e.name == "planner:verified").map(|e| &e.payload["checks"]).collect();
     assert!(lines[1].to_string().contains("✓ status.txt holds the word ready ("), "{lines:?}");
@@ -559,13 +597,13 @@ async fn without_anyone_asked_an_items_failed_command_outranks_the_judges_and_no
     let first = &s.verifications[0];
     assert!(!first.met, "the judge said done, the command said no: {first:?}");
     assert!(first.judged[0].evidence.contains("`grep -qx ready status.txt` failed"), "{first:?}");
-    assert!(first.judged[0].disputed && first.disputed(), "both judgments and the goal's check disagreed with the command: {first:?}");
+    assert!(first.judged[0].disputed && first.disputed(), "both judgments disagreed with the command, which still stands: {first:?}");
     assert_eq!(first.judged[1].check.as_ref().map(|c| c.held), Some(None), "a command that tried to change the root is set aside");
     assert!(s.verifications[1].met, "{:?}", s.verifications[1]);
     assert_eq!(r.file("status.txt").unwrap(), "ready", "a check cannot change the root");
-    let judged_twice_each = ["verify"; 4];
-    let asked = [&["restate", "plan", "checklist"][..], &judged_twice_each, &["plan"], &judged_twice_each].concat();
-    assert_eq!(*r.asked.lock().unwrap(), asked, "with no one to settle a dispute the command stands");
+    let judged_before_and_twice_after = ["before", "verify", "verify", "before", "verify", "verify"];
+    let asked = [&["restate", "plan", "checklist"][..], &judged_before_and_twice_after, &["plan"], &judged_before_and_twice_after].concat();
+    assert_eq!(*r.asked.lock().unwrap(), asked, "a failed command stands whatever the judgments say");
     let calls = r.store.calls(&r.out.session_id).unwrap();
     assert_eq!(calls.iter().filter(|c| c.name == "try_plan").count(), 2, "each trial, with its checks, journaled");
     assert_eq!(s.trial.as_ref().unwrap().checks.len(), 2, "each item's command ran on the trial");
@@ -683,4 +721,83 @@ async fn a_plan_calls_an_mcp_tool_after_approval_with_arguments_its_schema_accep
     assert!(r.root.path().join("alpha").is_dir());
     assert_eq!(r.file("calls.txt").as_deref(), Some("called\n"), "the call is made once, after approval");
     assert_eq!(r.state().tool_results, ["1"]);
+}
+
+/// A checklist whose items carry commands (and kinds).
+fn checklist_with(items: &[(&str, &str, &str, &str)]) -> String {
+    let items: Vec<Value> = items.iter().map(|(from, r, kind, check)| json!({"from_goal": from, "requirement": r, "kind": kind, "check": check})).collect();
+    json!({ "requirements": items }).to_string()
+}
+
+/// `sed` without `-i` prints the replaced text and changes nothing; the one
+/// derived check is the wrong way round (the old word must still be
+/// there), so the untouched file passes it. Before and after say the same:
+/// no evidence, and a plan that changed nothing is never a success.
+#[tokio::test]
+async fn a_plan_that_prints_instead_of_writing_with_an_inverted_check_never_completes() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("words.txt"), "the cat sat\nthe cat ran\n").unwrap();
+    let script = Script::default()
+        .goal("Replace the word cat with dog in words.txt.")
+        .with(
+            "checklist",
+            checklist_with(&[(
+                "Replace the word cat with dog in words.txt",
+                "words.txt must contain the text 'cat' at least once",
+                "target",
+                "grep -q cat words.txt",
+            )]),
+        )
+        .with("plan", plan(&["RUN_COMMAND sed 's/cat/dog/g' words.txt"]));
+    let r = run_in(root, script, ApproveMode::All, PlannerSettings { max_iterations: 1, ..PlannerSettings::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "{:?}", r.out);
+    assert_eq!(r.file("words.txt").unwrap(), "the cat sat\nthe cat ran\n");
+    let v = &r.state().verifications[0];
+    assert!(!v.met && !v.changed, "{v:?}");
+    assert!(v.lines().iter().any(|l| l.contains("`grep -q cat words.txt`: before ✓ → after ✓")), "{:?}", v.lines());
+}
+
+/// The one derived check was already true before anything ran (the input
+/// file has a line); the plan wrote an empty file elsewhere. A check that
+/// passes before says nothing, and the judges of the outcome decide.
+#[tokio::test]
+async fn a_check_already_true_before_the_plan_is_no_evidence() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("input.txt"), "one\ntwo\nthree\n").unwrap();
+    let script = Script::default()
+        .goal("Write the number of lines of input.txt into results/count.txt.")
+        .with("checklist", checklist_with(&[("the number of lines of input.txt", "input.txt exists and has a line", "target", "test -s input.txt")]))
+        .with("plan", plan(&["WRITE_FILE results/count.txt lines"]))
+        .with("verify", not_met())
+        .with("verify", not_met());
+    let r = run_in(root, script, ApproveMode::All, PlannerSettings { max_iterations: 1, ..PlannerSettings::default() }, |m| m).await;
+    assert_ne!(r.out.finish_reason.as_deref(), Some("goal_verified"), "{:?}", r.out);
+    assert!(!agentloop_core::metrics::reached_goal(r.out.status, r.out.finish_reason.as_deref()), "{:?}", r.out);
+    let s = r.state();
+    let v = s.verifications.first().unwrap_or_else(|| panic!("no verification: {:?}", s.proposals));
+    assert!(!v.met, "{v:?}");
+    assert!(!r.root.path().join("results").exists(), "an unverified outcome never reaches the root");
+}
+
+/// The file the goal asks for was never made. Its derived checks fail: one
+/// with "No such file", one that cannot run (a broken pattern). Both
+/// judgments say done. A disputed check may stop refusing, but a failing
+/// fact is never overruled into a success.
+#[tokio::test]
+async fn a_failing_check_marked_disputed_never_turns_a_miss_into_a_success() {
+    let script = Script::default()
+        .goal("Create a config file settings.ini with a [server] section.")
+        .with(
+            "checklist",
+            checklist_with(&[
+                ("a config file settings.ini", "settings.ini exists", "target", "ls settings.ini"),
+                ("with a [server] section", "settings.ini has a [server] section", "target", "grep -q '\\[server\\' settings.ini"),
+            ]),
+        )
+        .with("plan", plan(&["CREATE_DIR conf"]));
+    let r = run_with(script, ApproveMode::All, PlannerSettings { max_iterations: 1, ..PlannerSettings::default() }, |m| m).await;
+    assert_eq!(r.out.finish_reason.as_deref(), Some("unverified"), "{:?}", r.out);
+    let v = &r.state().verifications[0];
+    assert!(!v.met, "{v:?}");
+    assert!(!r.root.path().join("conf").exists());
 }

@@ -2,12 +2,12 @@
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, PlannerSettings, PlannerState, Trial};
+use agentloop_agents::planner::{self, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
@@ -189,17 +189,36 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
         "verifications": s.verifications.iter().map(|v| v.summary()).collect::<Vec<_>>(),
         "derivedChecksFailed": derived.0,
         "derivedChecksWrong": derived.1,
+        "derivedChecksInverted": derived.2,
+        "evidence": weighed(&s.verifications),
         "seconds": outcome.progress.active_ms() as f64 / 1000.0,
         "tokens": outcome.progress.tokens(),
         "served": outcome.progress.served,
     }))
 }
 
+/// How every check of every verification weighed: how many the plan made
+/// true (the discriminating ones), were already true, missed, broke, or
+/// could not run.
+fn weighed(verifications: &[agentloop_agents::planner::Verification]) -> serde_json::Value {
+    use agentloop_agents::planner::Evidence;
+    let all: Vec<Evidence> = verifications.iter().flat_map(|v| v.evidence().collect::<Vec<_>>()).collect();
+    let count = |e: Evidence| all.iter().filter(|x| **x == e).count();
+    json!({
+        "discriminating": count(Evidence::Flipped),
+        "already_true": count(Evidence::AlreadyTrue),
+        "missed": count(Evidence::Missed),
+        "broken": count(Evidence::Broken),
+        "unrunnable": count(Evidence::Unrunnable),
+    })
+}
+
 /// Of the checklist commands that failed on a trial, how many failed on a
-/// trial the bench's own checks pass (a wrong derived check): each trial's
-/// patch is applied to a copy of the root as seeded and checked there.
-fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord]) -> Result<(u32, u32)> {
-    let (mut failed, mut wrong) = (0, 0);
+/// trial the bench's own checks pass (a wrong derived check), and how many
+/// of those passed on the root before the plan (an inverted check): each
+/// trial's patch is applied to a copy of the root as seeded and checked there.
+fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord]) -> Result<(u32, u32, u32)> {
+    let (mut failed, mut wrong, mut inverted) = (0, 0, 0);
     let trials = calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok());
     for trial in trials {
         let failing = trial.checks.iter().flatten().filter(|c| c.failed()).count() as u32;
@@ -211,9 +230,11 @@ fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::Ca
         trial.patch.apply(replay.workspace())?;
         if goal.expect.iter().all(|e| check(replay.workspace().root(), e).is_ok()) {
             wrong += failing;
+            let held_before = |i: usize| trial.before_checks.get(i).cloned().flatten().and_then(|c| c.held) == Some(true);
+            inverted += trial.checks.iter().enumerate().filter(|(i, c)| c.as_ref().is_some_and(CheckRun::failed) && held_before(*i)).count() as u32;
         }
     }
-    Ok((failed, wrong))
+    Ok((failed, wrong, inverted))
 }
 
 /// The tally of an earlier run's records for goals of this run, once per
@@ -268,6 +289,9 @@ struct Totals {
     /// failed on a trial the bench's checks pass.
     derived_checks_failed: u64,
     derived_checks_wrong: u64,
+    derived_checks_inverted: u64,
+    /// Checks by what they said of the plans (`weighed`).
+    evidence: BTreeMap<String, u64>,
     invalid_executed: u64,
     seconds: f64,
     plan_ms: Vec<u64>,
@@ -287,6 +311,10 @@ impl Totals {
         self.false_completions += u32::from(r["falseCompletion"] == true);
         self.derived_checks_failed += r["derivedChecksFailed"].as_u64().unwrap_or(0);
         self.derived_checks_wrong += r["derivedChecksWrong"].as_u64().unwrap_or(0);
+        self.derived_checks_inverted += r["derivedChecksInverted"].as_u64().unwrap_or(0);
+        for (kind, n) in r["evidence"].as_object().into_iter().flatten() {
+            *self.evidence.entry(kind.clone()).or_default() += n.as_u64().unwrap_or(0);
+        }
         self.seconds += r["seconds"].as_f64().unwrap_or(0.0);
         self.invalid_executed += r["invalidExecuted"].as_u64().unwrap_or(0);
         self.plan_ms.extend(r["planMs"].as_array().into_iter().flatten().filter_map(serde_json::Value::as_u64));
@@ -311,6 +339,8 @@ impl Totals {
             "invalid_executed": self.invalid_executed,
             "derived_checks_failed": self.derived_checks_failed,
             "derived_checks_wrong": self.derived_checks_wrong,
+            "derived_checks_inverted": self.derived_checks_inverted,
+            "checks_weighed": self.evidence,
             "mean_seconds_per_goal": if goals == 0 { 0.0 } else { (self.seconds / goals as f64 * 10.0).round() / 10.0 },
             "mean_plan_ms": mean_plan_ms,
             "tokens": self.tokens,

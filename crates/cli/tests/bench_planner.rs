@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::reply;
+use common::{judged_on_view, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -37,7 +37,7 @@ async fn goals_are_planned_run_and_checked() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
+                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": judged_on_view(last)}).to_string());
             }
             if last.contains("was rejected for these reasons") {
                 return reply(json!({"diagnosis": "escaped the root", "hints": ["write hello.txt inside the root"]}).to_string());
@@ -77,6 +77,8 @@ async fn goals_are_planned_run_and_checked() {
     assert_eq!((report["verified"].as_f64(), report["false_completions"].as_f64()), (Some(1.0), Some(0.0)));
     assert_eq!(report["invalid_executed"], 0);
     assert_eq!((report["derived_checks_failed"].as_u64(), report["derived_checks_wrong"].as_u64()), (Some(0), Some(0)), "no checklist command failed");
+    assert_eq!(report["derived_checks_inverted"], 0);
+    assert!(report["checks_weighed"]["discriminating"].as_u64().unwrap() >= 2, "each goal met by a check the plan made true: {report}");
     assert_eq!(report["model_calls"]["share"], json!({"fake": 1.0}), "every call went to the one configured model");
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines[1]["valid"], json!([false, true]));

@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Stdio;
 
-use common::{last_message, reply};
+use common::{judged_on_view, last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -36,7 +36,7 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "hello", "done": true}).to_string());
+                return reply(json!({"evidence": "hello", "done": judged_on_view(&last)}).to_string());
             }
             let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,
                 "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});

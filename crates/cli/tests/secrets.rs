@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Stdio;
 
-use common::{last_message, reply};
+use common::{judged_on_view, last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -45,10 +45,10 @@ async fn an_api_key_never_reaches_commands_the_journal_or_the_debug_log() {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "env", "done": true}).to_string());
+                return reply(json!({"evidence": "env", "done": judged_on_view(&last)}).to_string());
             }
             let plan = json!({"goal": "env", "thinking_summary": "print it", "reflection": "", "ready": true,
-                "plan": [{"step": 1, "action": "RUN_COMMAND env", "expects": "the variables"}]});
+                "plan": [{"step": 1, "action": "RUN_COMMAND env > env.txt", "expects": "the variables"}]});
             reply(format!("<json>{plan}</json>"))
         })
         .mount(&server)

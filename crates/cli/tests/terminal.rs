@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{last_message, reply};
+use common::{judged_on_view, last_message, reply};
 use rexpect::process::wait::WaitStatus;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
@@ -30,7 +30,7 @@ async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
                 return reply(json!({"requirements": []}).to_string());
             }
             if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": true}).to_string());
+                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": judged_on_view(&last)}).to_string());
             }
             let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
             reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))

@@ -58,7 +58,9 @@ async fn fake_endpoint() -> MockServer {
             } else if props.get("requirements").is_some() {
                 json!({"requirements": []}).to_string()
             } else if props.get("done").is_some() {
-                json!({"evidence": "alpha", "done": true}).to_string()
+                // Done when the view shows the folder the plan makes (the root before it does not).
+                let prompt = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or_default().to_string();
+                json!({"evidence": "alpha", "done": prompt.contains("- alpha/")}).to_string()
             } else if props.get("plan").is_some() {
                 let steps = json!([
                     {"step": 1, "action": "READ_FILE big.txt", "expects": "its text"},

@@ -50,6 +50,7 @@ pub fn ending(status: SessionStatus, finish_reason: Option<&str>) -> String {
         SessionStatus::Completed if reached_goal(status, finish_reason) => match reason {
             "tests_passed" => "completed: the tests pass".into(),
             "goal_verified" => "completed: the goal is met and checked".into(),
+            "already_met" => "completed: already met: every check passed before anything ran, and nothing was changed".into(),
             "answered" | "agreed" | "single_turn" => "completed: answered".into(),
             "user_confirmed" => "completed: confirmed by the user".into(),
             _ => format!("completed{}", why(": ")),

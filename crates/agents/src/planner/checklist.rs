@@ -30,6 +30,7 @@
 use agentloop_core::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::evidence::{before_after, Evidence, Kind};
 use super::{goal, goal_paths};
 use crate::text::shorten;
 
@@ -51,6 +52,8 @@ pub struct Requirement {
     pub from_goal: String,
     #[schemars(length(max = 160))]
     pub requirement: String,
+    #[serde(default)]
+    pub kind: Kind,
     #[schemars(length(max = 200))]
     pub check: String,
 }
@@ -62,6 +65,9 @@ pub struct Requirement {
 pub struct Item {
     pub requirement: String,
     pub check: String,
+    /// Whether the goal makes it true or keeps it true.
+    #[serde(default)]
+    pub kind: Kind,
 }
 
 /// An item as journaled: sessions from before items had commands kept the
@@ -70,14 +76,19 @@ pub struct Item {
 #[serde(untagged)]
 enum ItemRecord {
     Requirement(String),
-    Item { requirement: String, check: String },
+    Item {
+        requirement: String,
+        check: String,
+        #[serde(default)]
+        kind: Kind,
+    },
 }
 
 impl From<ItemRecord> for Item {
     fn from(r: ItemRecord) -> Self {
         match r {
-            ItemRecord::Requirement(requirement) => Self { requirement, check: String::new() },
-            ItemRecord::Item { requirement, check } => Self { requirement, check },
+            ItemRecord::Requirement(requirement) => Self { requirement, check: String::new(), kind: Kind::Target },
+            ItemRecord::Item { requirement, check, kind } => Self { requirement, check, kind },
         }
     }
 }
@@ -108,11 +119,11 @@ impl Checklist {
             let sourced = quotes(goal) || items.iter().any(|i| quotes(&i.requirement)) || in_goals_words;
             if sourced && !seen.contains(&key) && text.chars().any(char::is_alphanumeric) && !items.iter().any(|i| i.requirement == text) {
                 seen.push(key);
-                items.push(Item { requirement: text, check: derived_from(goal, r.check.trim()) });
+                items.push(Item { requirement: text, check: derived_from(goal, r.check.trim()), kind: r.kind });
             }
         }
         if items.is_empty() {
-            items.push(Item { requirement: goal.trim().to_string(), check: String::new() });
+            items.push(Item { requirement: goal.trim().to_string(), check: String::new(), kind: Kind::Target });
         }
         items
     }
@@ -178,11 +189,25 @@ pub struct Judged {
     /// The item's command and how it went, when it had one.
     #[serde(default)]
     pub check: Option<CheckRun>,
-    /// The command failed, but both judgments and the goal's own checks
-    /// found the item done: the command may test the wrong thing, and the
-    /// user is shown the outcome to decide (see `Verification::disputed`).
+    /// The command failed, but both judgments found the item done: shown
+    /// to the user, and the failed command still stands.
     #[serde(default)]
     pub disputed: bool,
+    #[serde(default)]
+    pub kind: Kind,
+    /// Whether the item held on the root before the plan (by its command,
+    /// or by the judgment of the before view), when that was asked.
+    #[serde(default)]
+    pub before: Option<bool>,
+    /// What the judgment of the root before said (the root already met it).
+    #[serde(default)]
+    pub judged_before: Option<bool>,
+    /// Whether the item's command held on the root before, when it ran on both sides.
+    #[serde(default)]
+    pub command_before: Option<bool>,
+    /// What before and after say of the plan.
+    #[serde(default)]
+    pub weighed: Option<Evidence>,
 }
 
 /// An item's command as run on the outcome.
@@ -203,29 +228,65 @@ impl CheckRun {
 }
 
 impl Judged {
-    /// Two independent verdicts on an item: done only when both say so and
-    /// its command, if any, did not fail. A failed command that both
-    /// verdicts contradict, when the goal's own checks held
-    /// (`goal_checked`), leaves the item disputed rather than plainly not done.
-    pub fn twice(requirement: String, verdicts: [ItemVerdict; 2], check: Option<CheckRun>, goal_checked: bool) -> Self {
-        let [a, b] = verdicts;
+    /// An item weighed before and after the plan. Its command is evidence
+    /// when it ran on both sides and tells them apart: a target that failed
+    /// before and passes after counts, one that fails after is a miss, a
+    /// keep that fails after is broken. A miss stands whatever the
+    /// judgments say: when both judgments of the outcome call the item done
+    /// it is marked disputed, for the user to see, but no count of
+    /// judgments outweighs a check that failed after. (A check the wrong
+    /// way round, which the untouched root passes, is already left out as
+    /// saying nothing.) A command that did not tell the sides apart, could
+    /// not run, or is missing says nothing, and the judgments decide: the
+    /// one of the root before, and the two of the outcome, which must agree.
+    pub fn weigh(item: &Item, before: ItemVerdict, after: [ItemVerdict; 2], runs: [Option<CheckRun>; 2]) -> Self {
+        let [a, b] = after;
         let agreed = a.done && b.done;
         let evidence = if !a.done || b.done { a.evidence } else { b.evidence };
-        match check {
-            Some(run) if run.failed() => {
-                let printed = run.shown.trim();
-                let evidence =
-                    if printed.is_empty() { format!("`{}` failed", run.command) } else { format!("`{}` failed: {}", run.command, shorten(printed, 120)) };
-                Self { requirement, evidence, done: false, check: Some(run), disputed: agreed && goal_checked }
-            }
-            check => Self { requirement, evidence, done: agreed, check, disputed: false },
+        let [run_before, run_after] = runs;
+        let ran = |run: &Option<CheckRun>| run.as_ref().and_then(|r| r.held);
+        let judged = Evidence::of(item.kind, Some(before.done), Some(agreed));
+        let base = Self {
+            requirement: item.requirement.clone(),
+            evidence,
+            done: agreed,
+            check: None,
+            disputed: false,
+            kind: item.kind,
+            before: Some(before.done),
+            judged_before: Some(before.done),
+            command_before: None,
+            weighed: Some(judged),
+        };
+        let (Some(held_before), Some(held_after), Some(run)) = (ran(&run_before), ran(&run_after), run_after.clone()) else {
+            return Self { check: run_after, ..base };
+        };
+        let by_command = Evidence::of(item.kind, Some(held_before), Some(held_after));
+        let base = Self { command_before: Some(held_before), ..base };
+        let printed = run.shown.trim();
+        let failed = match printed.is_empty() {
+            true => format!("`{}` failed", run.command),
+            false => format!("`{}` failed: {}", run.command, shorten(printed, 120)),
+        };
+        match by_command {
+            Evidence::Flipped => Self { done: true, check: Some(run), before: Some(false), weighed: Some(Evidence::Flipped), ..base },
+            e if e.refuses() => Self { evidence: failed, done: false, check: Some(run), disputed: agreed, before: Some(held_before), weighed: Some(e), ..base },
+            _ => Self { check: Some(run), ..base },
         }
     }
 
     /// The requirement marked done or not, for the user.
     pub fn line(&self) -> String {
-        let disputed = if self.disputed { " — disputed: two judgments and the goal's own checks say it is done" } else { "" };
-        format!("{} {}{disputed}", if self.done { "✓" } else { "✗" }, self.missing())
+        let disputed = if self.disputed { " — disputed: two judgments say it is done, and the failed check stands" } else { "" };
+        let command = match (&self.check, self.command_before) {
+            (Some(run), Some(before)) => format!(" [`{}`: {}]", run.command, before_after(Some(before), run.held)),
+            _ => String::new(),
+        };
+        let weighed = match self.weighed {
+            Some(w) => format!(" [{}: {}]", before_after(self.before, Some(self.done)), w.word()),
+            None => String::new(),
+        };
+        format!("{} {}{disputed}{command}{weighed}", if self.done { "✓" } else { "✗" }, self.missing())
     }
 
     /// The requirement with what the judge saw of it (for one not done,
@@ -244,21 +305,27 @@ impl Judged {
 mod tests {
     use super::*;
 
-    /// Both judgments the same verdict.
+    /// Both judgments of the outcome the same verdict; the root before
+    /// judged not done, and a command's run before failed.
     fn judged_once(requirement: String, verdict: ItemVerdict, check: Option<CheckRun>) -> Judged {
-        Judged::twice(requirement, [verdict.clone(), verdict], check, false)
+        let before = check.as_ref().map(|c| CheckRun { held: c.held.map(|_| false), ..c.clone() });
+        let item = Item { requirement, check: String::new(), kind: Kind::Target };
+        Judged::weigh(&item, ItemVerdict::default(), [verdict.clone(), verdict], [before, check])
     }
 
     #[test]
     fn a_requirement_not_done_is_missing_with_what_was_seen() {
         let judged = |evidence: &str, done| judged_once("count.txt holds the number of poems".into(), ItemVerdict { evidence: evidence.into(), done }, None);
-        assert_eq!(judged("count.txt holds 2", true).line(), "✓ count.txt holds the number of poems (count.txt holds 2)");
+        assert_eq!(
+            judged("count.txt holds 2", true).line(),
+            "✓ count.txt holds the number of poems (count.txt holds 2) [before ✗ → after ✓: made true by the plan]"
+        );
         assert_eq!(judged("it holds a command", false).missing(), "count.txt holds the number of poems (it holds a command)");
         assert_eq!(judged(" ", false).missing(), "count.txt holds the number of poems");
     }
 
     fn item(from_goal: &str, requirement: &str) -> Requirement {
-        Requirement { from_goal: from_goal.into(), requirement: requirement.into(), check: String::new() }
+        Requirement { from_goal: from_goal.into(), requirement: requirement.into(), ..Requirement::default() }
     }
 
     #[test]
@@ -316,7 +383,12 @@ mod tests {
     fn a_command_naming_a_file_the_goal_never_names_is_set_aside() {
         let goal = "Write 'hello' into notes/a.txt.";
         let with = |check: &str| Checklist {
-            requirements: vec![Requirement { from_goal: "notes/a.txt".into(), requirement: "notes/a.txt holds hello".into(), check: check.into() }],
+            requirements: vec![Requirement {
+                from_goal: "notes/a.txt".into(),
+                requirement: "notes/a.txt holds hello".into(),
+                check: check.into(),
+                ..Requirement::default()
+            }],
         };
         assert_eq!(with("grep -qx hello notes/a.txt").into_items(goal)[0].check, "grep -qx hello notes/a.txt");
         assert_eq!(with("grep -q hello a.txt").into_items(goal)[0].check, "grep -q hello a.txt", "the file's name is the goal's");
@@ -342,21 +414,31 @@ mod tests {
     }
 
     #[test]
-    fn both_judgments_must_agree_and_with_the_goals_checks_they_dispute_a_failed_command() {
+    fn both_judgments_must_agree_and_a_disputed_miss_still_refuses() {
         let verdict = |done| ItemVerdict { evidence: "the file holds NEW".into(), done };
-        let failed = || Some(CheckRun { command: "grep -q OLD a.txt".into(), held: Some(false), shown: String::new() });
-        assert!(!Judged::twice("r".into(), [verdict(true), verdict(false)], None, true).done, "one judgment is not enough");
-        assert!(!Judged::twice("r".into(), [verdict(true), verdict(true)], failed(), false).done, "without the goal's own checks the command stands");
-        let disputed = Judged::twice("r".into(), [verdict(true), verdict(true)], failed(), true);
-        assert!(!disputed.done && disputed.disputed, "{disputed:?}");
-        assert!(disputed.line().contains("`grep -q OLD a.txt` failed) — disputed"), "{}", disputed.line());
-        assert!(!Judged::twice("r".into(), [verdict(true), verdict(false)], failed(), true).disputed);
+        let run = |held| Some(CheckRun { command: "grep -q NEW a.txt".into(), held: Some(held), shown: String::new() });
+        let item = Item { requirement: "a.txt holds NEW".into(), check: String::new(), kind: Kind::Target };
+        let judged = Judged::weigh(&item, verdict(false), [verdict(true), verdict(false)], [None, None]);
+        assert_eq!(judged.weighed, Some(Evidence::Missed), "one judgment of the outcome is not enough");
+        assert_eq!(Judged::weigh(&item, verdict(false), [verdict(true), verdict(true)], [None, None]).weighed, Some(Evidence::Flipped));
+        assert_eq!(Judged::weigh(&item, verdict(true), [verdict(true), verdict(true)], [None, None]).weighed, Some(Evidence::AlreadyTrue));
+        let disputed = Judged::weigh(&item, verdict(false), [verdict(true), verdict(true)], [run(false), run(false)]);
+        assert!(disputed.disputed && !disputed.done && disputed.weighed == Some(Evidence::Missed), "a disputed miss is still a miss: {disputed:?}");
+        assert!(disputed.line().contains("disputed"), "{}", disputed.line());
+        let inverted = Judged::weigh(&item, verdict(true), [verdict(true), verdict(true)], [run(true), run(true)]);
+        assert_eq!(inverted.weighed, Some(Evidence::AlreadyTrue), "what held before says nothing of the plan");
+        let flipped = Judged::weigh(&item, verdict(true), [verdict(false), verdict(false)], [run(false), run(true)]);
+        assert_eq!(flipped.weighed, Some(Evidence::Flipped), "a command that tells the sides apart outranks the judgments");
+        let idle = Judged::weigh(&item, verdict(false), [verdict(false), verdict(false)], [run(true), run(true)]);
+        assert_eq!(idle.weighed, Some(Evidence::Missed), "a command the root already passed says nothing: the judgments decide");
+        let keep = Item { kind: Kind::Keep, ..item.clone() };
+        assert_eq!(Judged::weigh(&keep, verdict(true), [verdict(false), verdict(false)], [run(true), run(false)]).weighed, Some(Evidence::Broken));
     }
 
     #[test]
     fn items_journaled_before_commands_still_read() {
         let items: Vec<Item> = serde_json::from_str(r#"["a.txt exists", {"requirement": "b exists", "check": "test -d b"}]"#).unwrap();
-        assert_eq!(items[0], Item { requirement: "a.txt exists".into(), check: String::new() });
+        assert_eq!(items[0], Item { requirement: "a.txt exists".into(), check: String::new(), kind: Kind::Target });
         assert_eq!(items[1].check, "test -d b");
     }
 

@@ -8,7 +8,7 @@ use super::assist::examples;
 use super::assist::switches::Assist;
 use super::goal_paths;
 use super::state::PlannerState;
-use super::verify::Check;
+use super::verify::{Check, Outcome};
 
 /// The last rejected answer is shown up to this many characters.
 const REJECTED_SHOWN: usize = 600;
@@ -181,8 +181,7 @@ const ENTRIES_SHOWN: usize = 60;
 
 /// What the trial left, as the judge is shown it: the copy's entries, the
 /// files read and what the plan's commands printed.
-fn observation(s: &PlannerState) -> String {
-    let o = &s.outcome;
+fn observation(o: &Outcome) -> String {
     let mut out = String::from("FILES AND FOLDERS NOW UNDER THE ROOT:\n");
     for e in o.entries.iter().take(ENTRIES_SHOWN) {
         out.push_str(&format!("- {}{}\n", e.path, if e.is_dir { "/" } else { "" }));
@@ -209,12 +208,13 @@ pub fn checklist(goal: &str) -> ChatRequest {
             "You turn a goal into a checklist for checking the finished work. Write one requirement for each thing the goal asks for \
              (most goals ask for one to three things), in the goal's order, each as one short sentence that names the file or folder \
              and says exactly what it must hold, what a command must print, or what must be gone. Only what the goal states: \
-             add no condition it does not mention. For each requirement also write check: one POSIX shell command, run in the \
+             add no condition it does not mention. For each requirement write kind: target when the goal asks for it to become true, \
+             keep when it is something the goal says must stay as it is. Also write check: one POSIX shell command, run in the \
              root folder once the work is done, that exits 0 exactly when the requirement holds and fails otherwise: it tests \
              what the requirement says — the text a file must hold, what a program must print — not only that a file exists, \
              using only the paths and texts the goal gives; it may look and compare but not change anything; \
              leave it empty when no command can tell. Answer with a JSON object: requirements (the list; each with from_goal, \
-             the words of the goal it comes from, copied exactly, requirement and check).",
+             the words of the goal it comes from, copied exactly, requirement, kind and check).",
         ),
         Message::user(format!("GOAL: {goal}\n\nWrite the checklist of this goal.")),
     ]);
@@ -226,10 +226,11 @@ pub fn checklist(goal: &str) -> ChatRequest {
 /// explicit checks that held are shown as facts. Everything before the
 /// requirement is the same for each item, so a model that keeps its cache
 /// reads it once.
-pub fn judge(s: &PlannerState, checks: &[Check], requirement: &str) -> ChatRequest {
+pub fn judge(seen: &Outcome, checks: &[Check], requirement: &str) -> ChatRequest {
     // The requirement stands alone: the judge decides this one item, not
-    // the goal as a whole.
-    let mut user = observation(s);
+    // the goal as a whole. The view may be the root before the plan or its
+    // outcome: the judge is not told which, so it judges what it sees.
+    let mut user = observation(seen);
     if !checks.is_empty() {
         user.push_str("\nCHECKED AND TRUE:\n");
         for c in checks {

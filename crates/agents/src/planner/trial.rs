@@ -52,6 +52,13 @@ pub struct Trial {
     pub patch: Patch,
     /// Each checklist item's command as run on the copy (`None`: no command).
     pub checks: Vec<Option<CheckRun>>,
+    /// The root as it was before the plan: its entries and the text of the
+    /// files the goal names and the plan changed.
+    #[serde(default)]
+    pub before: Outcome,
+    /// Each item's command as run on the fresh copy before any step.
+    #[serde(default)]
+    pub before_checks: Vec<Option<CheckRun>>,
     /// Commands may use the network in the root, but ran without it here.
     pub offline: bool,
 }
@@ -123,6 +130,12 @@ impl Tool for TryPlan {
         // Paths the plan gives inside the root are the same paths in the copy.
         let (real, scratch_root) = (self.root.root().display().to_string(), copy.root().display().to_string());
         let mut trial = Trial { offline: self.sandbox.network(), ..Trial::default() };
+        // Every check first runs on the root as it was: a check the
+        // untouched root already passes is no evidence for the plan.
+        let looking = sandbox.read_only()?;
+        for command in &input.checks {
+            trial.before_checks.push(if command.trim().is_empty() { None } else { Some(check(command.trim(), &looking).await?) });
+        }
         let mut stored = BTreeMap::new();
         for (number, line, action) in &input.steps {
             let moved = Action::parse(&action.to_string().replace(&real, &scratch_root)).unwrap_or_else(|_| action.clone());
@@ -139,6 +152,7 @@ impl Tool for TryPlan {
         }
         (trial.changes, trial.patch) = scratch.diff()?;
         trial.outcome = outcome_of(copy, &trial, &input.read);
+        trial.before = Outcome { outputs: Vec::new(), ..outcome_of(&self.root, &trial, &input.read) };
         if !trial.failed {
             let looking = sandbox.read_only()?;
             for command in &input.checks {
@@ -149,12 +163,13 @@ impl Tool for TryPlan {
     }
 }
 
-/// The copy's entries, the text of the files named in `read` and of those
-/// the plan created or changed, and what the plan's commands printed.
+/// The entries of `copy` (the trial's copy, or the root before it), the
+/// text of the files named in `read` and of those the plan touched that
+/// are there, and what the plan's commands printed.
 fn outcome_of(copy: &Workspace, trial: &Trial, read: &[String]) -> Outcome {
     let entries = copy.entries_with_hidden_files(ENTRIES_SEEN);
     let is_file = |p: &str| entries.iter().any(|e| e.path == p.trim_start_matches("./") && !e.is_dir);
-    let written = trial.changes.iter().filter(|c| matches!(c, Change::Created { .. } | Change::Changed { .. })).map(Change::path);
+    let written = trial.changes.iter().filter(|c| !matches!(c, Change::FolderCreated { .. } | Change::FolderDeleted { .. })).map(Change::path);
     let mut wanted: Vec<String> = Vec::new();
     for path in read.iter().map(String::as_str).chain(written) {
         let path = path.trim_start_matches("./");

@@ -15,6 +15,7 @@ use agentloop_tools::Entry;
 use serde::{Deserialize, Serialize};
 
 use super::checklist::Judged;
+use super::evidence::{self, before_after, Evidence, Kind};
 use super::goal::{self, Expectation};
 use crate::text::shorten;
 
@@ -60,15 +61,29 @@ pub struct Check {
     pub held: bool,
     /// What was there instead, when it did not hold.
     pub saw: String,
+    /// Whether it held on the root before the plan.
+    #[serde(default)]
+    pub before: Option<bool>,
+    /// What before and after say of the plan (the goal's checks are targets).
+    #[serde(default)]
+    pub weighed: Option<Evidence>,
 }
 
 impl Check {
     pub fn line(&self) -> String {
+        let weighed = match self.weighed {
+            Some(w) => format!(" [{}: {}]", before_after(self.before, Some(self.held)), w.word()),
+            None => String::new(),
+        };
         if self.held {
-            format!("✓ {}", self.expected)
+            format!("✓ {}{weighed}", self.expected)
         } else {
-            format!("✗ {} ({})", self.expected, self.saw)
+            format!("✗ {} ({}){weighed}", self.expected, self.saw)
         }
+    }
+
+    fn refuses(&self) -> bool {
+        self.weighed.map_or(!self.held, Evidence::refuses)
     }
 }
 
@@ -83,26 +98,50 @@ pub struct Verification {
     #[serde(default)]
     pub judged: Vec<Judged>,
     pub met: bool,
+    /// Whether the trial changed any file or folder.
+    #[serde(default)]
+    pub changed: bool,
 }
 
 impl Verification {
-    /// What is still missing, in words, for the user and the next plan.
-    /// Not met only because of disputed items: every explicit check held
-    /// and every item not done has a failed command that both judgments
-    /// contradicted. Such an outcome is the user's to approve.
-    pub fn disputed(&self) -> bool {
-        let open: Vec<&Judged> = self.judged.iter().filter(|j| !j.done).collect();
-        !self.met && self.checks.iter().all(|c| c.held) && !open.is_empty() && open.iter().all(|j| j.disputed)
+    /// Each check's evidence, the goal's own and the items'.
+    pub fn evidence(&self) -> impl Iterator<Item = Evidence> + '_ {
+        self.checks.iter().filter_map(|c| c.weighed).chain(self.judged.iter().filter_map(|j| j.weighed))
     }
 
-    /// The failed commands of the disputed items.
-    pub fn disputed_commands(&self) -> Vec<&str> {
-        self.judged.iter().filter(|j| j.disputed).filter_map(|j| j.check.as_ref().map(|c| c.command.as_str())).collect()
+    /// The rule (`evidence::met`) over every check.
+    pub fn by_the_rule(&self) -> bool {
+        evidence::met(self.changed, self.evidence())
+    }
+
+    /// Nothing changed and every check already held on the root as it was:
+    /// the goal was met before anything ran.
+    pub fn already_met(&self) -> bool {
+        let all: Vec<Evidence> = self.evidence().collect();
+        let judged_so = self.judged.iter().all(|j| j.judged_before == Some(true));
+        !self.changed
+            && judged_so
+            && !all.is_empty()
+            && all.iter().all(|e| matches!(e, Evidence::AlreadyTrue | Evidence::Kept))
+            && all.contains(&Evidence::AlreadyTrue)
+    }
+
+    /// A failed command was set aside because both judgments contradicted it.
+    pub fn disputed(&self) -> bool {
+        self.judged.iter().any(|j| j.disputed)
     }
 
     pub fn missing(&self) -> Vec<String> {
-        let checks = self.checks.iter().filter(|c| !c.held).map(|c| format!("{} ({})", c.expected, c.saw));
-        checks.chain(self.judged.iter().filter(|j| !j.done).map(Judged::missing)).collect()
+        let checks = self.checks.iter().filter(|c| c.refuses()).map(|c| format!("{} ({})", c.expected, c.saw));
+        let mut missing: Vec<String> = checks.chain(self.judged.iter().filter(|j| j.weighed.is_some_and(Evidence::refuses)).map(Judged::missing)).collect();
+        if missing.is_empty() && !self.met && !self.already_met() {
+            missing.push(if self.changed {
+                "nothing the goal asks for was made true by the plan: every check either held before it ran or could not tell".to_string()
+            } else {
+                "the plan changed no file: what the goal asks for is not done".to_string()
+            });
+        }
+        missing
     }
 
     /// Every explicit check and judged requirement, one line each.
@@ -119,13 +158,31 @@ impl Verification {
         } else {
             format!("; {} of {} requirement(s) judged done", self.judged.iter().filter(|j| j.done).count(), self.judged.len())
         };
-        let head = if self.met { "verified" } else { "not verified" };
+        let flipped = self.evidence().filter(|e| *e == Evidence::Flipped).count();
+        let head = if self.met {
+            format!("verified ({flipped} check(s) made true by the plan)")
+        } else if self.already_met() {
+            "already met: every check passed before anything ran".to_string()
+        } else {
+            "not verified".to_string()
+        };
         let mut line = format!("{head}: {checks}{judged}");
-        if !self.met {
+        if !self.met && !self.already_met() {
             line.push_str(&format!("; missing: {}", self.missing().join("; ")));
         }
         line
     }
+}
+
+/// The goal's checks weighed: each run on the root before the plan and on
+/// its outcome; every one is a target (the goal asks for it).
+pub fn weighed_checks(expect: &[Expectation], before: &Outcome, after: &Outcome) -> Vec<Check> {
+    let was = checks(expect, before);
+    checks(expect, after)
+        .into_iter()
+        .zip(was)
+        .map(|(now, was)| Check { before: Some(was.held), weighed: Some(Evidence::of(Kind::Target, Some(was.held), Some(now.held))), ..now })
+        .collect()
 }
 
 /// The goal's expectations against what was observed.
@@ -153,7 +210,7 @@ pub fn checks(expect: &[Expectation], seen: &Outcome) -> Vec<Check> {
                     None => (false, "it could not be read".to_string()),
                 },
             };
-            Check { expected: e.describe(), held, saw: if held { String::new() } else { saw } }
+            Check { expected: e.describe(), held, saw: if held { String::new() } else { saw }, before: None, weighed: None }
         })
         .collect()
 }
@@ -191,11 +248,18 @@ mod tests {
 
     #[test]
     fn a_requirement_not_done_is_what_is_missing() {
-        let judged = |evidence: &str, done| Judged { requirement: "run the script".into(), evidence: evidence.into(), done, check: None, disputed: false };
-        let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("", false)], met: false };
+        let judged = |evidence: &str, done, weighed| Judged {
+            requirement: "run the script".into(),
+            evidence: evidence.into(),
+            done,
+            weighed: Some(weighed),
+            before: Some(false),
+            ..Judged::default()
+        };
+        let v = Verification { iteration: 1, judged: vec![judged("", false, Evidence::Missed)], changed: true, ..Verification::default() };
         assert_eq!(v.missing(), vec!["run the script"]);
         assert!(v.summary().starts_with("not verified: no explicit check; 0 of 1 requirement(s) judged done; missing: run the script"), "{}", v.summary());
-        let v = Verification { iteration: 1, checks: vec![], judged: vec![judged("hello", true)], met: true };
-        assert_eq!(v.lines(), vec!["✓ run the script (hello)"]);
+        let v = Verification { iteration: 1, judged: vec![judged("hello", true, Evidence::Flipped)], met: true, changed: true, ..Verification::default() };
+        assert_eq!(v.lines(), vec!["✓ run the script (hello) [before ✗ → after ✓: made true by the plan]"]);
     }
 }

@@ -29,3 +29,10 @@ pub fn tool_call(name: &str, arguments: Value) -> ResponseTemplate {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5}
     }))
 }
+
+/// A judge's verdict as a careful one would give it on an empty root: the
+/// requirement is done only when the view it is shown lists something
+/// under the root (the root before the plan holds nothing).
+pub fn judged_on_view(prompt: &str) -> bool {
+    prompt.split("FILES AND FOLDERS NOW UNDER THE ROOT:\n").nth(1).is_some_and(|listing| listing.starts_with("- "))
+}
