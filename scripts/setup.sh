@@ -53,6 +53,14 @@ if [ ! -d target/pydeps/mcp-2.3.0.dist-info ]; then
   python3 -m pip install --quiet --disable-pip-version-check --target target/pydeps "mcp==2.3.0"
 fi
 
+# The coder's tests run again with pytest importable, as on a user's
+# machine that has it; it goes beside the build, out of the system's Python.
+if [ ! -d target/pytest-deps/pytest-9.2.0.dist-info ]; then
+  echo "==> pytest (for the coder's tests on a machine that has it)"
+  rm -rf target/pytest-deps
+  python3 -m pip install --quiet --disable-pip-version-check --target target/pytest-deps "pytest==9.2.0"
+fi
+
 if [ "${1:-}" = "--no-run" ]; then
   exit 0
 fi

@@ -42,7 +42,14 @@ pub fn passed(output: &str) -> Option<u32> {
     }
     let passed: Vec<u32> = words.windows(2).filter(|w| w[1].starts_with("passed")).filter_map(|w| w[0].parse::<u32>().ok()).collect();
     // A cargo run prints one summary per test binary: add them up.
-    (!passed.is_empty()).then(|| passed.iter().sum())
+    if !passed.is_empty() {
+        return Some(passed.iter().sum());
+    }
+    // A summary that names only failures, errors or no tests at all
+    // (pytest's `1 failed in 0.05s`, `2 errors in 0.1s`, `no tests ran`)
+    // says none passed.
+    let counted = |word: &str| words.windows(2).any(|w| w[1].starts_with(word) && w[0].parse::<u32>().is_ok());
+    (counted("failed") || counted("error") || output.contains("no tests ran")).then_some(0)
 }
 
 /// The lines of a test run that say what a failing test expected: Python's
@@ -118,6 +125,12 @@ mod tests {
         assert_eq!(passed("test result: FAILED. 3 passed; 1 failed\ntest result: ok. 2 passed; 0 failed"), Some(5));
         assert_eq!(passed("===== 2 failed, 5 passed in 0.1s ====="), Some(5));
         assert_eq!(passed("error[E0425]: cannot find value"), None);
+        assert_eq!(passed("F\n=== short test summary info ===\nFAILED test_a.py::test_x - assert 1 == 2\n1 failed in 0.05s"), Some(0), "pytest, all failing");
+        assert_eq!(count("1 failed in 0.05s"), Some(1));
+        assert_eq!(passed("==== 2 errors in 0.12s ===="), Some(0), "pytest, collection errors");
+        assert_eq!(passed("no tests ran in 0.01s"), Some(0));
+        assert_eq!(passed("==== 3 passed, 1 failed, 1 error in 0.2s ===="), Some(3));
+        assert_eq!(count("==== 3 passed, 1 failed, 1 error in 0.2s ===="), Some(2));
     }
 
     #[test]
