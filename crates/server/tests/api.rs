@@ -625,3 +625,30 @@ async fn the_mcp_endpoint_runs_an_agent_behind_the_same_token_and_origin_rules()
     assert_eq!(status["status"], "completed", "{status}");
     assert!(root.join("alpha").is_dir() && root.join("beta").is_dir());
 }
+
+/// A command that prints a database URL with its password, or a token: the
+/// events the server streams carry neither (the journal keeps them, for
+/// the user alone).
+#[tokio::test]
+async fn streamed_events_carry_no_credentials() {
+    let model = ScriptedModel::with(|req| {
+        Ok(ChatResponse::text(match phase_of(req) {
+            "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
+            "checklist" => json!({"requirements": []}).to_string(),
+            "verify" => json!({"evidence": "alpha", "done": true}).to_string(),
+            _ => format!(
+                "<json>{}</json>",
+                json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [
+                    {"step": 1, "action": "RUN_COMMAND echo postgres://app:hunter2secret@db/app ghp_abcdefghijklmnopqrstuvwx", "expects": "printed"},
+                    {"step": 2, "action": "CREATE_DIR alpha", "expects": "a folder"},
+                    {"step": 3, "action": "CREATE_DIR beta", "expects": "a folder"}]})
+            ),
+        }))
+    });
+    let s = start_server(model, None).await;
+    let id = s.start_planner("leaky", "all").await;
+    let events = s.events(&id, None, None).await;
+    let text = serde_json::to_string(&events.iter().map(|(_, v)| v).collect::<Vec<_>>()).unwrap();
+    assert!(text.contains("postgres://[REDACTED]@db/app"), "the step's output is streamed, blotted: {text}");
+    assert!(!text.contains("hunter2secret") && !text.contains("ghp_abcdefghijklmnopqrstuvwx"), "{text}");
+}
