@@ -4,9 +4,10 @@
 
 const REDACTED: &str = "[REDACTED]";
 
-/// How well-known tokens begin: the run of key characters after one is
-/// blotted when it is long enough to be a key (not a word like "sk-learn").
-const TOKEN_MARKERS: [&str; 17] = [
+/// How well-known tokens begin. In text, the run of key characters after
+/// one is blotted when it is long enough to be a key (not a word like
+/// "sk-learn"); a variable whose value begins so is a secret.
+pub const TOKEN_PREFIXES: [&str; 24] = [
     "sk-",
     "sk_live_",
     "sk_test_",
@@ -15,15 +16,22 @@ const TOKEN_MARKERS: [&str; 17] = [
     "gho_",
     "ghu_",
     "ghs_",
+    "ghr_",
     "github_pat_",
     "glpat-",
     "xoxb-",
     "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "xapp-",
     "AKIA",
+    "ASIA",
     "AIza",
-    "hf_",
+    "ya29.",
     "npm_",
-    "Bearer ",
+    "pypi-",
+    "hf_",
+    "-----BEGIN",
 ];
 
 /// Replaces the given secret values, the credentials in URLs
@@ -34,7 +42,7 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     for secret in secrets {
         out = out.replace(secret.as_str(), REDACTED);
     }
-    for marker in TOKEN_MARKERS {
+    for marker in TOKEN_PREFIXES.iter().chain(&["Bearer "]) {
         out = blot_after(&out, marker);
     }
     blot_jwts(&blot_url_credentials(&out))
@@ -71,8 +79,7 @@ fn blot_jwts(text: &str) -> String {
         let len = after.find(|c: char| !token_char(c)).unwrap_or(after.len());
         out.push_str(&rest[..at]);
         let candidate = &after[..len];
-        let parts: Vec<&str> = candidate.split('.').collect();
-        if parts.len() == 3 && parts[..2].iter().all(|p| p.len() > 4) {
+        if is_jwt(candidate) {
             out.push_str(REDACTED);
         } else {
             out.push_str(candidate);
@@ -81,6 +88,16 @@ fn blot_jwts(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A JSON Web Token: three base64url parts, the first a JSON object (`eyJ`
+/// is how `{"` encodes).
+pub fn is_jwt(value: &str) -> bool {
+    let value = value.trim();
+    let parts: Vec<&str> = value.split('.').collect();
+    value.starts_with("eyJ")
+        && parts.len() == 3
+        && parts.iter().take(2).all(|p| p.len() > 4 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
 }
 
 /// Blots the run of key characters after each `marker` (when it is long

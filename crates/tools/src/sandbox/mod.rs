@@ -22,6 +22,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agentloop_core::redact::{is_jwt, TOKEN_PREFIXES};
 use agentloop_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use temp::PrivateTemp;
@@ -632,33 +633,6 @@ impl EnvFilter {
 const SECRET_NAME_PARTS: [&str; 8] = ["KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "COOKIE", "SESSION", "AUTH"];
 /// Words that say so only as a whole `_`-separated part (`GITHUB_PAT`, not `PATH`).
 const SECRET_NAME_WORDS: [&str; 4] = ["PAT", "DSN", "PRIVATE", "CERT"];
-/// How well-known tokens begin.
-const SECRET_PREFIXES: [&str; 24] = [
-    "sk-",
-    "sk_live_",
-    "sk_test_",
-    "rk_live_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "xoxb-",
-    "xoxp-",
-    "xoxa-",
-    "xoxs-",
-    "xapp-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "ya29.",
-    "npm_",
-    "pypi-",
-    "hf_",
-    "-----BEGIN",
-];
 
 /// A variable that holds, or by its name probably holds, a credential:
 /// its name says so, or its value is a URL with a user in it
@@ -666,17 +640,7 @@ const SECRET_PREFIXES: [&str; 24] = [
 pub fn looks_secret(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     let named = SECRET_NAME_PARTS.iter().any(|w| upper.contains(w)) || upper.split('_').any(|part| SECRET_NAME_WORDS.contains(&part));
-    named || url_with_credentials(value) || SECRET_PREFIXES.iter().any(|p| value.trim_start().starts_with(p)) || jwt_shaped(value)
-}
-
-/// A JSON Web Token: three base64url parts, the first a JSON object
-/// (`eyJ` is how `{"` encodes).
-pub fn jwt_shaped(value: &str) -> bool {
-    let value = value.trim();
-    let parts: Vec<&str> = value.split('.').collect();
-    value.starts_with("eyJ")
-        && parts.len() == 3
-        && parts.iter().take(2).all(|p| p.len() > 4 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    named || url_with_credentials(value) || TOKEN_PREFIXES.iter().any(|p| value.trim_start().starts_with(p)) || is_jwt(value)
 }
 
 /// `scheme://user[:password]@host…` anywhere in `value` (a list of URLs too).
