@@ -183,6 +183,11 @@ const ENTRIES_SHOWN: usize = 60;
 /// files read and what the plan's commands printed.
 fn observation(o: &Outcome) -> String {
     let mut out = String::from("FILES AND FOLDERS NOW UNDER THE ROOT:\n");
+    // Said in words: a small judge reads an empty list as no evidence
+    // either way, and then guesses.
+    if o.entries.is_empty() {
+        out.push_str("(none: the root is empty)\n");
+    }
     for e in o.entries.iter().take(ENTRIES_SHOWN) {
         out.push_str(&format!("- {}{}\n", e.path, if e.is_dir { "/" } else { "" }));
     }
@@ -254,6 +259,13 @@ pub fn judge(seen: &Outcome, checks: &[Check], requirement: &str) -> ChatRequest
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_root_is_said_in_words_to_the_judge() {
+        let asked = judge(&Outcome::default(), &[], "the folder docs exists");
+        let text = &asked.messages.last().unwrap().content;
+        assert!(text.contains("FILES AND FOLDERS NOW UNDER THE ROOT:\n(none: the root is empty)\n"), "{text}");
+    }
     use crate::planner::plan::read;
     use crate::planner::rejection::{Rejection, Rule};
     use crate::planner::state::{ApproveMode, PlannerSettings, Proposal};
