@@ -40,19 +40,22 @@ fn phase_of(req: &ChatRequest) -> &'static str {
 
 /// The planner's model: a plan of two folders, met when verified.
 fn planner_model(delay: Duration) -> ScriptedModel {
-    ScriptedModel::with(|req| {
+    planner_model_with(
+        json!([{"step": 1, "action": "CREATE_DIR alpha", "expects": "a folder"}, {"step": 2, "action": "CREATE_DIR beta", "expects": "a folder"}]),
+    )
+    .delay(delay)
+}
+
+/// The planner's model with the plan's `steps`, met when verified.
+fn planner_model_with(steps: Value) -> ScriptedModel {
+    ScriptedModel::with(move |req| {
         Ok(ChatResponse::text(match phase_of(req) {
             "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
             "checklist" => json!({"requirements": []}).to_string(),
             "verify" => json!({"evidence": "alpha", "done": true}).to_string(),
-            _ => format!(
-                "<json>{}</json>",
-                json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true,
-                       "plan": [{"step": 1, "action": "CREATE_DIR alpha", "expects": "a folder"}, {"step": 2, "action": "CREATE_DIR beta", "expects": "a folder"}]})
-            ),
+            _ => format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": steps})),
         }))
     })
-    .delay(delay)
 }
 
 async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
@@ -631,20 +634,11 @@ async fn the_mcp_endpoint_runs_an_agent_behind_the_same_token_and_origin_rules()
 /// the user alone).
 #[tokio::test]
 async fn streamed_events_carry_no_credentials() {
-    let model = ScriptedModel::with(|req| {
-        Ok(ChatResponse::text(match phase_of(req) {
-            "restate" => json!({"who": "the user", "what": "folders", "when": "now", "where": "the root", "why": "to test"}).to_string(),
-            "checklist" => json!({"requirements": []}).to_string(),
-            "verify" => json!({"evidence": "alpha", "done": true}).to_string(),
-            _ => format!(
-                "<json>{}</json>",
-                json!({"goal": "g", "thinking_summary": "t", "reflection": "", "ready": true, "plan": [
-                    {"step": 1, "action": "RUN_COMMAND echo postgres://app:hunter2secret@db/app ghp_abcdefghijklmnopqrstuvwx", "expects": "printed"},
-                    {"step": 2, "action": "CREATE_DIR alpha", "expects": "a folder"},
-                    {"step": 3, "action": "CREATE_DIR beta", "expects": "a folder"}]})
-            ),
-        }))
-    });
+    let model = planner_model_with(json!([
+        {"step": 1, "action": "RUN_COMMAND echo postgres://app:hunter2secret@db/app ghp_abcdefghijklmnopqrstuvwx", "expects": "printed"},
+        {"step": 2, "action": "CREATE_DIR alpha", "expects": "a folder"},
+        {"step": 3, "action": "CREATE_DIR beta", "expects": "a folder"}
+    ]));
     let s = start_server(model, None).await;
     let id = s.start_planner("leaky", "all").await;
     let events = s.events(&id, None, None).await;

@@ -131,7 +131,8 @@ impl Tool for TryPlan {
         let (real, scratch_root) = (self.root.root().display().to_string(), copy.root().display().to_string());
         let mut trial = Trial { offline: self.sandbox.network(), ..Trial::default() };
         // Every check first runs on the root as it was: a check the
-        // untouched root already passes is no evidence for the plan.
+        // untouched root already passes is no evidence for the plan. The
+        // same read-only view of the copy runs them on the outcome.
         let looking = sandbox.read_only()?;
         for command in &input.checks {
             trial.before_checks.push(if command.trim().is_empty() { None } else { Some(check(command.trim(), &looking).await?) });
@@ -154,7 +155,6 @@ impl Tool for TryPlan {
         trial.outcome = outcome_of(copy, &trial, &input.read);
         trial.before = Outcome { outputs: Vec::new(), ..outcome_of(&self.root, &trial, &input.read) };
         if !trial.failed {
-            let looking = sandbox.read_only()?;
             for command in &input.checks {
                 trial.checks.push(if command.trim().is_empty() { None } else { Some(check(command.trim(), &looking).await?) });
             }

@@ -10,7 +10,7 @@ use crate::planner::checklist::{ItemVerdict, Judged};
 use crate::planner::events::PlannerEvent;
 use crate::planner::evidence::Evidence;
 use crate::planner::state::PlannerState;
-use crate::planner::verify::{checks, weighed_checks, Check, Outcome, Verification};
+use crate::planner::verify::{weighed_checks, Check, Outcome, Verification};
 use crate::planner::{prompts, PLANNER_ROLE, VERIFY_ROLE};
 
 /// The second judgment of each item is sampled, so that it is not the
@@ -33,7 +33,7 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
         let checks = weighed_checks(&s.parsed_goal.expect, &before, &s.outcome);
         let mut judged = Vec::new();
         if !checks.iter().any(|c| c.weighed.is_some_and(Evidence::refuses)) {
-            judged = judge_items(s, step, &before).await?;
+            judged = judge_items(s, step, &before, &checks).await?;
         }
         let iteration = step.progress().iterations;
         let mut v = Verification { iteration, checks, judged, met: false, changed };
@@ -59,9 +59,10 @@ pub fn verify<'a>(s: &'a mut PlannerState, step: &'a mut Step) -> BoxFuture<'a, 
 /// Each checklist item judged on the root as it was, and twice,
 /// independently, on the outcome, beside its command's runs
 /// (`Judged::weigh`). No judgment sees another's verdict.
-async fn judge_items(s: &PlannerState, step: &mut Step, before: &Outcome) -> Result<Vec<Judged>> {
-    let held_before: Vec<Check> = checks(&s.parsed_goal.expect, before).into_iter().filter(|c| c.held).collect();
-    let held_after: Vec<Check> = checks(&s.parsed_goal.expect, &s.outcome).into_iter().filter(|c| c.held).collect();
+async fn judge_items(s: &PlannerState, step: &mut Step, before: &Outcome, weighed: &[Check]) -> Result<Vec<Judged>> {
+    // The goal's checks as each view showed them, from their one weighing.
+    let held_before: Vec<Check> = weighed.iter().filter(|c| c.before == Some(true)).cloned().collect();
+    let held_after: Vec<Check> = weighed.iter().filter(|c| c.held).cloned().collect();
     let mut asks = Vec::new();
     for item in &s.checklist {
         let first = prompts::judge(&s.outcome, &held_after, &item.requirement);
