@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial};
+use agentloop_agents::planner::{self, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial, Verification};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
@@ -168,7 +168,9 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
     // counted apart, and a claim the disk contradicts is a false completion.
     let executed_ok = s.runs.iter().any(|r| r.ok) && failed_checks.is_empty();
     let verified = outcome.finish_reason.as_deref() == Some("goal_verified");
-    let derived = derived_checks(goal, &seeded, &store.calls(&outcome.session_id)?)?;
+    let calls = store.calls(&outcome.session_id)?;
+    let derived = derived_checks(goal, &seeded, &calls)?;
+    let false_without_rule = false_without_the_rule(goal, &seeded, &calls, &s.verifications)?;
     Ok(json!({
         "goal": goal.goal,
         "root": root,
@@ -186,6 +188,7 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
         "executedOk": executed_ok,
         "verified": verified,
         "falseCompletion": verified && !failed_checks.is_empty(),
+        "falseCompletionWithoutRule": false_without_rule,
         "verifications": s.verifications.iter().map(|v| v.summary()).collect::<Vec<_>>(),
         "derivedChecksFailed": derived.0,
         "derivedChecksWrong": derived.1,
@@ -200,7 +203,7 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
 /// How every check of every verification weighed: how many the plan made
 /// true (the discriminating ones), were already true, missed, broke, or
 /// could not run.
-fn weighed(verifications: &[agentloop_agents::planner::Verification]) -> serde_json::Value {
+fn weighed(verifications: &[Verification]) -> serde_json::Value {
     use agentloop_agents::planner::Evidence;
     let all: Vec<Evidence> = verifications.iter().flat_map(|v| v.evidence().collect::<Vec<_>>()).collect();
     let count = |e: Evidence| all.iter().filter(|x| **x == e).count();
@@ -235,6 +238,19 @@ fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::Ca
         }
     }
     Ok((failed, wrong, inverted))
+}
+
+/// Whether the session would have ended in a false completion had the
+/// outcome alone decided (`Verification::met_after_alone`): the first trial
+/// it would have accepted, its patch applied to a copy of the root as
+/// seeded, fails the bench's checks. Trials that ran to their end are
+/// verified in order, one verification each.
+fn false_without_the_rule(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord], verifications: &[Verification]) -> Result<bool> {
+    let trials = calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok());
+    let Some((trial, _)) = trials.filter(|t| !t.failed).zip(verifications).find(|(_, v)| v.met_after_alone()) else { return Ok(false) };
+    let replay = ScratchCopy::of(seeded.workspace())?;
+    trial.patch.apply(replay.workspace())?;
+    Ok(goal.expect.iter().any(|e| check(replay.workspace().root(), e).is_err()))
 }
 
 /// The tally of an earlier run's records for goals of this run, once per
@@ -285,6 +301,8 @@ struct Totals {
     verified: u32,
     /// … and the check on disk said otherwise.
     false_completions: u32,
+    /// … had the outcome alone decided, without the before-and-after rule.
+    false_completions_without_rule: u32,
     /// Checklist commands that failed on a trial, and those of them that
     /// failed on a trial the bench's checks pass.
     derived_checks_failed: u64,
@@ -309,6 +327,7 @@ impl Totals {
         self.executed_ok += u32::from(r["executedOk"] == true);
         self.verified += u32::from(r["verified"] == true);
         self.false_completions += u32::from(r["falseCompletion"] == true);
+        self.false_completions_without_rule += u32::from(r["falseCompletionWithoutRule"] == true);
         self.derived_checks_failed += r["derivedChecksFailed"].as_u64().unwrap_or(0);
         self.derived_checks_wrong += r["derivedChecksWrong"].as_u64().unwrap_or(0);
         self.derived_checks_inverted += r["derivedChecksInverted"].as_u64().unwrap_or(0);
@@ -336,6 +355,7 @@ impl Totals {
             "executed_ok": frac(self.executed_ok),
             "verified": frac(self.verified),
             "false_completions": frac(self.false_completions),
+            "false_completions_without_rule": frac(self.false_completions_without_rule),
             "invalid_executed": self.invalid_executed,
             "derived_checks_failed": self.derived_checks_failed,
             "derived_checks_wrong": self.derived_checks_wrong,

@@ -275,6 +275,14 @@ impl Judged {
         }
     }
 
+    /// What the outcome alone says of it, without the root before: its
+    /// command held after, or both judgments of the outcome called it done
+    /// (a disputed failure included). The bench's measure of what the rule
+    /// adds; never a verdict.
+    pub fn done_after_alone(&self) -> bool {
+        self.check.as_ref().and_then(|r| r.held) == Some(true) || self.done || self.disputed
+    }
+
     /// The requirement marked done or not, for the user.
     pub fn line(&self) -> String {
         let disputed = if self.disputed { " — disputed: two judgments say it is done, and the failed check stands" } else { "" };

@@ -114,6 +114,15 @@ impl Verification {
         evidence::met(self.changed, self.evidence())
     }
 
+    /// The verdict read from the outcome alone, as before the rule: every
+    /// goal check held after and every item was done after
+    /// (`Judged::done_after_alone`), whatever the root before said and
+    /// whether or not anything changed. Measured by the bench beside the
+    /// rule; never a verdict.
+    pub fn met_after_alone(&self) -> bool {
+        (!self.checks.is_empty() || !self.judged.is_empty()) && self.checks.iter().all(|c| c.held) && self.judged.iter().all(Judged::done_after_alone)
+    }
+
     /// Nothing changed and every check already held on the root as it was:
     /// the goal was met before anything ran.
     pub fn already_met(&self) -> bool {
