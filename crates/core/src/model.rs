@@ -207,4 +207,14 @@ pub trait ChatModel: Send + Sync {
     fn for_session(&self) -> Option<std::sync::Arc<dyn ChatModel>> {
         None
     }
+    /// How many tokens the model's context holds, prompt and answer
+    /// together, when it is known: what a caller sizes a prompt to.
+    fn context_tokens(&self) -> Option<usize> {
+        None
+    }
+    /// The request's prompt in the model's own tokens, counted without
+    /// answering it; `None` when this model cannot count (a remote one).
+    async fn prompt_tokens(&self, _request: &ChatRequest) -> Option<usize> {
+        None
+    }
 }

@@ -332,6 +332,17 @@ impl Step {
         }
     }
 
+    /// The context of the model for `role`, in tokens, and `request`'s
+    /// prompt in its tokens, each when the model can say. Not a call: it
+    /// is not journaled, and a replay measures again (the count depends on
+    /// the model alone).
+    pub async fn measure_as(&self, role: &str, request: &ChatRequest) -> (Option<usize>, Option<usize>) {
+        match self.env.models.get(role) {
+            Ok(model) => (model.context_tokens(), model.prompt_tokens(request).await),
+            Err(_) => (None, None),
+        }
+    }
+
     /// Asks the model configured for `role`.
     pub async fn chat_as(&mut self, role: &str, request: ChatRequest) -> Result<ChatResponse> {
         let mut answers = self.chat_all_as(role, vec![request]).await?;

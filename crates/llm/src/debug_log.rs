@@ -64,6 +64,14 @@ impl ChatModel for DebugLog {
         self.inner.provider()
     }
 
+    fn context_tokens(&self) -> Option<usize> {
+        self.inner.context_tokens()
+    }
+
+    async fn prompt_tokens(&self, request: &ChatRequest) -> Option<usize> {
+        self.inner.prompt_tokens(request).await
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let started = Instant::now();
         let result = self.inner.chat(request).await;

@@ -93,6 +93,18 @@ impl ChatModel for FallbackChain {
         }
     }
 
+    /// The smallest context of the chain: a prompt sized to it fits
+    /// whichever member answers.
+    fn context_tokens(&self) -> Option<usize> {
+        self.models.iter().filter_map(|m| m.context_tokens()).min()
+    }
+
+    /// Counted by the member that would answer now.
+    async fn prompt_tokens(&self, request: &ChatRequest) -> Option<usize> {
+        let model = self.models[self.position().model].clone();
+        model.prompt_tokens(request).await
+    }
+
     fn reject(&self) {
         // At the end of the chain a rejection has nowhere to go: keep the last model.
         let _ = self.miss();

@@ -14,13 +14,22 @@ pub struct LazyModel {
     name: String,
     load: Arc<Loader>,
     model: OnceCell<Arc<dyn ChatModel>>,
+    /// The context it will have once loaded, when known before.
+    context: Option<usize>,
 }
 
 impl LazyModel {
     /// `name` is what answers are recorded under until (and after) `load`
     /// runs; a failed load is tried again on the next call.
     pub fn new(name: impl Into<String>, load: impl Fn() -> Result<Arc<dyn ChatModel>> + Send + Sync + 'static) -> Self {
-        Self { name: name.into(), load: Arc::new(Box::new(load)), model: OnceCell::new() }
+        Self { name: name.into(), load: Arc::new(Box::new(load)), model: OnceCell::new(), context: None }
+    }
+
+    /// Says the context the model will have, so that prompts are sized to
+    /// it before it is loaded.
+    pub fn with_context(mut self, tokens: usize) -> Self {
+        self.context = Some(tokens);
+        self
     }
 
     async fn model(&self) -> Result<&Arc<dyn ChatModel>> {
@@ -49,6 +58,16 @@ impl ChatModel for LazyModel {
             answer.model = self.name.clone();
         }
         Ok(answer)
+    }
+
+    fn context_tokens(&self) -> Option<usize> {
+        self.model.get().and_then(|m| m.context_tokens()).or(self.context)
+    }
+
+    /// Counted once loaded; before, the caller estimates (loading a model
+    /// to count a prompt it may never answer would cost its load time).
+    async fn prompt_tokens(&self, request: &ChatRequest) -> Option<usize> {
+        self.model.get()?.prompt_tokens(request).await
     }
 
     fn reject(&self) {

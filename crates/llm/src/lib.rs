@@ -18,6 +18,13 @@ mod scripted;
 mod sse;
 
 pub use agentloop_core::redact;
+
+/// An embedded model's context in tokens (prompt plus answer) when its
+/// config does not say: room for an agent's prompt (the code it is shown,
+/// the tests' output, what was tried) and a whole-file answer. The shipped
+/// models read 32K tokens; the KV cache this needs is a few hundred MB at
+/// most for them.
+pub const DEFAULT_CONTEXT: u32 = 8192;
 pub use anthropic::{AnthropicConfig, AnthropicModel};
 pub use debug_log::DebugLog;
 pub use fallback::FallbackChain;

@@ -222,7 +222,8 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
             } else {
                 let (role, file, threads, context, max_tokens) = (role.to_string(), path.clone(), *threads, *context, *max_tokens);
                 let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| role.clone());
-                Arc::new(LazyModel::new(name, move || load_llama(&role, &file, threads, context, max_tokens)))
+                let window = context.unwrap_or(crate::DEFAULT_CONTEXT) as usize;
+                Arc::new(LazyModel::new(name, move || load_llama(&role, &file, threads, context, max_tokens)).with_context(window))
             };
             loaded.insert(path, model.clone());
             Ok(model)

@@ -24,6 +24,8 @@ pub struct Job {
     pub request: ChatRequest,
     /// Empty the KV cache first.
     pub cold: bool,
+    /// Only count the prompt's tokens (`Generation::prompt_tokens`): no answer.
+    pub measure: bool,
     pub cancel: Arc<AtomicBool>,
     pub reply: tokio::sync::oneshot::Sender<Result<Generation>>,
 }
@@ -109,7 +111,7 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
         if job.cold {
             engine.forget();
         }
-        let result = engine.generate(&job.request, &job.cancel);
+        let result = if job.measure { engine.measure(&job.request) } else { engine.generate(&job.request, &job.cancel) };
         let _ = job.reply.send(result);
     }
 }
@@ -147,11 +149,31 @@ impl<'m> Engine<'m> {
         Error::Model { model: self.name.clone(), message: message.into() }
     }
 
-    fn generate(&mut self, request: &ChatRequest, cancel: &AtomicBool) -> Result<Generation> {
+    /// The request's prompt as this model reads it: its chat template
+    /// applied, then tokenized.
+    fn prompt_tokens(&self, request: &ChatRequest) -> Result<Vec<LlamaToken>> {
         let schema = request.json_schema.as_ref();
         let text = prompt::render(self.model, &self.template, &request.messages, schema).map_err(|m| self.fail(m))?;
         // The template writes the special tokens out as text; parse them back.
-        let tokens = self.model.vocab().tokenize(text.as_bytes(), true, true);
+        Ok(self.model.vocab().tokenize(text.as_bytes(), true, true))
+    }
+
+    /// How many tokens the request's prompt is, without answering it.
+    fn measure(&self, request: &ChatRequest) -> Result<Generation> {
+        let tokens = self.prompt_tokens(request)?;
+        Ok(Generation {
+            text: String::new(),
+            finish_reason: FinishReason::Stop,
+            prompt_tokens: tokens.len() as u64,
+            reused_tokens: 0,
+            completion_tokens: 0,
+            prefill: std::time::Duration::ZERO,
+            generate: std::time::Duration::ZERO,
+        })
+    }
+
+    fn generate(&mut self, request: &ChatRequest, cancel: &AtomicBool) -> Result<Generation> {
+        let tokens = self.prompt_tokens(request)?;
         if tokens.is_empty() {
             return Err(self.fail("the prompt is empty"));
         }

@@ -43,11 +43,8 @@ pub struct LlamaConfig {
     pub max_tokens: u32,
 }
 
-/// Room for an agent's prompt (the workspace's files, the tests' output,
-/// what was tried) and a whole-file answer. The models read 32K tokens; the
-/// KV cache this needs is a few hundred MB at most for the shipped ones.
 fn default_context() -> u32 {
-    8192
+    crate::DEFAULT_CONTEXT
 }
 
 fn default_max_tokens() -> u32 {
@@ -113,6 +110,7 @@ fn rate(tokens: u64, took: Duration) -> f64 {
 pub struct LlamaModel {
     name: String,
     jobs: mpsc::Sender<engine::Job>,
+    context: usize,
 }
 
 impl LlamaModel {
@@ -120,26 +118,27 @@ impl LlamaModel {
     /// path when the file is missing or is not a GGUF llama.cpp can read.
     pub fn load(config: LlamaConfig) -> Result<Self> {
         let name = config.display_name();
+        let context = config.context.max(256) as usize;
         let jobs = engine::spawn(config, name.clone())?;
-        Ok(Self { name, jobs })
+        Ok(Self { name, jobs, context })
     }
 
     /// Runs one request and reports timings; `chat` is this plus the shape of
     /// a chat answer.
     pub async fn generate(&self, request: &ChatRequest) -> Result<Generation> {
-        self.run(request, false).await
+        self.run(request, false, false).await
     }
 
     /// `generate` with the KV cache emptied first, so the whole prompt is
     /// processed: what a first call costs (benchmarks compare against it).
     pub async fn generate_cold(&self, request: &ChatRequest) -> Result<Generation> {
-        self.run(request, true).await
+        self.run(request, true, false).await
     }
 
-    async fn run(&self, request: &ChatRequest, cold: bool) -> Result<Generation> {
+    async fn run(&self, request: &ChatRequest, cold: bool, measure: bool) -> Result<Generation> {
         let cancel = Arc::new(AtomicBool::new(false));
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = engine::Job { request: request.clone(), cold, cancel: cancel.clone(), reply };
+        let job = engine::Job { request: request.clone(), cold, measure, cancel: cancel.clone(), reply };
         self.jobs.send(job).map_err(|_| self.fail("the model's thread has stopped; start agentloop again"))?;
         // Dropping this future (pause, terminate, timeout) stops generation.
         let _stop_on_drop = CancelOnDrop(cancel);
@@ -183,5 +182,13 @@ impl ChatModel for LlamaModel {
             usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
             model: self.name.clone(),
         })
+    }
+
+    fn context_tokens(&self) -> Option<usize> {
+        Some(self.context)
+    }
+
+    async fn prompt_tokens(&self, request: &ChatRequest) -> Option<usize> {
+        self.run(request, false, true).await.ok().map(|g| g.prompt_tokens as usize)
     }
 }
