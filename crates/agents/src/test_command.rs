@@ -14,11 +14,22 @@ pub fn detect(root: &Path) -> Option<String> {
     if has("go.mod") {
         return Some("go test ./...".into());
     }
-    if has("pytest.ini") || has("pyproject.toml") || has("setup.py") || has("tox.ini") || has_python_tests(root) {
-        // pytest runs unittest tests too, but is not always installed.
-        return Some(if pytest_installed() { "python3 -m pytest -q" } else { "python3 -m unittest -q" }.into());
+    if has("pytest.ini") || has("pyproject.toml") || has("setup.py") || has("setup.cfg") || has("tox.ini") || has_python_tests(root) {
+        // pytest runs unittest tests too, but is not always installed. A
+        // `src/` layout's package is importable only with `src` on the path.
+        let src = if src_layout(root) { " -o pythonpath=src" } else { "" };
+        return Some(if pytest_installed() { format!("python3 -m pytest -q{src}") } else { "python3 -m unittest -q".to_string() });
     }
     None
+}
+
+/// What `detect` looks for, for the sentence that says none was found.
+pub const MARKERS: &str = "Cargo.toml, package.json, go.mod, pytest.ini, pyproject.toml, setup.py, setup.cfg, tox.ini or test_*.py files";
+
+/// A Python project whose packages live under `src/` (a folder there with
+/// an `__init__.py`).
+fn src_layout(root: &Path) -> bool {
+    std::fs::read_dir(root.join("src")).map(|entries| entries.filter_map(|e| e.ok()).any(|e| e.path().join("__init__.py").is_file())).unwrap_or(false)
 }
 
 /// The program `command` starts, when this machine has no such command.
@@ -63,6 +74,18 @@ mod tests {
         assert!(detect(dir.path()).is_some_and(|c| c.starts_with("python3 -m ")));
         std::fs::write(dir.path().join("Cargo.toml"), "").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(detect(dir.path()).as_deref(), Some("cargo test"));
+    }
+
+    #[test]
+    fn a_src_layout_puts_src_on_pytests_path() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("pyproject.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(dir.path().join("src/pkg")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("src/pkg/__init__.py"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert!(src_layout(dir.path()));
+        let command = detect(dir.path()).unwrap_or_default();
+        // With pytest the path is given; unittest has no such option.
+        assert!(command == "python3 -m pytest -q -o pythonpath=src" || command == "python3 -m unittest -q", "{command}");
     }
 
     #[test]

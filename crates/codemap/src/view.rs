@@ -79,6 +79,10 @@ pub fn build(
         if view.regions.len() >= options.max_regions {
             break;
         }
+        // A definition no signal points at is only in the map.
+        if r.score <= 0.0 {
+            break;
+        }
         let d = &defs[r.index];
         // A class whose methods are definitions of their own is shown
         // through them; a region inside one already shown adds nothing.
@@ -198,6 +202,8 @@ fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], 
     }
     let head = "Map of the repository (each file's definitions: line, first line; regions shown above are marked *):\n";
     let mut out = head.to_string();
+    // Room kept for the line that says how many files were left out.
+    let budget = budget.saturating_sub(cost("(1000 more file(s) not listed: over budget)\n"));
     let mut spent = cost(head);
     let mut left_out = 0;
     for p in &order {

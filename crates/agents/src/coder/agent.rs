@@ -70,8 +70,9 @@ impl AgentSpec for Coder {
         if input.test_command.trim().is_empty() {
             input.test_command = test_command::detect(workspace.root()).ok_or_else(|| {
                 Error::other(format!(
-                    "no test command was found in {} (no Cargo.toml, package.json, go.mod or Python tests): pass one with --test-cmd",
-                    workspace.root().display()
+                    "no test command was found in {}: it looked for {}, and found none; pass the command that runs your tests with --test-cmd, e.g. --test-cmd \"python3 -m pytest -q\"",
+                    workspace.root().display(),
+                    test_command::MARKERS
                 ))
             })?;
         }

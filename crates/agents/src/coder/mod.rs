@@ -25,6 +25,7 @@
 mod agent;
 mod best;
 mod change;
+mod context;
 mod events;
 mod failures;
 mod hunks;

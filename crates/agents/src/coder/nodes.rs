@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::best;
 use super::change;
+use super::context;
 use super::events::CoderEvent;
 use super::failures;
 use super::new_files;
@@ -39,9 +40,6 @@ struct ReviewOut {
     objection: String,
 }
 
-/// Text files shown to the model, at most this many bytes in all.
-const FILES_BUDGET: usize = 16 * 1024;
-
 pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
@@ -50,7 +48,8 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
             let (_, shown) = run_tests(s, step).await?;
             s.baseline = Some(shown);
         }
-        let files = render(&workspace_files(s)?);
+        let files = workspace_files(s)?;
+        let files = shown(s, step, &files, prompts::plan).await;
         look_up(s, step, &files).await?;
         let out: PlanOut = step.chat_json_as(CODER_ROLE, prompts::plan(s, &files)).await?;
         s.plan = out.steps.into_iter().map(|step| step.0).collect();
@@ -91,7 +90,8 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         phase(step, "code");
         let files = workspace_files(s)?;
-        let request = prompts::code(s, &render(&files));
+        let text = shown(s, step, &files, prompts::code).await;
+        let request = prompts::code(s, &text);
         write_change(s, step, request, &files, "plan").await
     })
 }
@@ -113,7 +113,8 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
             why.push_str(&best_candidate_note(best.0, best.1));
         }
         let files = workspace_files(s)?;
-        let request = prompts::fix(s, &render(&files), &why);
+        let text = shown(s, step, &files, |s, f| prompts::fix(s, f, &why)).await;
+        let request = prompts::fix(s, &text, &why);
         write_change(s, step, request, &files, "fix").await
     })
 }
@@ -184,7 +185,8 @@ pub fn reflect<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, R
             },
             None => {
                 let files = workspace_files(s)?;
-                let r = second_opinion_if_doubtful(s, step, prompts::reflect(s, &render(&files)), &files).await?;
+                let text = shown(s, step, &files, prompts::reflect).await;
+                let r = second_opinion_if_doubtful(s, step, prompts::reflect(s, &text), &files).await?;
                 keep_an_improving_approach(s, step, r)
             }
         };
@@ -330,9 +332,10 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
+    let editable = context::editable(files, &s.shown);
     let writable: Vec<(&str, &str)> =
-        files.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
-    request.grammar = Some(change::grammar(&writable, s.config.edit_format));
+        editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
+    request.grammar = Some(change::grammar(&writable, s.edit_format()));
     let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
     let mut tried: Vec<Candidate> = Vec::new();
     let mut why = String::new();
@@ -472,6 +475,12 @@ const ANSWERS_PER_CHANGE: usize = 2;
 fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::result::Result<change::Files, String> {
     let mut change = change::read(answer, files)?;
     change.sort();
+    for (path, after) in &change {
+        let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str());
+        if let Some(why) = before.and_then(|before| context::outside_shown(path, before, after, &s.shown)) {
+            return Err(why);
+        }
+    }
     // Checked before "does it change anything": a change already tried is
     // what the files hold now, so it would read as no change at all.
     if let Some(i) = s.attempts.iter().position(|a| a.change_hash == fingerprint(&change)) {
@@ -563,15 +572,21 @@ fn workspace_files(s: &CoderState) -> Result<Vec<(String, String)>> {
     Ok(paths.into_iter().filter_map(|path| read(&ws, &path).map(|content| (path, content))).collect())
 }
 
-/// The files as the model sees them: each path, then its content in a fence
-/// (the shape its answer should take), within a budget.
-fn render(files: &[(String, String)]) -> String {
+/// The files as `prompt` shows them, sized to the model's context
+/// (`context.rs`); what was shown as regions is remembered, for the
+/// answer's grammar and to refuse a change outside it.
+async fn shown(s: &mut CoderState, step: &Step, files: &[(String, String)], prompt: impl Fn(&CoderState, &str) -> ChatRequest) -> String {
+    let now: &CoderState = s;
+    let (text, regions) = context::files_text(now, step, files, |f| prompt(now, f)).await;
+    s.shown = regions;
+    text
+}
+
+/// The files whole, as the model sees them when they fit its context: each
+/// path, then its content in a fence (the shape its answer should take).
+pub(super) fn render(files: &[(String, String)]) -> String {
     let mut out = String::new();
     for (path, content) in files {
-        if out.len() >= FILES_BUDGET {
-            out.push_str(&format!("{path} (not shown: over budget)\n\n"));
-            continue;
-        }
         let fence = fence_for(path);
         out.push_str(&format!("{path}\n```{fence}\n{}\n```\n\n", content.trim_end()));
     }

@@ -94,15 +94,45 @@ fn first_error(output: &str) -> &str {
 /// last tested change still in place — whole: which tests fail and how is
 /// what a plan or a change must answer.
 fn tests_now(s: &CoderState) -> String {
-    let (output, when) = match best::in_place(s) {
-        Some(a) => (a.test_output.as_str(), format!("after iteration {}'s change", a.iteration)),
-        None => (s.baseline.as_deref().unwrap_or_default(), "before any change".to_string()),
+    let output = output_now(s);
+    let when = match best::in_place(s) {
+        Some(a) => format!("after iteration {}'s change", a.iteration),
+        None => "before any change".to_string(),
     };
     if output.trim().is_empty() {
         return String::new();
     }
-    format!("\nThe tests now, on the files above ({when}):\n{}\n", indent(output))
+    format!("\nThe tests now, on the files above ({when}):\n{}\n", indent(&compact(output, &s.workspace)))
 }
+
+/// The test output for the files as they are now: the last tested change
+/// still in place, else the run before any change.
+pub fn output_now(s: &CoderState) -> &str {
+    match best::in_place(s) {
+        Some(a) => a.test_output.as_str(),
+        None => s.baseline.as_deref().unwrap_or_default(),
+    }
+}
+
+/// A test run's output as a prompt shows it: whole when short; when long
+/// (a real suite's tracebacks), the failing tests with their messages and
+/// frames and the runner's last line, so the output never crowds out the
+/// code.
+fn compact(output: &str, root: &str) -> String {
+    if output.len() <= OUTPUT_CHARS {
+        return output.to_string();
+    }
+    let evidence = agentloop_codemap::Evidence::read(output, root);
+    let last = output.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    if evidence.failing.is_empty() {
+        let tail: String = output.chars().rev().take(OUTPUT_CHARS).collect::<Vec<_>>().into_iter().rev().collect();
+        return format!("… (the start cut)\n{tail}");
+    }
+    format!("Failing tests:\n{}{last}", evidence.render(OUTPUT_CHARS))
+}
+
+/// Test output shown whole up to this many characters.
+const OUTPUT_CHARS: usize = 3000;
 
 /// The last attempt's test output whole, for REFLECT to diagnose, with its
 /// change when it was undone (the files shown are then the best state, not
@@ -111,7 +141,7 @@ fn last_output(s: &CoderState) -> String {
     match s.attempts.last() {
         Some(a) if !a.test_output.trim().is_empty() => {
             let change = if a.undone { format!("\nIts change, undone since:\n{}\n", indent(&a.patch)) } else { String::new() };
-            format!("\nThe last attempt's test output:\n{}\n{change}", indent(&a.test_output))
+            format!("\nThe last attempt's test output:\n{}\n{change}", indent(&compact(&a.test_output, &s.workspace)))
         }
         _ => String::new(),
     }
@@ -148,7 +178,7 @@ pub fn code(s: &CoderState, files: &str) -> ChatRequest {
         numbered(&s.plan),
         memory(s),
         tests_now(s),
-        change_shape(s.config.edit_format)
+        change_shape(s.edit_format())
     ))
 }
 
@@ -208,7 +238,7 @@ pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
         s.task,
         numbered(&s.plan),
         memory(s) + &tests_now(s),
-        change_shape(s.config.edit_format)
+        change_shape(s.edit_format())
     ))
 }
 

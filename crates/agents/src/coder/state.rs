@@ -167,6 +167,11 @@ pub struct CoderState {
     /// call and what it returned, for every later prompt.
     #[serde(default)]
     pub lookups: Vec<String>,
+    /// The regions of the files the last prompt showed, when the workspace
+    /// was too large to show whole (`context.rs`); empty when every file
+    /// was shown whole. A change may only touch these.
+    #[serde(default)]
+    pub shown: Vec<agentloop_codemap::Region>,
 }
 
 impl State for CoderState {
@@ -188,10 +193,22 @@ impl State for CoderState {
         f.value("mcp", &self.mcp);
         f.value("mcpChanges", &self.mcp_changes);
         f.log("lookups", &self.lookups);
+        f.value("shown", &self.shown);
     }
 }
 
 impl CoderState {
+    /// How a change is written: as configured, except that code shown as
+    /// regions can only be edited with search/replace hunks (no whole file
+    /// of it was shown to rewrite).
+    pub fn edit_format(&self) -> EditFormat {
+        if self.shown.is_empty() {
+            self.config.edit_format
+        } else {
+            EditFormat::Hunks
+        }
+    }
+
     pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: CoderSettings, approvals: Approvals) -> Self {
         Self { workspace: workspace.root().display().to_string(), task: task.into(), test_command: test_command.into(), config, approvals, ..Self::default() }
     }

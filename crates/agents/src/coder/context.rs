@@ -1,0 +1,162 @@
+//! What the coder shows the model of the workspace. When every file fits
+//! the model's context with room for the prompt around it and the answer,
+//! the files are shown whole, in path order. When they do not — any real
+//! repository — the model is shown what the tests and the task point at
+//! (`agentloop_codemap`): the failing tests' evidence decides the ranking,
+//! the best-ranked definitions are shown whole as regions with their line
+//! numbers, the failing test beside them, and a map of the rest; a change
+//! may then touch only those regions (`outside_shown`).
+//!
+//! Sizes are counted in the model's own tokens when it can count them
+//! (the embedded model); otherwise, and for the parts, estimated
+//! conservatively and the whole prompt checked once more.
+
+use agentloop_codemap::{definitions, evidence::Evidence, rank, view, Definition, Region, ViewOptions};
+use agentloop_core::{ChatRequest, Step};
+
+use super::state::CoderState;
+use super::CODER_ROLE;
+
+/// Tokens kept free for the model's answer: a few search/replace hunks, or
+/// a small file whole.
+const ANSWER_TOKENS: usize = 1024;
+/// Slack for what an estimate may miss (the chat template's own tokens).
+const MARGIN_TOKENS: usize = 128;
+/// A context to assume when the model does not say (a remote endpoint).
+const ASSUMED_CONTEXT: usize = 8192;
+
+/// A text's length in tokens, estimated on the safe side: code runs about
+/// three and a half characters a token on the shipped models' vocabulary.
+pub fn estimate(text: &str) -> usize {
+    text.len() / 3 + 1
+}
+
+/// The files as the prompt `prompt(files_text)` shows them, sized to the
+/// context of the coder's model, and the regions shown (none when the
+/// files are shown whole), for `CoderState::shown`.
+pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)], prompt: impl Fn(&str) -> ChatRequest) -> (String, Vec<Region>) {
+    let empty = prompt("");
+    let (context, fixed) = step.measure_as(CODER_ROLE, &empty).await;
+    let context = context.unwrap_or(ASSUMED_CONTEXT);
+    let fixed = fixed.unwrap_or_else(|| empty.messages.iter().map(|m| estimate(&m.content)).sum());
+    let mut budget = context.saturating_sub(fixed + ANSWER_TOKENS + MARGIN_TOKENS);
+    let whole = super::nodes::render(files);
+    if estimate(&whole) <= budget {
+        return (whole, Vec::new());
+    }
+    // Built, then checked whole in the model's tokens: over, it is built
+    // again in a budget smaller by what it was over.
+    let mut built = (String::new(), Vec::new());
+    for _ in 0..3 {
+        let v = region_view(s, files, budget);
+        let total = step.measure_as(CODER_ROLE, &prompt(&v.text)).await.1;
+        built = (v.text, v.regions);
+        match total {
+            Some(t) if t + ANSWER_TOKENS > context => budget = budget.saturating_sub(t + ANSWER_TOKENS - context + MARGIN_TOKENS),
+            _ => break,
+        }
+    }
+    built
+}
+
+/// The ranked view of `files` within `budget` tokens.
+fn region_view(s: &CoderState, files: &[(String, String)], budget: usize) -> agentloop_codemap::View {
+    let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
+    let evidence = Evidence::read(super::prompts::output_now(s), &s.workspace);
+    let body = |d: &Definition| {
+        files.iter().find(|(p, _)| *p == d.path).map(|(_, c)| c.lines().skip(d.start - 1).take(d.lines()).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    };
+    let ranked = rank::rank(&defs, body, &evidence, &s.task, None, rank::Weights::default());
+    view::build(files, &defs, &ranked, &evidence, ViewOptions::new(budget), &estimate)
+}
+
+/// The files a change may be written against, for the answer's grammar:
+/// each file shown whole, or, for a file shown as regions, only the lines
+/// of those regions (a search/replace hunk can then only find shown lines).
+pub fn editable(files: &[(String, String)], shown: &[Region]) -> Vec<(String, String)> {
+    if shown.is_empty() {
+        return files.to_vec();
+    }
+    let mut out = Vec::new();
+    for (path, content) in files {
+        let lines: Vec<&str> = content.lines().collect();
+        let spans: Vec<String> =
+            shown.iter().filter(|r| r.path == *path).map(|r| lines.get(r.start - 1..r.end.min(lines.len())).unwrap_or_default().join("\n")).collect();
+        if !spans.is_empty() {
+            out.push((path.clone(), spans.join("\n")));
+        }
+    }
+    out
+}
+
+/// Why a change to `path` from `before` to `after` is refused, when it
+/// touches lines outside the regions shown of that file: one sentence
+/// naming the lines and the regions. Lines added next to a region count
+/// as inside it.
+pub fn outside_shown(path: &str, before: &str, after: &str, shown: &[Region]) -> Option<String> {
+    if shown.is_empty() {
+        return None;
+    }
+    let regions: Vec<&Region> = shown.iter().filter(|r| r.path == path).collect();
+    let diff = similar::TextDiff::from_lines(before, after);
+    for op in diff.ops() {
+        let old = op.old_range();
+        if matches!(op.tag(), similar::DiffTag::Equal) {
+            continue;
+        }
+        // The original's lines the edit replaces (1-based), or, for lines
+        // only added, the gap they go in: after line `old.start`.
+        let (first, last, inside) = if old.is_empty() {
+            let after_line = old.start;
+            (after_line, after_line + 1, regions.iter().any(|r| r.start <= after_line + 1 && after_line <= r.end))
+        } else {
+            let (first, last) = (old.start + 1, old.end);
+            (first, last, regions.iter().any(|r| r.start <= first && last <= r.end))
+        };
+        if !inside {
+            let shown_here: Vec<String> = regions.iter().map(|r| format!("lines {}-{}", r.start, r.end)).collect();
+            let where_shown = if shown_here.is_empty() { "none of it was shown".to_string() } else { format!("only {} were shown", shown_here.join(", ")) };
+            return Some(format!("it changes {path} at lines {first}-{last}, outside what was shown ({where_shown}): change only the regions shown"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(path: &str, start: usize, end: usize) -> Region {
+        Region { path: path.into(), start, end, name: "f".into() }
+    }
+
+    #[test]
+    fn a_change_inside_a_shown_region_passes_and_one_outside_is_refused_with_its_lines() {
+        let before: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let inside = before.replace("line 11\n", "line eleven\n");
+        let outside = before.replace("line 3\n", "line three\n");
+        let shown = vec![region("a.py", 10, 12)];
+        assert_eq!(outside_shown("a.py", &before, &inside, &shown), None);
+        let why = outside_shown("a.py", &before, &outside, &shown).unwrap_or_default();
+        assert!(why.contains("lines 3-3") && why.contains("lines 10-12"), "{why}");
+        // Another file, never shown: refused.
+        assert!(outside_shown("b.py", &before, &inside, &shown).is_some());
+        // Nothing shown as regions: the files were whole, anything goes.
+        assert_eq!(outside_shown("a.py", &before, &outside, &[]), None);
+    }
+
+    #[test]
+    fn lines_added_right_after_a_region_count_as_inside_it() {
+        let before: String = (1..=5).map(|i| format!("line {i}\n")).collect();
+        let after = before.replace("line 3\n", "line 3\nnew line\n");
+        assert_eq!(outside_shown("a.py", &before, &after, &[region("a.py", 2, 3)]), None);
+    }
+
+    #[test]
+    fn the_grammar_sees_only_the_shown_lines_of_a_file_shown_as_regions() {
+        let files = vec![("a.py".to_string(), "one\ntwo\nthree\nfour\n".to_string()), ("b.py".to_string(), "x\n".to_string())];
+        let got = editable(&files, &[region("a.py", 2, 3)]);
+        assert_eq!(got, vec![("a.py".to_string(), "two\nthree".to_string())]);
+        assert_eq!(editable(&files, &[]), files);
+    }
+}
