@@ -176,6 +176,25 @@ async fn shared_memory_keyrings_and_dev_shm_are_not_shared() {
     }
 }
 
+/// A command's own `/dev/shm` is writable: Python's multiprocessing locks
+/// (POSIX semaphores), which real test suites use, work; what it leaves
+/// there never reaches the machine's.
+#[tokio::test]
+async fn multiprocessing_locks_work_in_the_commands_own_dev_shm() {
+    let m = Machine::new();
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let sb = m.sandbox(&SandboxConfig::default());
+    let script = "import multiprocessing, os\n\
+                  lock = multiprocessing.Lock()\n\
+                  open('/dev/shm/agentloop-left-behind', 'w').write('x')\n\
+                  print('locked', lock.acquire())\n";
+    let out = run(&sb, &format!("python3 -c \"{script}\"")).await;
+    assert!(out["stdout"].as_str().unwrap().contains("locked True"), "{out}");
+    assert!(!std::path::Path::new("/dev/shm/agentloop-left-behind").exists(), "the command's /dev/shm is its own");
+}
+
 /// A fork loop stops at the process bound, a file at its size and an
 /// allocation at the memory bound, each named with its key.
 #[tokio::test]

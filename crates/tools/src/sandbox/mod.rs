@@ -64,6 +64,8 @@ pub const HOME_TOOLCHAINS: [&str; 22] = [
 ];
 
 /// Devices every program expects to open.
+/// Where POSIX shared memory and semaphores live.
+const SHM: &str = "/dev/shm";
 const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 
 /// What git and agentloop read and run from a workspace: no command may
@@ -197,6 +199,11 @@ pub struct Policy {
     /// Those that do not: removed when a command makes them.
     pub unmade: Vec<PathBuf>,
     pub limits: Limits,
+    /// Commands see a folder of the sandbox's own (`<temp>/shm`) as
+    /// `/dev/shm`, in their own IPC namespace, and may write there: POSIX
+    /// semaphores and shared memory (Python's multiprocessing locks) live
+    /// in it.
+    pub private_shm: bool,
 }
 
 impl Policy {
@@ -232,6 +239,11 @@ impl Policy {
         (!self.enumerated_grants.iter().any(|g| path.starts_with(g))).then_some(folder.as_path())
     }
 
+    /// The folder commands see as `/dev/shm`.
+    fn shm(&self) -> PathBuf {
+        self.temp.join("shm")
+    }
+
     pub fn writable(&self, path: &Path) -> bool {
         self.roots().iter().any(|r| path.starts_with(r) && self.access(r) == landlock::Access::Write) && self.secret(path).is_none()
     }
@@ -244,6 +256,9 @@ impl Policy {
             out.extend(grants::around(root, &inside, &[]).into_iter().map(|p| (p, self.access(root))));
         }
         out.extend(DEVICES.iter().map(|d| (PathBuf::from(d), landlock::Access::Device)));
+        if self.private_shm {
+            out.push((self.shm(), landlock::Access::Write));
+        }
         out
     }
 }
@@ -334,6 +349,7 @@ impl Sandbox {
             protected: Vec::new(),
             unmade: Vec::new(),
             limits: Limits { processes: config.max_processes, memory_mb: config.max_memory_mb, file_mb: config.max_file_mb },
+            private_shm: false,
         };
         let env = EnvFilter { allow: config.env_allow.clone(), deny: config.env_deny.clone() };
         Self::build(policy, env, temp, config.mode, config.namespaces)
@@ -395,6 +411,7 @@ impl Sandbox {
                 "commands cannot be confined: this kernel has no Landlock ({e}); use Linux 5.13 or later with Landlock enabled, or set `mode = \"off\"` under [sandbox] in agentloop.toml to run commands with all your rights"
             ))
         })?;
+        policy.private_shm = namespaces == Mode::On && namespace::available() && Path::new(SHM).is_dir() && std::fs::create_dir_all(policy.shm()).is_ok();
         let ruleset = landlock::Ruleset::new(abi, &policy.grants(), !policy.network)
             .map_err(|e| Error::other(format!("cannot build the sandbox's Landlock rules ({e})")))?;
         let filter = seccomp::Filter::new(policy.network);
@@ -413,7 +430,7 @@ impl Sandbox {
             Mode::On => {
                 let writable: Vec<&Path> = policy.roots().into_iter().filter(|r| policy.access(r) == landlock::Access::Write).collect();
                 Some(
-                    namespace::Plan::new(&writable, &policy.protected, cgroup.as_ref().map(|c| c.procs.as_path()))
+                    namespace::Plan::new(&writable, &policy.protected, cgroup.as_ref().map(|c| c.procs.as_path()), policy.private_shm.then(|| policy.shm()).as_deref())
                         .map_err(|e| Error::other(format!("cannot plan the commands' namespaces ({e})")))?,
                 )
             }

@@ -50,8 +50,9 @@ pub struct Plan {
     protected: Vec<(CString, libc::c_ulong)>,
     /// Every other mount point, with the flags a remount must keep.
     read_only: Vec<(CString, libc::c_ulong)>,
-    /// `/dev/shm`, when this system has one: replaced by a fresh tmpfs.
-    shm: Option<CString>,
+    /// `/dev/shm`, when this system has one, and the folder of the
+    /// sandbox's own bound over it in its place.
+    shm: Option<(CString, CString)>,
     /// The pids cgroup each command joins before it starts (its `cgroup.procs`).
     cgroup_procs: Option<CString>,
 }
@@ -60,7 +61,8 @@ impl Plan {
     /// A plan for a command that may write only under `writable`, except
     /// `protected` paths inside them (which exist), and that joins the pids
     /// cgroup whose `cgroup.procs` is given.
-    pub fn new(writable: &[&Path], protected: &[PathBuf], cgroup_procs: Option<&Path>) -> io::Result<Self> {
+    /// `/dev/shm`, when given its own folder `shm`, is that folder.
+    pub fn new(writable: &[&Path], protected: &[PathBuf], cgroup_procs: Option<&Path>, shm: Option<&Path>) -> io::Result<Self> {
         // SAFETY: getuid and getgid only read the caller's ids.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let mounts = mount_points()?;
@@ -76,7 +78,7 @@ impl Plan {
             writable_flags: writable.iter().map(|w| kept_flags(w) | libc::MS_NOSUID | libc::MS_NODEV).collect(),
             protected: protected.iter().map(|p| Ok((c_path(p)?, kept_flags(p) | libc::MS_NOSUID | libc::MS_NODEV))).collect::<io::Result<_>>()?,
             read_only,
-            shm: Path::new("/dev/shm").is_dir().then(|| CString::from(c"/dev/shm")),
+            shm: shm.filter(|_| Path::new("/dev/shm").is_dir()).map(|own| Ok::<_, io::Error>((CString::from(c"/dev/shm"), c_path(own)?))).transpose()?,
             cgroup_procs: cgroup_procs.map(c_path).transpose()?,
         })
     }
@@ -132,14 +134,13 @@ impl Plan {
         // A fresh /dev/shm over the system's: what others keep there is not
         // the command's to read. (It is mounted after the read-only pass,
         // which would otherwise reach it too.)
-        if let Some(shm) = &self.shm {
-            check(libc::mount(
-                c"tmpfs".as_ptr(),
-                shm.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                c"mode=1777,size=64m".as_ptr().cast(),
-            ))?;
+        // The sandbox's own folder, not a fresh tmpfs: Landlock's rules name
+        // inodes that exist when they are made, so only a folder made
+        // before can be granted to the command to write in.
+        if let Some((shm, own)) = &self.shm {
+            check(libc::mount(own.as_ptr(), shm.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()))?;
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            check(libc::mount(std::ptr::null(), shm.as_ptr(), std::ptr::null(), flags, std::ptr::null()))?;
         }
         if have_cwd {
             check(libc::chdir(cwd.as_ptr().cast()))?;

@@ -164,6 +164,7 @@ mod tests {
             protected: vec![],
             unmade: vec![],
             limits: Limits { processes: 64, memory_mb: 512, file_mb: 1 },
+            private_shm: false,
         }
     }
 
