@@ -30,9 +30,17 @@ pub const TASK: &str = "Fix the bugs so that all tests pass";
 /// `agentloop bench coder`.
 #[derive(clap::Args, Debug)]
 pub struct CoderArgs {
+    /// `toy`: small projects of one or two files; `real`: PyPI sdists as
+    /// published, each with one injected bug (`crates/bench/data/coder-real/`).
+    #[arg(long, default_value = "toy", value_parser = ["toy", "real"])]
+    pub suite: String,
     /// Which projects: `tuning` (examples/workspaces/) or `heldout` (never tuned on).
     #[arg(long, default_value = "tuning", value_parser = ["tuning", "heldout"])]
     pub set: String,
+    /// Real suite only: check each case (green as published, red with its
+    /// bug) and measure where the faulty function ranks, without a model.
+    #[arg(long)]
+    pub verify: bool,
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
@@ -69,6 +77,9 @@ pub fn projects(set: &str) -> Result<Vec<PathBuf>> {
 }
 
 pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
+    if args.suite == "real" {
+        return crate::coder_real::run(config, args).await;
+    }
     let mut projects = projects(&args.set)?;
     if !args.only.is_empty() {
         projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
@@ -126,14 +137,15 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     Ok(())
 }
 
-struct Solved {
-    session_id: String,
-    finish_reason: Option<String>,
-    solved: bool,
-    said_passed: bool,
-    iterations: u32,
-    served: std::collections::BTreeMap<String, u64>,
-    tests_tail: String,
+pub(crate) struct Solved {
+    pub session_id: String,
+    pub finish_reason: Option<String>,
+    pub solved: bool,
+    pub said_passed: bool,
+    pub iterations: u32,
+    pub served: std::collections::BTreeMap<String, u64>,
+    pub prompt_tokens: u64,
+    pub tests_tail: String,
     changes: Changes,
 }
 
@@ -172,14 +184,28 @@ impl Changes {
 }
 
 async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings) -> Result<Solved> {
-    let workspace = Workspace::new(ws)?;
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
+    solve_task(ws, sandbox, models, store, config, TASK, &command).await
+}
+
+/// One coder session on `ws` with `task`, no questions asked, and the
+/// test command run by the bench afterwards.
+pub(crate) async fn solve_task(
+    ws: &Path,
+    sandbox: &Sandbox,
+    models: &Models,
+    store: Arc<dyn Store>,
+    config: CoderSettings,
+    task: &str,
+    command: &str,
+) -> Result<Solved> {
+    let workspace = Workspace::new(ws)?;
     let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(config.command_timeout))?;
-    let state = CoderState::new(&workspace, TASK, &command, config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let state = CoderState::new(&workspace, task, command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
     let outcome = runner.start(state, options)?.wait().await?;
-    let (passed, tail) = tests_pass(sandbox, &command)?;
+    let (passed, tail) = tests_pass(sandbox, command)?;
     let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
     Ok(Solved {
         changes,
@@ -188,6 +214,7 @@ async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Sto
         finish_reason: outcome.finish_reason,
         solved: passed,
         iterations: outcome.progress.iterations,
+        prompt_tokens: outcome.progress.prompt_tokens,
         served: outcome.progress.served,
         tests_tail: tail,
     })

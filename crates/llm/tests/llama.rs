@@ -39,6 +39,17 @@ async fn it_answers_a_question_and_counts_its_tokens() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_is_counted_in_the_models_tokens_as_an_answer_would_count_it() {
+    let request = ask("What is the capital of France?");
+    let counted = small().prompt_tokens(&request).await.unwrap();
+    let answer = small().chat(&request).await.unwrap();
+    assert_eq!(counted as u64, answer.usage.prompt_tokens, "counting without answering gives the answer's own prompt count");
+    assert_eq!(small().context_tokens(), Some(2048));
+    let longer = small().prompt_tokens(&ask(&"What is the capital of France? ".repeat(10))).await.unwrap();
+    assert!(longer > counted + 50, "{longer} against {counted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_pieces_add_up_to_the_answer() {
     let pieces = Arc::new(Mutex::new(String::new()));
     let mut request = ask("Name three colours.");

@@ -61,12 +61,20 @@ pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)],
 
 /// The ranked view of `files` within `budget` tokens.
 fn region_view(s: &CoderState, files: &[(String, String)], budget: usize) -> agentloop_codemap::View {
+    view_of(files, &s.task, super::prompts::output_now(s), &s.workspace, budget)
+}
+
+/// The view of `files` (of the workspace at `root`) for `task`, given the
+/// test run `output`, within `budget` tokens: what the coder shows a model
+/// whose context the files overflow. Public for the benchmark, which
+/// measures where the faulty function ranks without running a model.
+pub fn view_of(files: &[(String, String)], task: &str, output: &str, root: &str, budget: usize) -> agentloop_codemap::View {
     let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
-    let evidence = Evidence::read(super::prompts::output_now(s), &s.workspace);
+    let evidence = Evidence::read(output, root);
     let body = |d: &Definition| {
         files.iter().find(|(p, _)| *p == d.path).map(|(_, c)| c.lines().skip(d.start - 1).take(d.lines()).collect::<Vec<_>>().join("\n")).unwrap_or_default()
     };
-    let ranked = rank::rank(&defs, body, &evidence, &s.task, None, rank::Weights::default());
+    let ranked = rank::rank(&defs, body, &evidence, task, None, rank::Weights::default());
     view::build(files, &defs, &ranked, &evidence, ViewOptions::new(budget), &estimate)
 }
 

@@ -44,7 +44,9 @@ use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};
 pub use change::{grammar as change_grammar, read as read_change};
+pub use context::view_of;
 pub use events::CoderEvent;
+pub use nodes::workspace_text_files;
 pub use state::{Attempt, CoderSettings, CoderState, EditFormat, Recommendation, Reflection, RootCause};
 
 pub const AGENT: &str = "coder";

@@ -566,10 +566,14 @@ fn fingerprint(files: &[(String, String)]) -> u64 {
 /// context is not an action, and re-reading the same files every phase
 /// would look like a loop to the repetition detector.
 fn workspace_files(s: &CoderState) -> Result<Vec<(String, String)>> {
-    let ws = Workspace::new(&s.workspace)?;
+    workspace_text_files(&Workspace::new(&s.workspace)?)
+}
+
+/// The text files of `ws` the coder reads (path, content), sorted by path.
+pub fn workspace_text_files(ws: &Workspace) -> Result<Vec<(String, String)>> {
     let mut paths: Vec<String> = ws.entries(usize::MAX).into_iter().filter(|e| !e.is_dir).map(|e| e.path).collect();
     paths.sort();
-    Ok(paths.into_iter().filter_map(|path| read(&ws, &path).map(|content| (path, content))).collect())
+    Ok(paths.into_iter().filter_map(|path| read(ws, &path).map(|content| (path, content))).collect())
 }
 
 /// The files as `prompt` shows them, sized to the model's context

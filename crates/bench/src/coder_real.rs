@@ -1,0 +1,284 @@
+//! `agentloop bench coder --suite real`: the coder on real projects — PyPI
+//! sdists as published, each with one injected bug (`data/coder-real/`).
+//! Each case's sdist is fetched once (checked against its sha256) into the
+//! data dir, unpacked into a fresh folder, and the bug put in. pytest, which
+//! these projects' suites need, is installed in the system's temp folder on
+//! first use, not by the set-up (the sandbox keeps commands out of the
+//! data dir, so it cannot live there).
+//!
+//! Before the coder runs, the bench measures localization without a model:
+//! the view the coder's first prompt would show (`coder::view_of`), and
+//! whether the faulty function is its first region (top-1) or among its
+//! first five. `--verify` stops there, after checking that each case's
+//! tests pass on the sdist as published and fail with the bug. Otherwise
+//! the coder runs, and the bench runs the tests itself: that decides
+//! `solved`. The last line printed is one JSON object.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use agentloop_agents::coder;
+use agentloop_agents::test_command;
+use agentloop_core::Store;
+use agentloop_store::SqliteStore;
+use agentloop_tools::{Sandbox, Workspace};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::coder::CoderArgs;
+use crate::harness::{self, fraction, Results, Served};
+use crate::BenchEnv;
+
+/// The pytest the bench installs for the projects' suites.
+const PYTEST: &str = "pytest==9.2.0";
+/// The view's budget for the localization figure, in tokens: an 8,192-token
+/// context less the answer's room and the prompt around the code.
+pub const VIEW_BUDGET: usize = 6000;
+
+#[derive(Deserialize)]
+struct SetFile {
+    projects: BTreeMap<String, Project>,
+    case: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Project {
+    version: String,
+    sha256: String,
+}
+
+#[derive(Deserialize, Clone)]
+struct Case {
+    id: String,
+    project: String,
+    file: String,
+    function: String,
+    kind: String,
+    task: String,
+    find: String,
+    replace: String,
+}
+
+fn set_file(set: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/coder-real").join(format!("{set}.toml"))
+}
+
+fn load(set: &str) -> Result<SetFile> {
+    let path = set_file(set);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("the real {set} set is not at {}: run from a checkout of agentloop", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("{} does not read as a set of cases", path.display()))
+}
+
+pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
+    let set = load(&args.set)?;
+    let cases: Vec<Case> = set.case.iter().filter(|c| args.only.is_empty() || args.only.iter().any(|o| c.id.contains(o.as_str()))).cloned().collect();
+    let bench_dir = config.data_dir.join("benchmarks");
+    pytest_beside(&std::env::temp_dir().join("agentloop-bench-pytest"))?;
+    let scratch = harness::scratch_dir("coder-real")?;
+    let models = if args.verify { None } else { Some(config.build_models()?) };
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
+    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?;
+    let bar = harness::bar(cases.len());
+    let (mut top1, mut top5, mut verified, mut solved, mut false_completions) = (0u32, 0u32, 0u32, 0u32, 0u32);
+    let (mut seconds, mut calls, mut prompt_tokens) = (Vec::new(), 0u64, 0u64);
+    let mut served = Served::default();
+    for case in &cases {
+        bar.set_message(case.id.clone());
+        let project =
+            set.projects.get(&case.project).with_context(|| format!("case {} names the project {}, which the set does not list", case.id, case.project))?;
+        let tarball = fetch(&case.project, project, &bench_dir.join("sdists"))?;
+        let ws = scratch.join(&case.id);
+        unpack(&tarball, &ws)?;
+        let sandbox = config.sandbox(&ws)?;
+        let command = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
+        let green = if args.verify { Some(tests(&sandbox, &command)?.0) } else { None };
+        inject(&ws, case)?;
+        let (red_passed, output) = tests(&sandbox, &command)?;
+        let ok = green.unwrap_or(true) && !red_passed;
+        verified += u32::from(ok);
+        let files = coder::workspace_text_files(&Workspace::new(&ws)?)?;
+        let view = coder::view_of(&files, &case.task, &output, &ws.display().to_string(), VIEW_BUDGET);
+        let rank = view.regions.iter().position(|r| r.path == case.file && (r.name == case.function || r.name.ends_with(&format!(".{}", case.function))));
+        top1 += u32::from(rank == Some(0));
+        top5 += u32::from(rank.is_some_and(|r| r < 5));
+        let mut record = json!({
+            "case": case.id, "project": case.project, "kind": case.kind, "command": command, "verified": ok,
+            "redWithBug": !red_passed, "greenAsPublished": green, "faultyRank": rank.map(|r| r + 1),
+            "regions": view.regions.iter().map(|r| format!("{}:{}-{} {}", r.path, r.start, r.end, r.name)).collect::<Vec<_>>(),
+        });
+        if let Some(models) = &models {
+            let started = Instant::now();
+            let run = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command).await?;
+            let took = started.elapsed().as_secs_f64();
+            solved += u32::from(run.solved);
+            false_completions += u32::from(run.said_passed && !run.solved);
+            seconds.push(took);
+            let n: u64 = run.served.values().sum();
+            calls += n;
+            prompt_tokens += run.prompt_tokens;
+            served.add(&run.served);
+            record["solved"] = json!(run.solved);
+            record["saidPassed"] = json!(run.said_passed);
+            record["finishReason"] = json!(run.finish_reason);
+            record["seconds"] = json!(harness::round(took, 1));
+            record["modelCalls"] = json!(n);
+            record["promptTokens"] = json!(run.prompt_tokens);
+            record["tests"] = json!(run.tests_tail);
+        }
+        out.write(&record)?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let n = cases.len();
+    let mut report = json!({
+        "suite": "real",
+        "set": args.set,
+        "cases": n,
+        "projects": cases.iter().map(|c| c.project.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
+        "verified": fraction(verified, n),
+        "view_budget_tokens": VIEW_BUDGET,
+        "localized_top1": fraction(top1, n),
+        "localized_top5": fraction(top5, n),
+        "results": out.path,
+    });
+    if models.is_some() {
+        report["solved"] = json!(fraction(solved, n));
+        report["solved_95"] = json!(harness::wilson(solved, n));
+        report["false_completions"] = json!(false_completions);
+        report["median_seconds"] = json!(harness::round(harness::median(seconds.iter().copied()), 1));
+        report["model_calls_per_case"] = json!(if n == 0 { 0.0 } else { harness::round(calls as f64 / n as f64, 1) });
+        report["prompt_tokens_per_call"] = json!(prompt_tokens.checked_div(calls).unwrap_or(0));
+        report["model_calls"] = served.report();
+        report["candidates"] = json!(args.settings.candidates);
+    }
+    println!("{report}");
+    Ok(())
+}
+
+/// pytest under `target`, installed there once, and on this process's
+/// `PYTHONPATH` so that the coder finds and runs it.
+fn pytest_beside(target: &Path) -> Result<()> {
+    if !target.join("pytest").is_dir() {
+        eprintln!("installing {PYTEST} into {} for the projects' test suites", target.display());
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+            .arg(&target)
+            .arg(PYTEST)
+            .status()
+            .context("python3 with pip is needed to install pytest for the real projects")?;
+        if !status.success() {
+            bail!("installing {PYTEST} failed: install it yourself into {} and run this again", target.display());
+        }
+    }
+    let path = match std::env::var("PYTHONPATH") {
+        Ok(p) if !p.is_empty() => format!("{}:{p}", target.display()),
+        _ => target.display().to_string(),
+    };
+    // Set once, before any session starts: no other thread reads it yet.
+    std::env::set_var("PYTHONPATH", path);
+    Ok(())
+}
+
+/// The project's sdist, from the cache or from PyPI, checked against its
+/// sha256. Fetched by Python's own HTTP client, which trusts the system's
+/// certificates as pip does (a proxy's included).
+fn fetch(name: &str, project: &Project, cache: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
+    let path = cache.join(format!("{name}-{}.tar.gz", project.version));
+    if path.exists() && sha256(&std::fs::read(&path)?) == project.sha256 {
+        return Ok(path);
+    }
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(FETCH_SDIST)
+        .arg(name)
+        .arg(&project.version)
+        .arg(&path)
+        .status()
+        .context("python3 is needed to fetch the sdists")?;
+    if !status.success() {
+        bail!("{name} {} could not be fetched from PyPI", project.version);
+    }
+    let got = sha256(&std::fs::read(&path)?);
+    if got != project.sha256 {
+        let _ = std::fs::remove_file(&path);
+        bail!("the sdist of {name} {} has sha256 {got}, not the {} the set names: the case cannot be trusted", project.version, project.sha256);
+    }
+    Ok(path)
+}
+
+/// Downloads `argv[1]`'s sdist of version `argv[2]` to `argv[3]`, by PyPI's JSON API.
+const FETCH_SDIST: &str = r#"
+import json, sys, urllib.parse, urllib.request
+name, version, dest = sys.argv[1:4]
+index = f"https://pypi.org/pypi/{name}/json"
+meta = json.load(urllib.request.urlopen(index, timeout=120))
+files = meta.get("releases", {}).get(version) or (meta["urls"] if meta["info"]["version"] == version else [])
+url = next(u["url"] for u in files if u["packagetype"] == "sdist")
+data = urllib.request.urlopen(urllib.parse.urljoin(index, url), timeout=300).read()
+open(dest, "wb").write(data)
+"#;
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sdist's one top folder unpacked as `ws`.
+fn unpack(tarball: &Path, ws: &Path) -> Result<()> {
+    if ws.exists() {
+        std::fs::remove_dir_all(ws)?;
+    }
+    std::fs::create_dir_all(ws)?;
+    let status =
+        Command::new("tar").arg("-xzf").arg(tarball).arg("--strip-components=1").arg("-C").arg(ws).status().context("tar is needed to unpack the sdists")?;
+    if !status.success() {
+        bail!("{} did not unpack", tarball.display());
+    }
+    Ok(())
+}
+
+/// The case's bug, put in: `find` must occur exactly once in its file.
+fn inject(ws: &Path, case: &Case) -> Result<()> {
+    let path = ws.join(&case.file);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("case {}: cannot read {}", case.id, path.display()))?;
+    let n = text.matches(case.find.as_str()).count();
+    if n != 1 {
+        bail!("case {}: the text to replace occurs {n} times in {}, not once", case.id, case.file);
+    }
+    std::fs::write(&path, text.replacen(case.find.as_str(), &case.replace, 1))?;
+    Ok(())
+}
+
+/// The test command run confined in the case's folder: passed, and its output.
+fn tests(sandbox: &Sandbox, command: &str) -> Result<(bool, String)> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace);
+    sandbox.confine(&mut cmd);
+    let out = cmd.output().with_context(|| format!("cannot run `{command}`"))?;
+    Ok((out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_real_sets_read_with_a_dozen_cases_from_different_projects() {
+        let (tuning, heldout) = (load("tuning").unwrap(), load("heldout").unwrap());
+        assert!(tuning.case.len() >= 12 && heldout.case.len() >= 12);
+        let projects: std::collections::BTreeSet<&String> = tuning.projects.keys().chain(heldout.projects.keys()).collect();
+        assert!(projects.len() >= 8, "{projects:?}");
+        assert!(tuning.projects.keys().all(|p| !heldout.projects.contains_key(p)), "no project is in both sets");
+        for set in [&tuning, &heldout] {
+            for c in &set.case {
+                assert!(set.projects.contains_key(&c.project), "{}", c.id);
+                assert_ne!(c.find, c.replace, "{}", c.id);
+            }
+        }
+    }
+}
