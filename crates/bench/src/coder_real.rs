@@ -166,7 +166,7 @@ fn pytest_beside(target: &Path) -> Result<()> {
         eprintln!("installing {PYTEST} into {} for the projects' test suites", target.display());
         let status = Command::new("python3")
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
-            .arg(&target)
+            .arg(target)
             .arg(PYTEST)
             .status()
             .context("python3 with pip is needed to install pytest for the real projects")?;
