@@ -6,8 +6,11 @@
 //!   the caller ran the failing tests and some passing ones under coverage:
 //!   a line run by every failing test and few passing ones is suspect;
 //! - the words of the task, the failing tests' names and their messages,
-//!   matched against each definition's name and body (rarer words count
-//!   more).
+//!   matched against each definition's name (with its class's) and body
+//!   (rarer words count more);
+//! - what the best-ranked definitions call: a test that fails on an
+//!   assertion shows only its own frame, and the public function the task
+//!   names is often not the one at fault but its caller.
 //!
 //! Test code is never a candidate: the change belongs in the code under test.
 
@@ -45,6 +48,8 @@ pub struct Signals {
     pub frames: f64,
     pub spectrum: f64,
     pub words: f64,
+    /// Called by a definition the other signals rank high.
+    pub called: f64,
 }
 
 /// How much each signal weighs in a definition's score.
@@ -53,13 +58,17 @@ pub struct Weights {
     pub frames: f64,
     pub spectrum: f64,
     pub words: f64,
+    pub called: f64,
 }
 
 impl Default for Weights {
     fn default() -> Self {
-        Self { frames: 2.0, spectrum: 2.0, words: 1.0 }
+        Self { frames: 2.0, spectrum: 2.0, words: 1.0, called: 0.6 }
     }
 }
+
+/// Definitions whose callees are followed, best first.
+const CALLERS_FOLLOWED: usize = 3;
 
 /// A definition with its score, best first in `rank`'s answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,11 +105,27 @@ pub fn rank(
         .map(|&i| {
             let d = &defs[i];
             let spectrum = spectrum.map(|s| (d.start..=d.end).map(|l| s.ochiai(&d.path, l)).fold(0.0, f64::max)).unwrap_or(0.0);
-            let signals = Signals { frames: frames.get(&i).copied().unwrap_or(0.0), spectrum, words: words.get(&i).copied().unwrap_or(0.0) };
+            let signals = Signals { frames: frames.get(&i).copied().unwrap_or(0.0), spectrum, words: words.get(&i).copied().unwrap_or(0.0), called: 0.0 };
             let score = weights.frames * signals.frames + weights.spectrum * signals.spectrum + weights.words * signals.words;
             Ranked { index: i, score, signals }
         })
         .collect();
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let top = ranked.first().map(|r| r.score).unwrap_or(0.0);
+    if top > 0.0 {
+        let callers: Vec<(String, f64)> =
+            ranked.iter().take(CALLERS_FOLLOWED).filter(|r| r.score > 0.0).map(|r| (body(&defs[r.index]), r.score / top)).collect();
+        for r in &mut ranked {
+            let call = format!("{}(", defs[r.index].name);
+            let called = callers
+                .iter()
+                .filter(|(text, _)| text.contains(&call) && !text.trim_start().starts_with(&format!("def {call}")))
+                .map(|(_, s)| *s)
+                .fold(0.0, f64::max);
+            r.signals.called = called;
+            r.score += weights.called * called;
+        }
+    }
     // Ties go to the smaller definition (a method over its class), then to
     // the order of the files.
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(defs[a.index].lines().cmp(&defs[b.index].lines())).then(a.index.cmp(&b.index)));
@@ -174,7 +199,7 @@ fn word_scores(defs: &[Definition], candidates: &[usize], body: &impl Fn(&Defini
     let query: HashSet<String> = words(&query_text).into_iter().collect();
     let identifiers: HashSet<&str> = query_text.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| w.len() > 2).collect();
     let bags: Vec<(usize, HashSet<String>, HashSet<String>)> =
-        candidates.iter().map(|&i| (i, words(&defs[i].name).into_iter().collect(), words(&body(&defs[i])).into_iter().collect())).collect();
+        candidates.iter().map(|&i| (i, words(&defs[i].qualified).into_iter().collect(), words(&body(&defs[i])).into_iter().collect())).collect();
     let n = bags.len().max(1) as f64;
     let idf = |w: &str| {
         let df = bags.iter().filter(|(_, name, text)| name.contains(w) || text.contains(w)).count() as f64;
@@ -272,6 +297,17 @@ mod tests {
         let ranked = rank(&defs, body_of(&sources), &Evidence::default(), "", Some(&spectrum), Weights::default());
         assert_eq!(defs[ranked[0].index].name, "clamp");
         assert!((ranked[0].signals.spectrum - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn what_the_best_ranked_definition_calls_ranks_above_what_nothing_points_at() {
+        let source = "def add_months(d, n):\n    return d.replace(month=wrap(d.month + n))\n\ndef wrap(m):\n    return m % 12\n\ndef other(m):\n    return m\n";
+        let defs = definitions("dates.py", source);
+        let body = |d: &Definition| source.lines().skip(d.start - 1).take(d.lines()).collect::<Vec<_>>().join("\n");
+        let ranked = rank(&defs, body, &Evidence::default(), "adding months gives the wrong month", None, Weights::default());
+        let names: Vec<&str> = ranked.iter().map(|r| defs[r.index].name.as_str()).collect();
+        assert_eq!(names, vec!["add_months", "wrap", "other"]);
+        assert!(ranked[1].signals.called > 0.0 && ranked[2].signals.called == 0.0);
     }
 
     #[test]
