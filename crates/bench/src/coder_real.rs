@@ -49,6 +49,10 @@ struct SetFile {
 struct Project {
     version: String,
     sha256: String,
+    /// Tests that fail as published under the sandbox, left out of the
+    /// test command (`--deselect`), as a user would with `--test-cmd`.
+    #[serde(default)]
+    deselect: Vec<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -94,7 +98,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ws = scratch.join(&case.id);
         unpack(&tarball, &ws)?;
         let sandbox = config.sandbox(&ws)?;
-        let command = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
+        let detected = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
+        let command = project.deselect.iter().fold(detected, |c, d| format!("{c} --deselect {d}"));
         let green = if args.verify { Some(tests(&sandbox, &command)?.0) } else { None };
         inject(&ws, case)?;
         let (red_passed, output) = tests(&sandbox, &command)?;
