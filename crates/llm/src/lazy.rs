@@ -84,6 +84,18 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     #[tokio::test]
+    async fn before_it_is_loaded_it_says_its_context_counts_nothing_and_a_chain_takes_the_smallest() {
+        let scripted = || Ok(Arc::new(ScriptedModel::with(|_| Ok(ChatResponse::text("hi")))) as Arc<dyn ChatModel>);
+        let small = Arc::new(LazyModel::new("small", scripted).with_context(4096));
+        let request = ChatRequest::new(vec![agentloop_core::Message::user("hello")]);
+        assert_eq!(small.context_tokens(), Some(4096));
+        assert_eq!(small.prompt_tokens(&request).await, None, "loading a model only to count a prompt would cost its load");
+        let big = Arc::new(LazyModel::new("big", scripted).with_context(8192));
+        let chain = crate::FallbackChain::new("chain", vec![big as Arc<dyn ChatModel>, small], 1).unwrap();
+        assert_eq!(chain.context_tokens(), Some(4096), "a prompt sized to the chain fits whichever member answers");
+    }
+
+    #[tokio::test]
     async fn the_model_is_loaded_once_on_the_first_call() {
         let loads = Arc::new(AtomicU32::new(0));
         let counted = loads.clone();
