@@ -223,13 +223,19 @@ pub(crate) async fn solve_task(
 /// Runs the test command in the sandbox's workspace, confined (the code is
 /// the model's): whether it passed, and its last lines.
 fn tests_pass(sandbox: &Sandbox, command: &str) -> Result<(bool, String)> {
+    let (passed, text) = run_tests(sandbox, command)?;
+    let lines: Vec<&str> = text.lines().collect();
+    Ok((passed, lines[lines.len().saturating_sub(5)..].join("\n")))
+}
+
+/// The test command run confined in the sandbox's workspace: whether it
+/// passed, and all it printed.
+pub(crate) fn run_tests(sandbox: &Sandbox, command: &str) -> Result<(bool, String)> {
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace);
     sandbox.confine(&mut cmd);
     let out = cmd.output().with_context(|| format!("cannot run `{command}`"))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<&str> = text.lines().collect();
-    Ok((out.status.success(), lines[lines.len().saturating_sub(5)..].join("\n")))
+    Ok((out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {

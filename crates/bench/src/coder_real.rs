@@ -24,12 +24,12 @@ use agentloop_agents::coder;
 use agentloop_agents::test_command;
 use agentloop_core::Store;
 use agentloop_store::SqliteStore;
-use agentloop_tools::{Sandbox, Workspace};
+use agentloop_tools::Workspace;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::coder::CoderArgs;
+use crate::coder::{run_tests, CoderArgs};
 use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
@@ -100,9 +100,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let sandbox = config.sandbox(&ws)?;
         let detected = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
         let command = project.deselect.iter().fold(detected, |c, d| format!("{c} --deselect {d}"));
-        let green = if args.verify { Some(tests(&sandbox, &command)?.0) } else { None };
+        let green = if args.verify { Some(run_tests(&sandbox, &command)?.0) } else { None };
         inject(&ws, case)?;
-        let (red_passed, output) = tests(&sandbox, &command)?;
+        let (red_passed, output) = run_tests(&sandbox, &command)?;
         let ok = green.unwrap_or(true) && !red_passed;
         verified += u32::from(ok);
         let files = coder::workspace_text_files(&Workspace::new(&ws)?)?;
@@ -257,15 +257,6 @@ fn inject(ws: &Path, case: &Case) -> Result<()> {
     }
     std::fs::write(&path, text.replacen(case.find.as_str(), &case.replace, 1))?;
     Ok(())
-}
-
-/// The test command run confined in the case's folder: passed, and its output.
-fn tests(sandbox: &Sandbox, command: &str) -> Result<(bool, String)> {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(command).current_dir(&sandbox.policy().workspace);
-    sandbox.confine(&mut cmd);
-    let out = cmd.output().with_context(|| format!("cannot run `{command}`"))?;
-    Ok((out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))))
 }
 
 #[cfg(test)]

@@ -216,14 +216,18 @@ fn weighed(verifications: &[Verification]) -> serde_json::Value {
     })
 }
 
+/// The trials a session's journal recorded, in order.
+fn trials(calls: &[agentloop_core::CallRecord]) -> impl Iterator<Item = Trial> + '_ {
+    calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok())
+}
+
 /// Of the checklist commands that failed on a trial, how many failed on a
 /// trial the bench's own checks pass (a wrong derived check), and how many
 /// of those passed on the root before the plan (an inverted check): each
 /// trial's patch is applied to a copy of the root as seeded and checked there.
 fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord]) -> Result<(u32, u32, u32)> {
     let (mut failed, mut wrong, mut inverted) = (0, 0, 0);
-    let trials = calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok());
-    for trial in trials {
+    for trial in trials(calls) {
         let failing = trial.checks.iter().flatten().filter(|c| c.failed()).count() as u32;
         if failing == 0 {
             continue;
@@ -246,8 +250,7 @@ fn derived_checks(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::Ca
 /// seeded, fails the bench's checks. Trials that ran to their end are
 /// verified in order, one verification each.
 fn false_without_the_rule(goal: &Goal, seeded: &ScratchCopy, calls: &[agentloop_core::CallRecord], verifications: &[Verification]) -> Result<bool> {
-    let trials = calls.iter().filter(|c| c.name == "try_plan").filter_map(|c| c.output.clone()).filter_map(|o| serde_json::from_value::<Trial>(o).ok());
-    let Some((trial, _)) = trials.filter(|t| !t.failed).zip(verifications).find(|(_, v)| v.met_after_alone()) else { return Ok(false) };
+    let Some((trial, _)) = trials(calls).filter(|t| !t.failed).zip(verifications).find(|(_, v)| v.met_after_alone()) else { return Ok(false) };
     let replay = ScratchCopy::of(seeded.workspace())?;
     trial.patch.apply(replay.workspace())?;
     Ok(goal.expect.iter().any(|e| check(replay.workspace().root(), e).is_err()))

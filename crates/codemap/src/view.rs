@@ -24,6 +24,11 @@ pub struct Region {
 }
 
 impl Region {
+    /// The whole of a definition.
+    pub fn of(d: &Definition) -> Self {
+        Self { path: d.path.clone(), start: d.start, end: d.end, name: d.qualified.clone() }
+    }
+
     /// Whether lines `start..=end` of `path` lie inside it.
     pub fn covers(&self, path: &str, start: usize, end: usize) -> bool {
         self.path == path && self.start <= start && end <= self.end
@@ -109,7 +114,7 @@ pub fn build(
         }
         spent += c;
         code.push_str(&block);
-        view.regions.push(Region { path: d.path.clone(), start: d.start, end: d.end, name: d.qualified.clone() });
+        view.regions.push(Region::of(d));
     }
 
     let test_budget = (options.budget as f64 * options.tests_share) as usize;
@@ -129,7 +134,7 @@ pub fn build(
         }
         test_spent += c;
         tests.push_str(&block);
-        view.tests.push(Region { path: d.path.clone(), start: d.start, end: d.end, name: d.qualified.clone() });
+        view.tests.push(Region::of(d));
     }
     spent += test_spent;
 
@@ -176,7 +181,7 @@ fn window(d: &Definition, source: &str, budget: usize, cost: &dyn Fn(&str) -> us
         let end = start + len - 1;
         let block = region_text(&d.path, source, start, end, &format!("part of {}", d.qualified));
         if cost(&block) <= budget {
-            best = Some((block, Region { path: d.path.clone(), start, end, name: d.qualified.clone() }));
+            best = Some((block, Region { start, end, ..Region::of(d) }));
             lo = len + 1;
         } else {
             hi = len - 1;

@@ -22,8 +22,9 @@ use super::CODER_ROLE;
 const ANSWER_TOKENS: usize = 1024;
 /// Slack for what an estimate may miss (the chat template's own tokens).
 const MARGIN_TOKENS: usize = 128;
-/// A context to assume when the model does not say (a remote endpoint).
-const ASSUMED_CONTEXT: usize = 8192;
+/// A context to assume when the model does not say (a remote endpoint):
+/// the embedded model's default.
+const ASSUMED_CONTEXT: usize = agentloop_llm::DEFAULT_CONTEXT as usize;
 
 /// A text's length in tokens, estimated on the safe side: code runs about
 /// three and a half characters a token on the shipped models' vocabulary.
