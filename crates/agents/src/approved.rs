@@ -19,10 +19,18 @@ fn effect_of(tool: &str) -> Effect {
 pub async fn call(step: &mut Step, approvals: &mut Approvals, tool: &str, input: Value) -> Result<Value> {
     // A command tried in a scratch copy is asked about (and remembered) as
     // the command it runs.
-    let (asked_tool, asked) = match tool {
+    let asked = match tool {
         "try_change" => ("run_command", json!({"command": input["command"]})),
         _ => (tool, input.clone()),
     };
+    call_as(step, approvals, tool, input, asked).await
+}
+
+/// `call`, asked about as the call `asked` (a tool and its input): a run of
+/// the same suite as the test command (under a tracer, say) is asked
+/// about, and remembered, as that command.
+pub async fn call_as(step: &mut Step, approvals: &mut Approvals, tool: &str, input: Value, asked: (&str, Value)) -> Result<Value> {
+    let (asked_tool, asked) = asked;
     if approvals.needs_asking(asked_tool, effect_of(asked_tool), &asked) {
         let reply = step.interrupt(Approvals::question(asked_tool, &asked)).await?;
         if let Verdict::Denied(why) = approvals.record(asked_tool, &asked, &reply) {

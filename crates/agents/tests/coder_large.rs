@@ -19,6 +19,10 @@ const TESTS: &str = "import unittest\nfrom zz_calc import add\n\nclass T(unittes
 /// sorting before it, with a licence and a manifest: together far over an
 /// 8,192-token context.
 fn seed(root: &std::path::Path, faulty: &str) {
+    seed_with(root, faulty, TESTS);
+}
+
+fn seed_with(root: &std::path::Path, faulty: &str, tests: &str) {
     std::fs::write(root.join("LICENSE.txt"), "Permission is hereby granted, free of charge, to any person. ".repeat(300)).unwrap();
     std::fs::write(root.join("MANIFEST.in"), "include *.txt\n".repeat(100)).unwrap();
     for i in 0..12 {
@@ -28,7 +32,7 @@ fn seed(root: &std::path::Path, faulty: &str) {
         std::fs::write(root.join(format!("a{i:02}_helpers.py")), body).unwrap();
     }
     std::fs::write(root.join("zz_calc.py"), faulty).unwrap();
-    std::fs::write(root.join("test_calc.py"), TESTS).unwrap();
+    std::fs::write(root.join("test_calc.py"), tests).unwrap();
 }
 
 type Sent = Arc<Mutex<Vec<ChatRequest>>>;
@@ -36,6 +40,11 @@ type Sent = Arc<Mutex<Vec<ChatRequest>>>;
 /// A model that plans, then answers CODE and FIX with `changes` in turn,
 /// and accepts a review; every request is kept.
 fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
+    planning(r#"{"steps": ["make add return the sum"]}"#, changes)
+}
+
+/// `model`, planning with `plan`.
+fn planning(plan: &'static str, changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
     let sent: Sent = Arc::default();
     let seen = sent.clone();
     let changes = Mutex::new(changes.into_iter());
@@ -43,7 +52,7 @@ fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
         seen.lock().unwrap().push(req.clone());
         let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
         let text = if prompt.contains("Write a short plan") {
-            r#"{"steps": ["make add return the sum"]}"#.to_string()
+            plan.to_string()
         } else if prompt.contains("Carry out the plan") || prompt.contains("What to fix") {
             changes.lock().unwrap().next().unwrap_or("nothing").to_string()
         } else if prompt.contains("The last attempt failed") {
@@ -57,12 +66,16 @@ fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
 }
 
 async fn run(root: &std::path::Path, model: ScriptedModel) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    run_with(root, model, "python3 -m unittest -q").await
+}
+
+async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &str) -> (agentloop_core::Outcome, Arc<dyn Store>) {
     let workspace = Workspace::new(root).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
     let config = CoderSettings { candidates: 1, max_iterations: 3, ..CoderSettings::default() };
     let runner = coder::runner(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
-    let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let state = CoderState::new(&workspace, "make add() return the sum", test_command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
     (runner.start(state, options).unwrap().wait().await.unwrap(), store)
@@ -110,4 +123,64 @@ async fn a_five_thousand_line_module_is_edited_through_a_region_never_whole() {
     }
     let after = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
     assert_eq!(after, module.replace("return a - b", "return a + b"), "only the region changed");
+}
+
+/// Tests that fail on an assertion in the test itself: no frame names the
+/// code at fault, and neither does the task. A passing test runs the
+/// module's other function.
+const ASSERTING: &str = "import unittest\nimport zz_calc\n\nclass T(unittest.TestCase):\n    def test_numbers(self):\n        self.assertEqual(zz_calc.scaled([1, 2]), [10, 20])\n\n    def test_other(self):\n        self.assertEqual(zz_calc.offset([1]), [2])\n";
+const SCALED: &str =
+    "def offset(xs):\n    return [x + 1 for x in xs]\n\n\ndef scaled(xs):\n    out = []\n    for x in xs:\n        out.append(x * 100)\n    return out\n";
+const SCALED_FIX: &str = "zz_calc.py\n```python\n<<<<<<< SEARCH\n        out.append(x * 100)\n=======\n        out.append(x * 10)\n>>>>>>> REPLACE\n```\n";
+
+fn notices(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<String> {
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    events.iter().filter(|e| e.name == "coder:notice").map(|e| e.payload["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_failure_no_frame_explains_is_localized_by_the_tests_line_coverage_run_in_the_sandbox() {
+    let ws = tempfile::tempdir().unwrap();
+    seed_with(ws.path(), SCALED, ASSERTING);
+    let (model, sent) = model(vec![SCALED_FIX]);
+    let (out, store) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let said = notices(&store, &out);
+    assert!(said.iter().any(|n| n == "line coverage: 1 failing and 1 passing tests traced"), "{said:?}");
+    let prompt = &code_prompts(&sent)[0];
+    let shown = prompt.find("zz_calc.py lines 5-9 (scaled)").unwrap_or_else(|| panic!("the function the failing test ran is shown:\n{prompt}"));
+    assert!(prompt.find("(offset)").is_none_or(|o| o > shown), "the passing test's function ranks below it");
+    let after = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
+    assert!(after.contains("x * 10)"), "{after}");
+}
+
+#[tokio::test]
+async fn the_coverage_run_reads_pytest_too_where_pytest_is() {
+    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pytest-deps");
+    assert!(deps.join("pytest").is_dir(), "pytest for this test is installed by scripts/setup.sh --no-run into {}", deps.display());
+    let ws = tempfile::tempdir().unwrap();
+    seed_with(ws.path(), SCALED, ASSERTING);
+    let (model, _) = model(vec![SCALED_FIX]);
+    let command = format!("PYTHONPATH={} python3 -m pytest -q", deps.canonicalize().unwrap().display());
+    let (out, store) = run_with(ws.path(), model, &command).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let said = notices(&store, &out);
+    assert!(said.iter().any(|n| n == "line coverage: 1 failing and 1 passing tests traced"), "{said:?}");
+}
+
+#[tokio::test]
+async fn a_plan_may_open_more_code_and_search_it_and_later_prompts_show_what_it_found() {
+    let ws = tempfile::tempdir().unwrap();
+    seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
+    let plan = r#"{"steps": ["make add return the sum"], "open": ["helper_3_7", "nothing_by_this_name"], "search": "total += v * 59"}"#;
+    let (model, sent) = planning(plan, vec![HUNK]);
+    let (out, store) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let prompt = &code_prompts(&sent)[0];
+    assert!(prompt.contains("a03_helpers.py lines 43-47 (helper_3_7, as asked)"), "the definition asked for is opened:\n{prompt}");
+    assert!(prompt.contains("open `nothing_by_this_name` → nothing by that name or range"), "{prompt}");
+    assert!(prompt.contains("search `total += v * 59`") && prompt.contains("a00_helpers.py:"), "the search's hits are shown:\n{prompt}");
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    let asked: Vec<&str> = events.iter().filter(|e| e.name == "coder:tool").filter_map(|e| e.payload["tool"].as_str()).collect();
+    assert_eq!(asked, vec!["open", "open", "search"], "each request is in the journal");
 }

@@ -687,7 +687,7 @@ async fn with_mcp_tools_the_plan_starts_from_what_the_model_looked_up() {
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert_eq!(*looked.lock().unwrap(), 2, "a look-up, then none needed");
     let plan_prompt = sent_in(&sent, "plan")[0].messages.last().unwrap().content.clone();
-    assert!(plan_prompt.contains("Looked up with the tools") && plan_prompt.contains("add() must use +"), "{plan_prompt}");
+    assert!(plan_prompt.contains("Looked up:") && plan_prompt.contains("add() must use +"), "{plan_prompt}");
     let s: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
     assert_eq!(s.lookups.len(), 1, "{:?}", s.lookups);
 }

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use agentloop_agents::coder;
 use agentloop_agents::test_command;
+use agentloop_codemap::{coverage, rank::Weights};
 use agentloop_core::Store;
 use agentloop_store::SqliteStore;
 use agentloop_tools::Workspace;
@@ -88,6 +89,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?;
     let bar = harness::bar(cases.len());
     let (mut top1, mut top5, mut verified, mut solved, mut false_completions) = (0u32, 0u32, 0u32, 0u32, 0u32);
+    // Top-1 and top-5 hits with each signal left out, to say which earn their place.
+    let mut without: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     let (mut seconds, mut calls, mut prompt_tokens) = (Vec::new(), 0u64, 0u64);
     let mut served = Served::default();
     for case in &cases {
@@ -106,13 +109,29 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ok = green.unwrap_or(true) && !red_passed;
         verified += u32::from(ok);
         let files = coder::workspace_text_files(&Workspace::new(&ws)?)?;
-        let view = coder::view_of(&files, &case.task, &output, &ws.display().to_string(), VIEW_BUDGET);
-        let rank = view.regions.iter().position(|r| r.path == case.file && (r.name == case.function || r.name.ends_with(&format!(".{}", case.function))));
+        let spectrum = coverage::command(&command).map(|traced| run_tests(&sandbox, &traced)).transpose()?.and_then(|(_, out)| coverage::read(&out));
+        let root = ws.display().to_string();
+        let clues = coder::Clues { task: &case.task, output: &output, root: &root, spectrum: spectrum.as_ref(), opened: &[] };
+        let faulty = |view: &agentloop_codemap::View| {
+            view.regions.iter().position(|r| r.path == case.file && (r.name == case.function || r.name.ends_with(&format!(".{}", case.function))))
+        };
+        let view = coder::view_of(&files, &clues, Weights::default(), VIEW_BUDGET);
+        let rank = faulty(&view);
         top1 += u32::from(rank == Some(0));
         top5 += u32::from(rank.is_some_and(|r| r < 5));
+        let mut without_ranks = serde_json::Map::new();
+        for (signal, weights) in without_each() {
+            let r = faulty(&coder::view_of(&files, &clues, weights, VIEW_BUDGET));
+            let hits = without.entry(signal).or_default();
+            hits.0 += u32::from(r == Some(0));
+            hits.1 += u32::from(r.is_some_and(|r| r < 5));
+            without_ranks.insert(signal.into(), json!(r.map(|r| r + 1)));
+        }
         let mut record = json!({
             "case": case.id, "project": case.project, "kind": case.kind, "command": command, "verified": ok,
             "redWithBug": !red_passed, "greenAsPublished": green, "faultyRank": rank.map(|r| r + 1),
+            "traced": spectrum.as_ref().map(|s| json!({"failed": s.failed, "passed": s.passed})),
+            "faultyRankWithout": without_ranks,
             "regions": view.regions.iter().map(|r| format!("{}:{}-{} {}", r.path, r.start, r.end, r.name)).collect::<Vec<_>>(),
         });
         if let Some(models) = &models {
@@ -148,6 +167,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         "view_budget_tokens": VIEW_BUDGET,
         "localized_top1": fraction(top1, n),
         "localized_top5": fraction(top5, n),
+        "localized_without": without.iter().map(|(k, (t1, t5))| (k.to_string(), json!({"top1": fraction(*t1, n), "top5": fraction(*t5, n)}))).collect::<serde_json::Map<_, _>>(),
         "results": out.path,
     });
     if models.is_some() {
@@ -162,6 +182,17 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     }
     println!("{report}");
     Ok(())
+}
+
+/// The ranking's weights with each signal in turn set to nothing.
+fn without_each() -> Vec<(&'static str, Weights)> {
+    let all = Weights::default();
+    vec![
+        ("frames", Weights { frames: 0.0, ..all }),
+        ("spectrum", Weights { spectrum: 0.0, ..all }),
+        ("words", Weights { words: 0.0, ..all }),
+        ("callees", Weights { called: 0.0, ..all }),
+    ]
 }
 
 /// pytest under `target`, installed there once, and on this process's

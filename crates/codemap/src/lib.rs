@@ -5,16 +5,20 @@
 //! code a task is about. Instead, the tests say what fails and where
 //! (`evidence`), each source file is read into its definitions
 //! (`symbols`), the definitions are ranked for the task by the failing
-//! tests' stack frames, their coverage and the task's words (`rank`), and
-//! the best of them are shown whole, with a map of the rest, within a
-//! budget counted by the caller in the model's own tokens (`view`).
+//! tests' stack frames, their line coverage (`coverage`) and the task's
+//! words (`rank`), and the best of them are shown whole, with a map of the
+//! rest, within a budget counted by the caller in the model's own tokens
+//! (`view`).
 
+pub mod coverage;
 pub mod evidence;
+pub mod open;
 pub mod rank;
 pub mod symbols;
 pub mod view;
 
+pub use coverage::Spectrum;
 pub use evidence::{Evidence, FailingTest, Frame};
-pub use rank::{rank, Ranked, Signals, Spectrum};
+pub use rank::{rank, Ranked, Signals};
 pub use symbols::{definitions, Definition, Kind};
 pub use view::{Region, View, ViewOptions};

@@ -14,33 +14,13 @@
 //!
 //! Test code is never a candidate: the change belongs in the code under test.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::coverage::Spectrum;
 use crate::evidence::Evidence;
 use crate::symbols::Definition;
-
-/// Line coverage of the failing tests and of passing ones: for each line
-/// run by any of them, how many failing and how many passing tests ran it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Spectrum {
-    pub failed: usize,
-    pub passed: usize,
-    /// `(path, line)` → (failing tests that ran it, passing tests that ran it).
-    pub lines: BTreeMap<(String, usize), (usize, usize)>,
-}
-
-impl Spectrum {
-    /// Ochiai's suspiciousness of one line: ef / sqrt(F × (ef + ep)).
-    fn ochiai(&self, path: &str, line: usize) -> f64 {
-        let Some(&(ef, ep)) = self.lines.get(&(path.to_string(), line)) else { return 0.0 };
-        if ef == 0 || self.failed == 0 {
-            return 0.0;
-        }
-        ef as f64 / ((self.failed * (ef + ep)) as f64).sqrt()
-    }
-}
 
 /// What each signal said of one definition, each from 0 to 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -292,8 +272,8 @@ mod tests {
     fn ochiai_prefers_the_line_only_failing_tests_run() {
         let (defs, sources) = repo();
         let mut spectrum = Spectrum { failed: 1, passed: 3, ..Spectrum::default() };
-        spectrum.lines.insert(("pkg/maths.py".into(), 2), (1, 0));
-        spectrum.lines.insert(("pkg/strings.py".into(), 2), (1, 3));
+        spectrum.lines.entry("pkg/maths.py".into()).or_default().insert(2, (1, 0));
+        spectrum.lines.entry("pkg/strings.py".into()).or_default().insert(2, (1, 3));
         let ranked = rank(&defs, body_of(&sources), &Evidence::default(), "", Some(&spectrum), Weights::default());
         assert_eq!(defs[ranked[0].index].name, "clamp");
         assert!((ranked[0].signals.spectrum - 1.0).abs() < 1e-9);

@@ -65,11 +65,13 @@ pub struct View {
 }
 
 /// Builds the view of `files` (path, content) with their `defs` ranked by
-/// `ranked`; `cost(text)` is the text's length in the model's tokens.
+/// `ranked`, the regions the model asked for (`opened`, see `open.rs`)
+/// first; `cost(text)` is the text's length in the model's tokens.
 pub fn build(
     files: &[(String, String)],
     defs: &[Definition],
     ranked: &[Ranked],
+    opened: &[Region],
     evidence: &Evidence,
     options: ViewOptions,
     cost: &dyn Fn(&str) -> usize,
@@ -80,6 +82,19 @@ pub fn build(
 
     let region_budget = (options.budget as f64 * options.regions_share) as usize;
     let mut code = String::new();
+    for o in opened {
+        let Some(source) = sources.get(o.path.as_str()) else { continue };
+        if view.regions.iter().any(|g| g.covers(&o.path, o.start, o.end)) {
+            continue;
+        }
+        let block = region_text(&o.path, source, o.start, o.end, &format!("{}, as asked", o.name));
+        let c = cost(&block);
+        if spent + c <= region_budget / 2 {
+            spent += c;
+            code.push_str(&block);
+            view.regions.push(o.clone());
+        }
+    }
     for r in ranked {
         if view.regions.len() >= options.max_regions {
             break;
@@ -288,7 +303,7 @@ mod tests {
                 .unwrap_or_default()
         };
         let ranked = rank(&defs, body, &evidence, "parse_ranges drops the last number", None, Weights::default());
-        let view = build(&files, &defs, &ranked, &evidence, ViewOptions::new(1500), &chars);
+        let view = build(&files, &defs, &ranked, &[], &evidence, ViewOptions::new(1500), &chars);
         assert_eq!(view.regions[0].name, "parse_ranges");
         assert!(view.text.contains("pkg/zz_ranges.py lines 1-6 (parse_ranges)"), "{}", view.text);
         assert_eq!(view.tests.first().map(|t| t.name.as_str()), Some("test_parse_ranges"));
@@ -303,9 +318,22 @@ mod tests {
         let files = vec![("big.py".to_string(), format!("def huge():\n{body}    return 0\n"))];
         let defs = definitions("big.py", &files[0].1);
         let ranked = rank(&defs, |_| String::new(), &Evidence::default(), "huge", None, Weights::default());
-        let view = build(&files, &defs, &ranked, &Evidence::default(), ViewOptions::new(800), &chars);
+        let view = build(&files, &defs, &ranked, &[], &Evidence::default(), ViewOptions::new(800), &chars);
         let r = &view.regions[0];
         assert!(r.start > 1 && r.end < 2002 && r.end > r.start, "{r:?}");
         assert!(view.cost <= 800);
+    }
+
+    #[test]
+    fn a_region_asked_for_is_shown_first_and_not_twice() {
+        let files = package();
+        let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
+        let ranked = rank(&defs, |_| String::new(), &Evidence::default(), "parse_ranges", None, Weights::default());
+        let asked = Region { path: "pkg/a03_helpers.py".into(), start: 4, end: 5, name: "helper_3_1".into() };
+        let ranges = Region { path: "pkg/zz_ranges.py".into(), start: 1, end: 6, name: "parse_ranges".into() };
+        let view = build(&files, &defs, &ranked, &[asked.clone(), ranges], &Evidence::default(), ViewOptions::new(1500), &chars);
+        assert_eq!(view.regions[0], asked);
+        assert!(view.text.contains("pkg/a03_helpers.py lines 4-5 (helper_3_1, as asked)"), "{}", view.text);
+        assert_eq!(view.regions.iter().filter(|r| r.path == "pkg/zz_ranges.py").count(), 1, "a ranked region already opened is not shown again");
     }
 }

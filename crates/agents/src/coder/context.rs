@@ -11,7 +11,7 @@
 //! (the embedded model); otherwise, and for the parts, estimated
 //! conservatively and the whole prompt checked once more.
 
-use agentloop_codemap::{definitions, evidence::Evidence, rank, view, Definition, Region, ViewOptions};
+use agentloop_codemap::{definitions, evidence::Evidence, rank, view, Definition, Region, Spectrum, ViewOptions};
 use agentloop_core::{ChatRequest, Step};
 
 use super::state::CoderState;
@@ -33,9 +33,9 @@ pub fn estimate(text: &str) -> usize {
 }
 
 /// The files as the prompt `prompt(files_text)` shows them, sized to the
-/// context of the coder's model, and the regions shown (none when the
+/// context of the coder's model, and the regions shown (`None` when the
 /// files are shown whole), for `CoderState::shown`.
-pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)], prompt: impl Fn(&str) -> ChatRequest) -> (String, Vec<Region>) {
+pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)], prompt: impl Fn(&str) -> ChatRequest) -> (String, Option<Vec<Region>>) {
     let empty = prompt("");
     let (context, fixed) = step.measure_as(CODER_ROLE, &empty).await;
     let context = context.unwrap_or(ASSUMED_CONTEXT);
@@ -43,15 +43,15 @@ pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)],
     let mut budget = context.saturating_sub(fixed + ANSWER_TOKENS + MARGIN_TOKENS);
     let whole = super::nodes::render(files);
     if estimate(&whole) <= budget {
-        return (whole, Vec::new());
+        return (whole, None);
     }
     // Built, then checked whole in the model's tokens: over, it is built
     // again in a budget smaller by what it was over.
-    let mut built = (String::new(), Vec::new());
+    let mut built = (String::new(), Some(Vec::new()));
     for _ in 0..3 {
         let v = region_view(s, files, budget);
         let total = step.measure_as(CODER_ROLE, &prompt(&v.text)).await.1;
-        built = (v.text, v.regions);
+        built = (v.text, Some(v.regions));
         match total {
             Some(t) if t + ANSWER_TOKENS > context => budget = budget.saturating_sub(t + ANSWER_TOKENS - context + MARGIN_TOKENS),
             _ => break,
@@ -62,30 +62,43 @@ pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)],
 
 /// The ranked view of `files` within `budget` tokens.
 fn region_view(s: &CoderState, files: &[(String, String)], budget: usize) -> agentloop_codemap::View {
-    view_of(files, &s.task, super::prompts::output_now(s), &s.workspace, budget)
+    let clues = Clues { task: &s.task, output: super::prompts::output_now(s), root: &s.workspace, spectrum: s.spectrum.as_ref(), opened: &s.opened };
+    view_of(files, &clues, rank::Weights::default(), budget)
 }
 
-/// The view of `files` (of the workspace at `root`) for `task`, given the
-/// test run `output`, within `budget` tokens: what the coder shows a model
-/// whose context the files overflow. Public for the benchmark, which
-/// measures where the faulty function ranks without running a model.
-pub fn view_of(files: &[(String, String)], task: &str, output: &str, root: &str, budget: usize) -> agentloop_codemap::View {
+/// What points at the code a task is about.
+pub struct Clues<'a> {
+    pub task: &'a str,
+    /// The last test run's output.
+    pub output: &'a str,
+    /// The workspace root, as the test output names it.
+    pub root: &'a str,
+    /// The tests' line coverage, when it was traced.
+    pub spectrum: Option<&'a Spectrum>,
+    /// Regions the model asked to see, shown first.
+    pub opened: &'a [Region],
+}
+
+/// The view of `files` for the `clues`, ranked with `weights`, within
+/// `budget` tokens: what the coder shows a model whose context the files
+/// overflow. Public for the benchmark, which measures where the faulty
+/// function ranks, and with which signals, without running a model.
+pub fn view_of(files: &[(String, String)], clues: &Clues<'_>, weights: rank::Weights, budget: usize) -> agentloop_codemap::View {
     let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
-    let evidence = Evidence::read(output, root);
+    let evidence = Evidence::read(clues.output, clues.root);
     let body = |d: &Definition| {
         files.iter().find(|(p, _)| *p == d.path).map(|(_, c)| c.lines().skip(d.start - 1).take(d.lines()).collect::<Vec<_>>().join("\n")).unwrap_or_default()
     };
-    let ranked = rank::rank(&defs, body, &evidence, task, None, rank::Weights::default());
-    view::build(files, &defs, &ranked, &evidence, ViewOptions::new(budget), &estimate)
+    let ranked = rank::rank(&defs, body, &evidence, clues.task, clues.spectrum, weights);
+    view::build(files, &defs, &ranked, clues.opened, &evidence, ViewOptions::new(budget), &estimate)
 }
 
 /// The files a change may be written against, for the answer's grammar:
-/// each file shown whole, or, for a file shown as regions, only the lines
-/// of those regions (a search/replace hunk can then only find shown lines).
-pub fn editable(files: &[(String, String)], shown: &[Region]) -> Vec<(String, String)> {
-    if shown.is_empty() {
-        return files.to_vec();
-    }
+/// every file when all were shown whole (`shown` is `None`), else only the
+/// lines of the regions shown (a search/replace hunk can then only find
+/// shown lines).
+pub fn editable(files: &[(String, String)], shown: Option<&[Region]>) -> Vec<(String, String)> {
+    let Some(shown) = shown else { return files.to_vec() };
     let mut out = Vec::new();
     for (path, content) in files {
         let lines: Vec<&str> = content.lines().collect();
@@ -101,11 +114,10 @@ pub fn editable(files: &[(String, String)], shown: &[Region]) -> Vec<(String, St
 /// Why a change to `path` from `before` to `after` is refused, when it
 /// touches lines outside the regions shown of that file: one sentence
 /// naming the lines and the regions. Lines added next to a region count
-/// as inside it.
-pub fn outside_shown(path: &str, before: &str, after: &str, shown: &[Region]) -> Option<String> {
-    if shown.is_empty() {
-        return None;
-    }
+/// as inside it. Nothing is outside when every file was shown whole
+/// (`shown` is `None`).
+pub fn outside_shown(path: &str, before: &str, after: &str, shown: Option<&[Region]>) -> Option<String> {
+    let shown = shown?;
     let regions: Vec<&Region> = shown.iter().filter(|r| r.path == path).collect();
     let diff = similar::TextDiff::from_lines(before, after);
     for op in diff.ops() {
@@ -145,27 +157,30 @@ mod tests {
         let inside = before.replace("line 11\n", "line eleven\n");
         let outside = before.replace("line 3\n", "line three\n");
         let shown = vec![region("a.py", 10, 12)];
-        assert_eq!(outside_shown("a.py", &before, &inside, &shown), None);
-        let why = outside_shown("a.py", &before, &outside, &shown).unwrap_or_default();
+        assert_eq!(outside_shown("a.py", &before, &inside, Some(&shown)), None);
+        let why = outside_shown("a.py", &before, &outside, Some(&shown)).unwrap_or_default();
         assert!(why.contains("lines 3-3") && why.contains("lines 10-12"), "{why}");
         // Another file, never shown: refused.
-        assert!(outside_shown("b.py", &before, &inside, &shown).is_some());
-        // Nothing shown as regions: the files were whole, anything goes.
-        assert_eq!(outside_shown("a.py", &before, &outside, &[]), None);
+        assert!(outside_shown("b.py", &before, &inside, Some(&shown)).is_some());
+        // Shown in part with no region at all: nothing may change.
+        assert!(outside_shown("a.py", &before, &inside, Some(&[])).is_some());
+        // The files were shown whole: anything goes.
+        assert_eq!(outside_shown("a.py", &before, &outside, None), None);
     }
 
     #[test]
     fn lines_added_right_after_a_region_count_as_inside_it() {
         let before: String = (1..=5).map(|i| format!("line {i}\n")).collect();
         let after = before.replace("line 3\n", "line 3\nnew line\n");
-        assert_eq!(outside_shown("a.py", &before, &after, &[region("a.py", 2, 3)]), None);
+        assert_eq!(outside_shown("a.py", &before, &after, Some(&[region("a.py", 2, 3)])), None);
     }
 
     #[test]
     fn the_grammar_sees_only_the_shown_lines_of_a_file_shown_as_regions() {
         let files = vec![("a.py".to_string(), "one\ntwo\nthree\nfour\n".to_string()), ("b.py".to_string(), "x\n".to_string())];
-        let got = editable(&files, &[region("a.py", 2, 3)]);
+        let got = editable(&files, Some(&[region("a.py", 2, 3)]));
         assert_eq!(got, vec![("a.py".to_string(), "two\nthree".to_string())]);
-        assert_eq!(editable(&files, &[]), files);
+        assert_eq!(editable(&files, None), files);
+        assert!(editable(&files, Some(&[])).is_empty());
     }
 }

@@ -12,8 +12,10 @@ use serde_json::{json, Value};
 use super::best;
 use super::change;
 use super::context;
+use super::coverage;
 use super::events::CoderEvent;
 use super::failures;
+use super::more;
 use super::new_files;
 use super::prompts;
 use super::state::{Attempt, CandidateRecord, CoderState, Recommendation, Reflection, RootCause};
@@ -30,7 +32,7 @@ struct PlanOut {
 /// One plan step, kept to a sentence or two.
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
-struct PlanStep(#[schemars(length(max = 200))] String);
+pub(super) struct PlanStep(#[schemars(length(max = 200))] pub(super) String);
 
 #[derive(Deserialize, JsonSchema)]
 struct ReviewOut {
@@ -45,14 +47,26 @@ pub fn plan<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
         step.begin_iteration()?;
         phase(step, "plan");
         if s.baseline.is_none() {
-            let (_, shown) = run_tests(s, step).await?;
+            let (passed, shown) = run_tests(s, step).await?;
             s.baseline = Some(shown);
+            s.baseline_passed = passed;
         }
         let files = workspace_files(s)?;
-        let files = shown(s, step, &files, prompts::plan).await;
-        look_up(s, step, &files).await?;
-        let out: PlanOut = step.chat_json_as(CODER_ROLE, prompts::plan(s, &files)).await?;
-        s.plan = out.steps.into_iter().map(|step| step.0).collect();
+        let mut text = shown(s, step, &files, prompts::plan).await;
+        if coverage::trace_once(s, step).await? {
+            text = shown(s, step, &files, prompts::plan).await;
+        }
+        look_up(s, step, &text).await?;
+        let steps = if !s.in_part {
+            let out: PlanOut = step.chat_json_as(CODER_ROLE, prompts::plan(s, &text)).await?;
+            out.steps
+        } else {
+            // Shown as regions, the plan may ask to see more (`more.rs`).
+            let out: more::PlanAsking = step.chat_json_as(CODER_ROLE, prompts::plan_asking(s, &text)).await?;
+            more::take(s, step, &files, &out);
+            out.steps
+        };
+        s.plan = steps.into_iter().map(|step| step.0).collect();
         Ok(())
     })
 }
@@ -332,7 +346,7 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
-    let editable = context::editable(files, &s.shown);
+    let editable = context::editable(files, s.regions());
     let writable: Vec<(&str, &str)> =
         editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
     request.grammar = Some(change::grammar(&writable, s.edit_format()));
@@ -477,7 +491,7 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
     change.sort();
     for (path, after) in &change {
         let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str());
-        if let Some(why) = before.and_then(|before| context::outside_shown(path, before, after, &s.shown)) {
+        if let Some(why) = before.and_then(|before| context::outside_shown(path, before, after, s.regions())) {
             return Err(why);
         }
     }
@@ -582,7 +596,8 @@ pub fn workspace_text_files(ws: &Workspace) -> Result<Vec<(String, String)>> {
 async fn shown(s: &mut CoderState, step: &Step, files: &[(String, String)], prompt: impl Fn(&CoderState, &str) -> ChatRequest) -> String {
     let now: &CoderState = s;
     let (text, regions) = context::files_text(now, step, files, |f| prompt(now, f)).await;
-    s.shown = regions;
+    s.in_part = regions.is_some();
+    s.shown = regions.unwrap_or_default();
     text
 }
 

@@ -31,7 +31,7 @@ fn request(user: String) -> ChatRequest {
 pub fn memory(s: &CoderState) -> String {
     let mut out = String::new();
     if !s.lookups.is_empty() {
-        out.push_str("\nLooked up with the tools:\n");
+        out.push_str("\nLooked up:\n");
         for l in &s.lookups {
             out.push_str(&format!("- {l}\n"));
         }
@@ -154,6 +154,18 @@ fn indent(text: &str) -> String {
 pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
     request(format!(
         "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task.",
+        s.task,
+        s.test_command,
+        memory(s),
+        tests_now(s)
+    ))
+}
+
+/// The plan of a workspace shown as regions: it may also ask to open
+/// more of the code, or search it (`more.rs`).
+pub fn plan_asking(s: &CoderState, files: &str) -> ChatRequest {
+    request(format!(
+        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task. Only some of the code is shown above: if the change needs code that is not, name it in `open` (a definition from the map, or a line range `path:start-end`), or give a word to `search` the code for.",
         s.task,
         s.test_command,
         memory(s),

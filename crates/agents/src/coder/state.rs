@@ -168,10 +168,27 @@ pub struct CoderState {
     #[serde(default)]
     pub lookups: Vec<String>,
     /// The regions of the files the last prompt showed, when the workspace
-    /// was too large to show whole (`context.rs`); empty when every file
-    /// was shown whole. A change may only touch these.
+    /// was too large to show whole (`context.rs`, `in_part`). A change may
+    /// only touch these.
     #[serde(default)]
     pub shown: Vec<agentloop_codemap::Region>,
+    /// The last prompt showed the workspace in part (regions and a map),
+    /// not every file whole: it did not fit the model's context.
+    #[serde(default)]
+    pub in_part: bool,
+    /// Regions the model asked to see (`more.rs`), shown first in every
+    /// view after.
+    #[serde(default)]
+    pub opened: Vec<agentloop_codemap::Region>,
+    /// The baseline run passed (nothing to localize).
+    #[serde(default)]
+    pub baseline_passed: bool,
+    /// The suite was run under the line tracer (`coverage.rs`), once.
+    #[serde(default)]
+    pub traced: bool,
+    /// What that run said: the lines the failing and passing tests ran.
+    #[serde(default)]
+    pub spectrum: Option<agentloop_codemap::Spectrum>,
 }
 
 impl State for CoderState {
@@ -194,6 +211,11 @@ impl State for CoderState {
         f.value("mcpChanges", &self.mcp_changes);
         f.log("lookups", &self.lookups);
         f.value("shown", &self.shown);
+        f.value("inPart", &self.in_part);
+        f.value("opened", &self.opened);
+        f.value("baselinePassed", &self.baseline_passed);
+        f.value("traced", &self.traced);
+        f.value("spectrum", &self.spectrum);
     }
 }
 
@@ -202,11 +224,17 @@ impl CoderState {
     /// regions can only be edited with search/replace hunks (no whole file
     /// of it was shown to rewrite).
     pub fn edit_format(&self) -> EditFormat {
-        if self.shown.is_empty() {
-            self.config.edit_format
-        } else {
+        if self.in_part {
             EditFormat::Hunks
+        } else {
+            self.config.edit_format
         }
+    }
+
+    /// The regions a change may touch when the workspace was shown in
+    /// part; `None` when every file was shown whole.
+    pub fn regions(&self) -> Option<&[agentloop_codemap::Region]> {
+        self.in_part.then_some(self.shown.as_slice())
     }
 
     pub fn new(workspace: &Workspace, task: impl Into<String>, test_command: impl Into<String>, config: CoderSettings, approvals: Approvals) -> Self {

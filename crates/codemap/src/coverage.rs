@@ -1,0 +1,107 @@
+//! Line coverage of each test, counted over the failing and the passing
+//! ones (a spectrum), for spectrum-based fault localization. A test that
+//! fails on an assertion shows no frame of the code at fault; the lines
+//! every failing test runs and few passing ones do still point at it.
+//!
+//! For Python, the suite runs once more under a tracer of our own
+//! (`coverage_tracer.py`, standard library only), through the same runner
+//! the test command names, so nothing needs installing. The caller runs
+//! the command where it runs the tests — confined, journaled — and reads
+//! the report from its output. Other runners give no spectrum, and the
+//! ranking goes on without it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// For each file and line run by a failing test, how many failing and how
+/// many passing tests ran it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spectrum {
+    pub failed: usize,
+    pub passed: usize,
+    /// Path (relative to the workspace) → line → (failing, passing) runs.
+    pub lines: BTreeMap<String, BTreeMap<usize, (usize, usize)>>,
+}
+
+impl Spectrum {
+    /// Ochiai's suspiciousness of one line: ef / sqrt(F × (ef + ep)).
+    pub fn ochiai(&self, path: &str, line: usize) -> f64 {
+        let Some(&(ef, ep)) = self.lines.get(path).and_then(|l| l.get(&line)) else { return 0.0 };
+        if ef == 0 || self.failed == 0 {
+            return 0.0;
+        }
+        ef as f64 / ((self.failed * (ef + ep)) as f64).sqrt()
+    }
+}
+
+/// The tracer, run as `python3 -c TRACER pytest|unittest ARGS…`.
+const TRACER: &str = include_str!("coverage_tracer.py");
+
+/// What starts the tracer's report in its output.
+const MARK: &str = "AGENTLOOP_SPECTRUM ";
+
+/// The command that runs `test_command`'s suite under the tracer, when the
+/// test command is a plain pytest or unittest run (`python3 -m pytest -q`,
+/// `pytest tests`, `python -m unittest -q`, with `NAME=value` before it):
+/// the same interpreter, runner and arguments. `None` for anything else,
+/// and for a command with shell syntax in it, whose words cannot be taken
+/// apart safely.
+pub fn command(test_command: &str) -> Option<String> {
+    if test_command.chars().any(|c| "|&;<>()$`\\\"'*?[]{}~#\n".contains(c)) {
+        return None;
+    }
+    let words: Vec<&str> = test_command.split_whitespace().collect();
+    let env = words.iter().take_while(|w| w.contains('=')).count();
+    let (prefix, rest) = words.split_at(env);
+    let is_python = |w: &str| w == "python" || w.strip_prefix("python3").is_some_and(|v| v.is_empty() || v.starts_with('.'));
+    let (python, runner, args) = match rest {
+        [py, "-m", runner, args @ ..] if is_python(py) => (*py, *runner, args),
+        [runner, args @ ..] if matches!(*runner, "pytest" | "py.test") => ("python3", "pytest", args),
+        _ => return None,
+    };
+    if !matches!(runner, "pytest" | "unittest") {
+        return None;
+    }
+    let script = format!("'{}'", TRACER.replace('\'', r"'\''"));
+    let mut out: Vec<String> = prefix.iter().map(|w| w.to_string()).collect();
+    out.extend([python.to_string(), "-c".into(), script, runner.to_string()]);
+    out.extend(args.iter().map(|w| w.to_string()));
+    Some(out.join(" "))
+}
+
+/// The spectrum the tracer reported in `output`, if it ran to the end and
+/// some test failed.
+pub fn read(output: &str) -> Option<Spectrum> {
+    let line = output.lines().rev().find_map(|l| l.strip_prefix(MARK))?;
+    serde_json::from_str::<Spectrum>(line).ok().filter(|s| s.failed > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_runs_are_traced_and_anything_else_is_not() {
+        let c = command("python3 -m pytest -q -o pythonpath=src").unwrap_or_default();
+        assert!(c.starts_with("python3 -c '") && c.ends_with("' pytest -q -o pythonpath=src"), "{c}");
+        assert!(command("PYTHONHASHSEED=0 python -m unittest -q").is_some_and(|c| c.starts_with("PYTHONHASHSEED=0 python -c") && c.ends_with(" unittest -q")));
+        assert!(command("pytest tests").is_some_and(|c| c.ends_with("' pytest tests")));
+        assert_eq!(command("cargo test"), None);
+        assert_eq!(command("python3 -m pytest; rm -rf /"), None);
+        assert_eq!(command("python3 -m mypkg.tests"), None);
+        assert_eq!(command("make test"), None);
+    }
+
+    #[test]
+    fn the_report_is_the_last_marked_line_and_needs_a_failure() {
+        let out = "noise\nAGENTLOOP_SPECTRUM {\"failed\": 1, \"passed\": 2, \"lines\": {\"calc.py\": {\"5\": [1, 1]}}}\n";
+        let s = read(out).unwrap_or_default();
+        assert_eq!((s.failed, s.passed), (1, 2));
+        assert!((s.ochiai("calc.py", 5) - 1.0 / 2f64.sqrt()).abs() < 1e-9);
+        assert_eq!(s.ochiai("calc.py", 4), 0.0);
+        assert_eq!(read("AGENTLOOP_SPECTRUM {\"failed\": 0, \"passed\": 2, \"lines\": {}}"), None);
+        assert_eq!(read("AGENTLOOP_SPECTRUM {broken"), None);
+        assert_eq!(read("no report"), None);
+    }
+}

@@ -1,0 +1,146 @@
+# The lines each test runs, counted over failing and passing tests, for
+# spectrum-based fault localization. Run in the workspace, confined like
+# any test command:
+#
+#   python3 -c "$THIS" pytest ARGS…      the suite under pytest
+#   python3 -c "$THIS" unittest ARGS…    the suite under unittest
+#
+# Prints one line on its own stdout, after the run and nothing else:
+#   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}}
+# where ef and ep count the failing and passing tests that ran the line;
+# only lines some failing test ran are kept, paths relative to the
+# workspace. The suite's own output goes to /dev/null: the caller already
+# has it from the plain run.
+import json
+import os
+import sys
+
+ROOT = os.path.realpath(os.getcwd()) + os.sep
+MARK = "AGENTLOOP_SPECTRUM "
+# Lines kept at most, the most suspicious first, so the report stays small.
+KEEP = 6000
+
+ran = set()
+counts = {}
+totals = {"failed": 0, "passed": 0}
+inside = {}
+# The outcome of the test running now: None until it is known.
+outcome = [None]
+
+
+def under_root(filename):
+    hit = inside.get(filename)
+    if hit is None:
+        real = os.path.realpath(filename)
+        hit = real.startswith(ROOT) and os.sep + "site-packages" + os.sep not in real and os.path.isfile(real)
+        inside[filename] = hit
+    return hit
+
+
+def local(frame, event, arg):
+    if event == "line":
+        ran.add((frame.f_code.co_filename, frame.f_lineno))
+    return local
+
+
+def trace(frame, event, arg):
+    if event != "call" or not under_root(frame.f_code.co_filename):
+        return None
+    ran.add((frame.f_code.co_filename, frame.f_lineno))
+    return local
+
+
+def start():
+    ran.clear()
+    outcome[0] = None
+    sys.settrace(trace)
+
+
+def failed(yes):
+    # A test fails if any of its parts did (setup, a subtest, the call).
+    outcome[0] = bool(yes) or bool(outcome[0])
+
+
+def finish():
+    sys.settrace(None)
+    if outcome[0] is not None:
+        totals["failed" if outcome[0] else "passed"] += 1
+        for key in ran:
+            c = counts.setdefault(key, [0, 0])
+            c[0 if outcome[0] else 1] += 1
+    ran.clear()
+    outcome[0] = None
+
+
+def run_pytest(args):
+    import pytest
+
+    class Spectrum:
+        def pytest_runtest_logstart(self, nodeid, location):
+            start()
+
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or report.failed:
+                failed(report.failed)
+
+        def pytest_runtest_logfinish(self, nodeid, location):
+            finish()
+
+    pytest.main(list(args) + ["-p", "no:cacheprovider"], plugins=[Spectrum()])
+
+
+def run_unittest(args):
+    import unittest
+
+    class Result(unittest.TextTestResult):
+        def startTest(self, test):
+            super().startTest(test)
+            start()
+
+        def addSuccess(self, test):
+            failed(False)
+            super().addSuccess(test)
+
+        def addFailure(self, test, err):
+            failed(True)
+            super().addFailure(test, err)
+
+        def addError(self, test, err):
+            failed(True)
+            super().addError(test, err)
+
+        def addSubTest(self, test, subtest, err):
+            failed(err is not None)
+            super().addSubTest(test, subtest, err)
+
+        def stopTest(self, test):
+            finish()
+            super().stopTest(test)
+
+    runner = unittest.TextTestRunner(resultclass=Result)
+    unittest.main(module=None, argv=["python3 -m unittest"] + list(args), testRunner=runner, exit=False)
+
+
+def main():
+    mode, args = sys.argv[1], sys.argv[2:]
+    report = os.fdopen(os.dup(1), "w")
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    try:
+        run_pytest(args) if mode == "pytest" else run_unittest(args)
+    except SystemExit:
+        pass
+    finally:
+        sys.settrace(None)
+    kept = [(k, v) for k, v in counts.items() if v[0] > 0]
+    kept.sort(key=lambda kv: -kv[1][0] / (kv[1][0] + kv[1][1]) ** 0.5)
+    lines = {}
+    for (filename, line), (ef, ep) in kept[:KEEP]:
+        path = os.path.relpath(os.path.realpath(filename), ROOT)
+        lines.setdefault(path, {})[str(line)] = [ef, ep]
+    report.write("\n" + MARK + json.dumps({"failed": totals["failed"], "passed": totals["passed"], "lines": lines}) + "\n")
+    report.flush()
+
+
+main()
