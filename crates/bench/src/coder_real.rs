@@ -104,7 +104,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let detected = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
         let command = project.deselect.iter().fold(detected, |c, d| format!("{c} --deselect {d}"));
         let green = if args.verify { Some(run_tests(&sandbox, &command)?.0) } else { None };
-        inject(&ws, case)?;
+        let bug_line = inject(&ws, case)?;
         let (red_passed, output) = run_tests(&sandbox, &command)?;
         let ok = green.unwrap_or(true) && !red_passed;
         verified += u32::from(ok);
@@ -112,9 +112,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let spectrum = coverage::command(&command).map(|traced| run_tests(&sandbox, &traced)).transpose()?.and_then(|(_, out)| coverage::read(&out));
         let root = ws.display().to_string();
         let clues = coder::Clues { task: &case.task, output: &output, root: &root, spectrum: spectrum.as_ref(), opened: &[] };
-        let faulty = |view: &agentloop_codemap::View| {
-            view.regions.iter().position(|r| r.path == case.file && (r.name == case.function || r.name.ends_with(&format!(".{}", case.function))))
-        };
+        // Shown when a region holds the line the bug is on (a region of a
+        // method of the same name elsewhere does not count).
+        let faulty = |view: &agentloop_codemap::View| view.regions.iter().position(|r| r.covers(&case.file, bug_line, bug_line));
         let view = coder::view_of(&files, &clues, Weights::default(), VIEW_BUDGET);
         let rank = faulty(&view);
         top1 += u32::from(rank == Some(0));
@@ -128,7 +128,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             without_ranks.insert(signal.into(), json!(r.map(|r| r + 1)));
         }
         let mut record = json!({
-            "case": case.id, "project": case.project, "kind": case.kind, "command": command, "verified": ok,
+            "case": case.id, "project": case.project, "function": case.function, "bugLine": bug_line, "kind": case.kind, "command": command, "verified": ok,
             "redWithBug": !red_passed, "greenAsPublished": green, "faultyRank": rank.map(|r| r + 1),
             "traced": spectrum.as_ref().map(|s| json!({"failed": s.failed, "passed": s.passed})),
             "faultyRankWithout": without_ranks,
@@ -279,15 +279,17 @@ fn unpack(tarball: &Path, ws: &Path) -> Result<()> {
 }
 
 /// The case's bug, put in: `find` must occur exactly once in its file.
-fn inject(ws: &Path, case: &Case) -> Result<()> {
+/// Puts the case's bug in; the line it starts on (1-based), which a
+/// region must hold to count as showing the fault.
+fn inject(ws: &Path, case: &Case) -> Result<usize> {
     let path = ws.join(&case.file);
     let text = std::fs::read_to_string(&path).with_context(|| format!("case {}: cannot read {}", case.id, path.display()))?;
     let n = text.matches(case.find.as_str()).count();
-    if n != 1 {
+    let Some(at) = text.find(case.find.as_str()).filter(|_| n == 1) else {
         bail!("case {}: the text to replace occurs {n} times in {}, not once", case.id, case.file);
-    }
+    };
     std::fs::write(&path, text.replacen(case.find.as_str(), &case.replace, 1))?;
-    Ok(())
+    Ok(text[..at].matches('\n').count() + 1)
 }
 
 #[cfg(test)]

@@ -177,7 +177,16 @@ fn word_scores(defs: &[Definition], candidates: &[usize], body: &impl Fn(&Defini
         query_text.push_str(&t.message);
     }
     let query: HashSet<String> = words(&query_text).into_iter().collect();
-    let identifiers: HashSet<&str> = query_text.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| w.len() > 2).collect();
+    // A definition named outright — by the task, or by a failing test's
+    // name (`test_merge` → `merge`) — is what the task is about. A name in
+    // an assertion's message is not: it names what was observed (a size, a
+    // property read back), which many tests read and no test blames.
+    let mut named_by = task.to_string();
+    for t in &evidence.failing {
+        named_by.push(' ');
+        named_by.push_str(&t.name);
+    }
+    let identifiers: HashSet<&str> = named_by.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| w.len() > 2).collect();
     let bags: Vec<(usize, HashSet<String>, HashSet<String>)> =
         candidates.iter().map(|&i| (i, words(&defs[i].qualified).into_iter().collect(), words(&body(&defs[i])).into_iter().collect())).collect();
     let n = bags.len().max(1) as f64;
@@ -277,6 +286,23 @@ mod tests {
         let ranked = rank(&defs, body_of(&sources), &Evidence::default(), "", Some(&spectrum), Weights::default());
         assert_eq!(defs[ranked[0].index].name, "clamp");
         assert!((ranked[0].signals.spectrum - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_name_in_an_assertions_message_is_what_was_observed_not_what_is_at_fault() {
+        let source = "class Cache:\n    def size(self):\n        return len(self.d)\n\n    def put(self, k, v):\n        self.d[k] = v\n        self.evict()\n\n    def evict(self):\n        pass\n";
+        let defs = definitions("cache.py", source);
+        let body = |d: &Definition| source.lines().skip(d.start - 1).take(d.lines()).collect::<Vec<_>>().join("\n");
+        let evidence = Evidence {
+            failing: vec![FailingTest { name: "tests/test_cache.py::test_bounded".into(), message: "assert 3 == 2 where 3 = c.size()".into(), frames: vec![] }],
+        };
+        let ranked = rank(&defs, body, &evidence, "after put the cache holds one item too many", None, Weights::default());
+        let words = |name: &str| ranked.iter().find(|r| defs[r.index].name == name).map(|r| r.signals.words).unwrap_or_default();
+        assert!((words("put") - 1.0).abs() < 1e-9, "the task names put");
+        assert!(words("size") < 0.5, "a message's identifier counts as a word, not as the name of the culprit: {}", words("size"));
+        let evidence = Evidence { failing: vec![FailingTest { name: "tests/test_cache.py::test_size".into(), ..evidence.failing[0].clone() }] };
+        let ranked = rank(&defs, body, &evidence, "the cache holds one item too many", None, Weights::default());
+        assert_eq!(defs[ranked[0].index].name, "size", "a failing test's name does name it");
     }
 
     #[test]
