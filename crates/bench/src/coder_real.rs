@@ -109,8 +109,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ok = green.unwrap_or(true) && !red_passed;
         verified += u32::from(ok);
         let files = coder::workspace_text_files(&Workspace::new(&ws)?)?;
-        let spectrum = coverage::command(&command).map(|traced| run_tests(&sandbox, &traced)).transpose()?.and_then(|(_, out)| coverage::read(&out));
         let root = ws.display().to_string();
+        let evidence = agentloop_codemap::Evidence::read(&output, &root);
+        let spectrum = coverage::command(&command, &evidence).map(|traced| run_tests(&sandbox, &traced)).transpose()?.and_then(|(_, out)| coverage::read(&out));
         let clues = coder::Clues { task: &case.task, output: &output, root: &root, spectrum: spectrum.as_ref(), opened: &[] };
         // Shown when a region holds the line the bug is on (a region of a
         // method of the same name elsewhere does not count).

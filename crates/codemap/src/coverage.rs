@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::Evidence;
+use crate::rank::is_test_path;
+
 /// For each file and line run by a failing test, how many failing and how
 /// many passing tests ran it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,13 +44,18 @@ const TRACER: &str = include_str!("coverage_tracer.py");
 /// What starts the tracer's report in its output.
 const MARK: &str = "AGENTLOOP_SPECTRUM ";
 
+/// Seconds after which the tracer starts no more tests and reports what it
+/// traced: a suite runs several times slower under a tracer.
+pub const TRACE_SECONDS: u32 = 120;
+
 /// The command that runs `test_command`'s suite under the tracer, when the
 /// test command is a plain pytest or unittest run (`python3 -m pytest -q`,
 /// `pytest tests`, `python -m unittest -q`, with `NAME=value` before it):
-/// the same interpreter, runner and arguments. `None` for anything else,
-/// and for a command with shell syntax in it, whose words cannot be taken
-/// apart safely.
-pub fn command(test_command: &str) -> Option<String> {
+/// the same interpreter, runner and arguments, keeping only the tests of
+/// the files `evidence`'s failing tests are in (all of them when it names
+/// none). `None` for anything else, and for a command with shell syntax in
+/// it, whose words cannot be taken apart safely.
+pub fn command(test_command: &str, evidence: &Evidence) -> Option<String> {
     if test_command.chars().any(|c| "|&;<>()$`\\\"'*?[]{}~#\n".contains(c)) {
         return None;
     }
@@ -65,9 +73,30 @@ pub fn command(test_command: &str) -> Option<String> {
     }
     let script = format!("'{}'", TRACER.replace('\'', r"'\''"));
     let mut out: Vec<String> = prefix.iter().map(|w| w.to_string()).collect();
-    out.extend([python.to_string(), "-c".into(), script, runner.to_string()]);
+    out.extend([python.to_string(), "-c".into(), script, runner.to_string(), format!("--seconds={TRACE_SECONDS}")]);
+    let only = test_files(evidence);
+    if !only.is_empty() {
+        out.push(format!("--only={}", only.join(",")));
+    }
     out.extend(args.iter().map(|w| w.to_string()));
     Some(out.join(" "))
+}
+
+/// The files of the failing tests' own frames, when every one is a plain
+/// relative path (none otherwise: the whole suite is traced).
+fn test_files(evidence: &Evidence) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for f in evidence.frames().filter(|f| is_test_path(&f.path)) {
+        if !files.contains(&f.path) {
+            files.push(f.path.clone());
+        }
+    }
+    let plain = |p: &String| !p.starts_with('/') && !p.contains("..") && p.chars().all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
+    if files.iter().all(plain) {
+        files
+    } else {
+        Vec::new()
+    }
 }
 
 /// The spectrum the tracer reported in `output`, if it ran to the end and
@@ -83,14 +112,27 @@ mod tests {
 
     #[test]
     fn plain_runs_are_traced_and_anything_else_is_not() {
-        let c = command("python3 -m pytest -q -o pythonpath=src").unwrap_or_default();
-        assert!(c.starts_with("python3 -c '") && c.ends_with("' pytest -q -o pythonpath=src"), "{c}");
-        assert!(command("PYTHONHASHSEED=0 python -m unittest -q").is_some_and(|c| c.starts_with("PYTHONHASHSEED=0 python -c") && c.ends_with(" unittest -q")));
-        assert!(command("pytest tests").is_some_and(|c| c.ends_with("' pytest tests")));
-        assert_eq!(command("cargo test"), None);
-        assert_eq!(command("python3 -m pytest; rm -rf /"), None);
-        assert_eq!(command("python3 -m mypkg.tests"), None);
-        assert_eq!(command("make test"), None);
+        let none = Evidence::default();
+        let c = command("python3 -m pytest -q -o pythonpath=src", &none).unwrap_or_default();
+        assert!(c.starts_with("python3 -c '") && c.ends_with("' pytest --seconds=120 -q -o pythonpath=src"), "{c}");
+        let c = command("PYTHONHASHSEED=0 python -m unittest -q", &none).unwrap_or_default();
+        assert!(c.starts_with("PYTHONHASHSEED=0 python -c") && c.ends_with(" unittest --seconds=120 -q"), "{c}");
+        assert!(command("pytest tests", &none).is_some_and(|c| c.ends_with("' pytest --seconds=120 tests")));
+        assert_eq!(command("cargo test", &none), None);
+        assert_eq!(command("python3 -m pytest; rm -rf /", &none), None);
+        assert_eq!(command("python3 -m mypkg.tests", &none), None);
+        assert_eq!(command("make test", &none), None);
+    }
+
+    #[test]
+    fn only_the_failing_tests_files_are_traced_when_their_paths_are_plain() {
+        use crate::evidence::{FailingTest, Frame};
+        let frame = |path: &str| Frame { path: path.into(), line: 3, function: None };
+        let failing = |paths: &[&str]| Evidence { failing: vec![FailingTest { frames: paths.iter().map(|p| frame(p)).collect(), ..FailingTest::default() }] };
+        let c = command("python3 -m pytest -q", &failing(&["tests/test_a.py", "pkg/a.py", "tests/test_a.py"])).unwrap_or_default();
+        assert!(c.ends_with("' pytest --seconds=120 --only=tests/test_a.py -q"), "{c}");
+        let c = command("python3 -m pytest -q", &failing(&["tests/test a.py"])).unwrap_or_default();
+        assert!(c.ends_with("' pytest --seconds=120 -q"), "an odd path traces the whole suite: {c}");
     }
 
     #[test]

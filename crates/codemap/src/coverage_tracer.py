@@ -2,8 +2,15 @@
 # spectrum-based fault localization. Run in the workspace, confined like
 # any test command:
 #
-#   python3 -c "$THIS" pytest ARGS…      the suite under pytest
-#   python3 -c "$THIS" unittest ARGS…    the suite under unittest
+#   python3 -c "$THIS" pytest [--only=F,F…] [--seconds=N] ARGS…
+#   python3 -c "$THIS" unittest [--only=F,F…] [--seconds=N] ARGS…
+#
+# runs the suite under that runner with the user's ARGS. `--only` keeps the
+# tests of those files (the failing tests' own, relative to the workspace):
+# the failing tests, and beside them the passing tests nearest to them,
+# which is the contrast a spectrum needs, at a fraction of the suite's
+# cost under a tracer. `--seconds` stops starting tests after that long and
+# reports what was traced.
 #
 # Prints one line on its own stdout, after the run and nothing else:
 #   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}}
@@ -14,11 +21,15 @@
 import json
 import os
 import sys
+import time
 
 ROOT = os.path.realpath(os.getcwd()) + os.sep
 MARK = "AGENTLOOP_SPECTRUM "
 # Lines kept at most, the most suspicious first, so the report stays small.
 KEEP = 6000
+
+ONLY = set()
+DEADLINE = [None]
 
 ran = set()
 counts = {}
@@ -50,6 +61,16 @@ def trace(frame, event, arg):
     return local
 
 
+def kept(path):
+    if not ONLY:
+        return True
+    return os.path.relpath(os.path.realpath(path), ROOT) in ONLY
+
+
+def late():
+    return DEADLINE[0] is not None and time.monotonic() > DEADLINE[0]
+
+
 def start():
     ran.clear()
     outcome[0] = None
@@ -76,7 +97,20 @@ def run_pytest(args):
     import pytest
 
     class Spectrum:
+        session = None
+
+        def pytest_sessionstart(self, session):
+            self.session = session
+
+        def pytest_collection_modifyitems(self, session, config, items):
+            keep = [i for i in items if kept(str(i.path))]
+            if keep:
+                config.hook.pytest_deselected(items=[i for i in items if not kept(str(i.path))])
+                items[:] = keep
+
         def pytest_runtest_logstart(self, nodeid, location):
+            if late() and self.session is not None:
+                self.session.shouldstop = "time is up"
             start()
 
         def pytest_runtest_logreport(self, report):
@@ -92,8 +126,28 @@ def run_pytest(args):
 def run_unittest(args):
     import unittest
 
+    def of_file(test):
+        module = sys.modules.get(type(test).__module__)
+        return kept(getattr(module, "__file__", None) or "")
+
+    def narrowed(suite):
+        out = unittest.TestSuite()
+        for t in suite:
+            if isinstance(t, unittest.TestSuite):
+                out.addTest(narrowed(t))
+            elif of_file(t):
+                out.addTest(t)
+        return out
+
+    class Runner(unittest.TextTestRunner):
+        def run(self, test):
+            small = narrowed(test)
+            return super().run(small if small.countTestCases() else test)
+
     class Result(unittest.TextTestResult):
         def startTest(self, test):
+            if late():
+                self.stop()
             super().startTest(test)
             start()
 
@@ -117,12 +171,18 @@ def run_unittest(args):
             finish()
             super().stopTest(test)
 
-    runner = unittest.TextTestRunner(resultclass=Result)
+    runner = Runner(resultclass=Result)
     unittest.main(module=None, argv=["python3 -m unittest"] + list(args), testRunner=runner, exit=False)
 
 
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
+    while args and args[0].startswith(("--only=", "--seconds=")):
+        flag, value = args.pop(0).split("=", 1)
+        if flag == "--only":
+            ONLY.update(p for p in value.split(",") if p)
+        else:
+            DEADLINE[0] = time.monotonic() + float(value)
     report = os.fdopen(os.dup(1), "w")
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)

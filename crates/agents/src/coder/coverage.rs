@@ -5,7 +5,7 @@
 //! confined and journaled like the tests themselves, and asked about as
 //! the test command it traces.
 
-use agentloop_codemap::coverage;
+use agentloop_codemap::{coverage, Evidence};
 use agentloop_core::{Result, Step};
 use serde_json::{json, Value};
 
@@ -21,7 +21,8 @@ pub async fn trace_once(s: &mut CoderState, step: &mut Step) -> Result<bool> {
         return Ok(false);
     }
     s.traced = true;
-    let Some(command) = coverage::command(&s.test_command) else {
+    let evidence = Evidence::read(s.baseline.as_deref().unwrap_or_default(), &s.workspace);
+    let Some(command) = coverage::command(&s.test_command, &evidence) else {
         step.emit(CoderEvent::Notice { text: format!("no line coverage: `{}` is not a plain pytest or unittest run", s.test_command) });
         return Ok(false);
     };
