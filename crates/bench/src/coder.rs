@@ -41,6 +41,15 @@ pub struct CoderArgs {
     /// bug) and measure where the faulty function ranks, without a model.
     #[arg(long)]
     pub verify: bool,
+    /// Real suite only: run mini-swe-agent (installed on first use) on the
+    /// same cases, on the same weights through a local OpenAI-compatible
+    /// endpoint, with the same budget; one JSON holds both.
+    #[arg(long)]
+    pub peer: bool,
+    /// Real suite only: wall-clock seconds each case may take, for the
+    /// coder and the peer alike; past it, the case is unsolved.
+    #[arg(long, default_value_t = 900)]
+    pub budget_seconds: u64,
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,

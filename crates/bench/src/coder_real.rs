@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agentloop_agents::coder;
 use agentloop_agents::test_command;
@@ -32,6 +32,7 @@ use serde_json::json;
 
 use crate::coder::{run_tests, CoderArgs};
 use crate::harness::{self, fraction, Results, Served};
+use crate::peer;
 use crate::BenchEnv;
 
 /// The pytest the bench installs for the projects' suites.
@@ -85,6 +86,18 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     pytest_beside(&std::env::temp_dir().join("agentloop-bench-pytest"))?;
     let scratch = harness::scratch_dir("coder-real")?;
     let models = if args.verify { None } else { Some(config.build_models()?) };
+    let budget = Duration::from_secs(args.budget_seconds);
+    // The peer on the same weights: the stronger model the coder's chain
+    // escalates to, served as an OpenAI-compatible endpoint.
+    let peer = match (&models, args.peer) {
+        (Some(models), true) => {
+            let model = models.get(agentloop_llm::roles::STRONG_ROLE).or_else(|_| models.get(agentloop_core::DEFAULT_ROLE))?.clone();
+            let mini = peer::installed(&std::env::temp_dir().join("agentloop-bench-mini"))?;
+            Some(Peer { endpoint: peer::serve(model.clone()).await?, mini, model: model.name().to_string() })
+        }
+        _ => None,
+    };
+    let mut peer_tally = PeerTally::default();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?;
     let bar = harness::bar(cases.len());
@@ -137,22 +150,37 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         });
         if let Some(models) = &models {
             let started = Instant::now();
-            let run = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command).await?;
-            let took = started.elapsed().as_secs_f64();
-            solved += u32::from(run.solved);
-            false_completions += u32::from(run.said_passed && !run.solved);
-            seconds.push(took);
-            let n: u64 = run.served.values().sum();
-            calls += n;
-            prompt_tokens += run.prompt_tokens;
-            served.add(&run.served);
-            record["solved"] = json!(run.solved);
-            record["saidPassed"] = json!(run.said_passed);
-            record["finishReason"] = json!(run.finish_reason);
-            record["seconds"] = json!(harness::round(took, 1));
-            record["modelCalls"] = json!(n);
-            record["promptTokens"] = json!(run.prompt_tokens);
-            record["tests"] = json!(run.tests_tail);
+            let solving = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command);
+            match tokio::time::timeout(budget, solving).await {
+                Ok(run) => {
+                    let run = run?;
+                    let took = started.elapsed().as_secs_f64();
+                    solved += u32::from(run.solved);
+                    false_completions += u32::from(run.said_passed && !run.solved);
+                    seconds.push(took);
+                    let n: u64 = run.served.values().sum();
+                    calls += n;
+                    prompt_tokens += run.prompt_tokens;
+                    served.add(&run.served);
+                    record["solved"] = json!(run.solved);
+                    record["saidPassed"] = json!(run.said_passed);
+                    record["finishReason"] = json!(run.finish_reason);
+                    record["seconds"] = json!(harness::round(took, 1));
+                    record["modelCalls"] = json!(n);
+                    record["promptTokens"] = json!(run.prompt_tokens);
+                    record["tests"] = json!(run.tests_tail);
+                }
+                // Out of time: unsolved, as the peer is when it runs out.
+                Err(_) => {
+                    seconds.push(budget.as_secs_f64());
+                    record["solved"] = json!(false);
+                    record["finishReason"] = json!("budget");
+                    record["seconds"] = json!(budget.as_secs());
+                }
+            }
+            if let Some(peer) = &peer {
+                record["peer"] = peer_case(peer, &tarball, &scratch, case, &command, budget, config, &mut peer_tally).await?;
+            }
         }
         out.write(&record)?;
         bar.inc(1);
@@ -180,9 +208,56 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         report["prompt_tokens_per_call"] = json!(prompt_tokens.checked_div(calls).unwrap_or(0));
         report["model_calls"] = served.report();
         report["candidates"] = json!(args.settings.candidates);
+        report["budget_seconds"] = json!(args.budget_seconds);
+    }
+    if let Some(p) = &peer {
+        report["peer"] = json!({
+            "name": peer::PEER, "model": p.model, "solved": fraction(peer_tally.solved, n), "solved_95": harness::wilson(peer_tally.solved, n),
+            "ended_within_budget": peer_tally.finished, "median_seconds": harness::round(harness::median(peer_tally.seconds.iter().copied()), 1),
+        });
     }
     println!("{report}");
     Ok(())
+}
+
+/// The peer, served and installed once for the whole run.
+struct Peer {
+    endpoint: peer::Endpoint,
+    mini: PathBuf,
+    model: String,
+}
+
+#[derive(Default)]
+struct PeerTally {
+    solved: u32,
+    finished: u32,
+    seconds: Vec<f64>,
+}
+
+/// The peer on one case: a fresh copy with the same bug, the same task
+/// (told the test command, as the coder is), the same budget; the bench
+/// runs the tests after it, under the sandbox, as for the coder.
+#[allow(clippy::too_many_arguments)]
+async fn peer_case(
+    p: &Peer,
+    tarball: &Path,
+    scratch: &Path,
+    case: &Case,
+    command: &str,
+    budget: Duration,
+    config: &BenchEnv,
+    tally: &mut PeerTally,
+) -> Result<serde_json::Value> {
+    let ws = scratch.join(format!("{}-peer", case.id));
+    unpack(tarball, &ws)?;
+    inject(&ws, case)?;
+    let task = format!("{}\n\nThe tests run with `{command}`.", case.task);
+    let run = peer::run(&p.mini, &p.endpoint, &ws, &task, budget).await?;
+    let (solved, _) = run_tests(&config.sandbox(&ws)?, command)?;
+    tally.solved += u32::from(solved);
+    tally.finished += u32::from(run.finished);
+    tally.seconds.push(run.seconds);
+    Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "tail": run.tail}))
 }
 
 /// The ranking's weights with each signal in turn set to nothing.

@@ -14,6 +14,7 @@ mod jail_fuzz;
 pub mod mcp;
 #[cfg(feature = "llama")]
 pub mod model;
+mod peer;
 pub mod planner;
 pub mod repl;
 pub mod research;

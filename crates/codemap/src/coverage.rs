@@ -51,10 +51,11 @@ pub const TRACE_SECONDS: u32 = 120;
 /// The command that runs `test_command`'s suite under the tracer, when the
 /// test command is a plain pytest or unittest run (`python3 -m pytest -q`,
 /// `pytest tests`, `python -m unittest -q`, with `NAME=value` before it):
-/// the same interpreter, runner and arguments, keeping only the tests of
-/// the files `evidence`'s failing tests are in (all of them when it names
-/// none). `None` for anything else, and for a command with shell syntax in
-/// it, whose words cannot be taken apart safely.
+/// the same interpreter, runner and arguments, the tests of the files
+/// `evidence`'s failing tests are in first (`--only`), the rest of the
+/// suite after them while `TRACE_SECONDS` last. `None` for anything else,
+/// and for a command with shell syntax in it, whose words cannot be taken
+/// apart safely.
 pub fn command(test_command: &str, evidence: &Evidence) -> Option<String> {
     if test_command.chars().any(|c| "|&;<>()$`\\\"'*?[]{}~#\n".contains(c)) {
         return None;
@@ -83,7 +84,7 @@ pub fn command(test_command: &str, evidence: &Evidence) -> Option<String> {
 }
 
 /// The files of the failing tests' own frames, when every one is a plain
-/// relative path (none otherwise: the whole suite is traced).
+/// relative path (none otherwise: the suite runs in its own order).
 fn test_files(evidence: &Evidence) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
     for f in evidence.frames().filter(|f| is_test_path(&f.path)) {
@@ -125,14 +126,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_failing_tests_files_are_traced_when_their_paths_are_plain() {
+    fn the_failing_tests_files_are_traced_first_when_their_paths_are_plain() {
         use crate::evidence::{FailingTest, Frame};
         let frame = |path: &str| Frame { path: path.into(), line: 3, function: None };
         let failing = |paths: &[&str]| Evidence { failing: vec![FailingTest { frames: paths.iter().map(|p| frame(p)).collect(), ..FailingTest::default() }] };
         let c = command("python3 -m pytest -q", &failing(&["tests/test_a.py", "pkg/a.py", "tests/test_a.py"])).unwrap_or_default();
         assert!(c.ends_with("' pytest --seconds=120 --only=tests/test_a.py -q"), "{c}");
         let c = command("python3 -m pytest -q", &failing(&["tests/test a.py"])).unwrap_or_default();
-        assert!(c.ends_with("' pytest --seconds=120 -q"), "an odd path traces the whole suite: {c}");
+        assert!(c.ends_with("' pytest --seconds=120 -q"), "an odd path leaves the suite's order: {c}");
     }
 
     #[test]

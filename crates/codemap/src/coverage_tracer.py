@@ -5,12 +5,12 @@
 #   python3 -c "$THIS" pytest [--only=F,F…] [--seconds=N] ARGS…
 #   python3 -c "$THIS" unittest [--only=F,F…] [--seconds=N] ARGS…
 #
-# runs the suite under that runner with the user's ARGS. `--only` keeps the
-# tests of those files (the failing tests' own, relative to the workspace):
-# the failing tests, and beside them the passing tests nearest to them,
-# which is the contrast a spectrum needs, at a fraction of the suite's
-# cost under a tracer. `--seconds` stops starting tests after that long and
-# reports what was traced.
+# runs the suite under that runner with the user's ARGS. `--only` runs the
+# tests of those files (the failing tests' own, relative to the workspace)
+# first: the failing tests, and the passing tests nearest to them, are
+# traced before the rest of the suite, which adds contrast while time
+# lasts. `--seconds` stops starting tests after that long and reports what
+# was traced: a suite runs several times slower under a tracer.
 #
 # Prints one line on its own stdout, after the run and nothing else:
 #   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}}
@@ -28,7 +28,7 @@ MARK = "AGENTLOOP_SPECTRUM "
 # Lines kept at most, the most suspicious first, so the report stays small.
 KEEP = 6000
 
-ONLY = set()
+ONLY = set()  # the files whose tests run first
 DEADLINE = [None]
 
 ran = set()
@@ -61,9 +61,7 @@ def trace(frame, event, arg):
     return local
 
 
-def kept(path):
-    if not ONLY:
-        return True
+def first(path):
     return os.path.relpath(os.path.realpath(path), ROOT) in ONLY
 
 
@@ -103,10 +101,7 @@ def run_pytest(args):
             self.session = session
 
         def pytest_collection_modifyitems(self, session, config, items):
-            keep = [i for i in items if kept(str(i.path))]
-            if keep:
-                config.hook.pytest_deselected(items=[i for i in items if not kept(str(i.path))])
-                items[:] = keep
+            items.sort(key=lambda i: not first(str(i.path)))
 
         def pytest_runtest_logstart(self, nodeid, location):
             if late() and self.session is not None:
@@ -126,23 +121,21 @@ def run_pytest(args):
 def run_unittest(args):
     import unittest
 
-    def of_file(test):
+    def of_first(test):
         module = sys.modules.get(type(test).__module__)
-        return kept(getattr(module, "__file__", None) or "")
+        return first(getattr(module, "__file__", None) or "")
 
-    def narrowed(suite):
-        out = unittest.TestSuite()
+    def cases(suite):
         for t in suite:
             if isinstance(t, unittest.TestSuite):
-                out.addTest(narrowed(t))
-            elif of_file(t):
-                out.addTest(t)
-        return out
+                yield from cases(t)
+            else:
+                yield t
 
     class Runner(unittest.TextTestRunner):
         def run(self, test):
-            small = narrowed(test)
-            return super().run(small if small.countTestCases() else test)
+            ordered = sorted(cases(test), key=lambda t: not of_first(t))
+            return super().run(unittest.TestSuite(ordered))
 
     class Result(unittest.TextTestResult):
         def startTest(self, test):

@@ -14,8 +14,8 @@ use super::state::CoderState;
 use crate::approved;
 
 /// Traces the suite once, when the baseline failed and the workspace is
-/// shown in part;
-/// whether a spectrum came of it (the view is then worth building again).
+/// shown in part; whether a spectrum came of it (the view is then worth
+/// building again).
 pub async fn trace_once(s: &mut CoderState, step: &mut Step) -> Result<bool> {
     if s.traced || !s.in_part || s.baseline_passed {
         return Ok(false);
