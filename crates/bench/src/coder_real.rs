@@ -257,7 +257,7 @@ async fn peer_case(
     tally.solved += u32::from(solved);
     tally.finished += u32::from(run.finished);
     tally.seconds.push(run.seconds);
-    Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "tail": run.tail}))
+    Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "modelCalls": run.calls, "tail": run.tail}))
 }
 
 /// The ranking's weights with each signal in turn set to nothing.

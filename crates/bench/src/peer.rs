@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,8 @@ pub const PEER: &str = "mini-swe-agent==2.4.6";
 /// as long as the returned handle lives.
 pub struct Endpoint {
     pub base: String,
+    /// Completions served so far.
+    pub served: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -40,11 +43,12 @@ impl Drop for Endpoint {
 pub async fn serve(model: Arc<dyn ChatModel>) -> Result<Endpoint> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("cannot open a local port for the peer's endpoint")?;
     let base = format!("http://{}/v1", listener.local_addr()?);
-    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(model);
+    let served = Arc::new(AtomicU64::new(0));
+    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state((model, served.clone()));
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(Endpoint { base, task })
+    Ok(Endpoint { base, served, task })
 }
 
 #[derive(Deserialize)]
@@ -75,7 +79,8 @@ fn text_of(content: &Value) -> String {
 }
 
 /// One chat completion, in OpenAI's wire format.
-async fn completions(State(model): State<Arc<dyn ChatModel>>, Json(body): Json<CompletionRequest>) -> (StatusCode, Json<Value>) {
+async fn completions(State((model, served)): State<(Arc<dyn ChatModel>, Arc<AtomicU64>)>, Json(body): Json<CompletionRequest>) -> (StatusCode, Json<Value>) {
+    served.fetch_add(1, Ordering::Relaxed);
     let messages = body
         .messages
         .iter()
@@ -145,6 +150,8 @@ pub fn installed(venv: &Path) -> Result<PathBuf> {
 pub struct PeerRun {
     pub finished: bool,
     pub seconds: f64,
+    /// Model calls it made.
+    pub calls: u64,
     pub tail: String,
 }
 
@@ -165,6 +172,7 @@ pub async fn run(mini: &Path, endpoint: &Endpoint, ws: &Path, task: &str, budget
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let started = Instant::now();
+    let calls_before = endpoint.served.load(Ordering::Relaxed);
     let child = cmd.output();
     let (finished, output) = match tokio::time::timeout(budget, child).await {
         Ok(out) => (true, Some(out.context("mini-swe-agent did not start")?)),
@@ -172,7 +180,8 @@ pub async fn run(mini: &Path, endpoint: &Endpoint, ws: &Path, task: &str, budget
     };
     let text = output.map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(5).collect();
-    Ok(PeerRun { finished, seconds: started.elapsed().as_secs_f64(), tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n") })
+    let calls = endpoint.served.load(Ordering::Relaxed) - calls_before;
+    Ok(PeerRun { finished, seconds: started.elapsed().as_secs_f64(), calls, tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n") })
 }
 
 #[cfg(test)]
@@ -201,5 +210,6 @@ mod tests {
         let reply: Value = reqwest::Client::new().post(format!("{}/chat/completions", endpoint.base)).json(&body).send().await.unwrap().json().await.unwrap();
         assert_eq!(reply["choices"][0]["message"]["content"], "User:ab | t=None stop=[\"END\"]");
         assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+        assert_eq!(endpoint.served.load(Ordering::Relaxed), 2);
     }
 }
