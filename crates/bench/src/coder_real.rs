@@ -89,15 +89,14 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let budget = Duration::from_secs(args.budget_seconds);
     // The peer on the same weights: the stronger model the coder's chain
     // escalates to, served as an OpenAI-compatible endpoint.
-    let peer = match (&models, args.peer) {
+    let mut peer = match (&models, args.peer) {
         (Some(models), true) => {
             let model = models.get(agentloop_llm::roles::STRONG_ROLE).or_else(|_| models.get(agentloop_core::DEFAULT_ROLE))?.clone();
             let mini = peer::installed(&std::env::temp_dir().join("agentloop-bench-mini"))?;
-            Some(Peer { endpoint: peer::serve(model.clone()).await?, mini, model: model.name().to_string() })
+            Some(Peer { endpoint: peer::serve(model.clone()).await?, mini, model: model.name().to_string(), budget, tally: PeerTally::default() })
         }
         _ => None,
     };
-    let mut peer_tally = PeerTally::default();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?;
     let bar = harness::bar(cases.len());
@@ -178,8 +177,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                     record["seconds"] = json!(budget.as_secs());
                 }
             }
-            if let Some(peer) = &peer {
-                record["peer"] = peer_case(peer, &tarball, &scratch, case, &command, budget, config, &mut peer_tally).await?;
+            if let Some(peer) = &mut peer {
+                let ws = scratch.join(format!("{}-peer", case.id));
+                record["peer"] = peer.solve(&tarball, &ws, case, &command, config).await?;
             }
         }
         out.write(&record)?;
@@ -211,20 +211,24 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         report["budget_seconds"] = json!(args.budget_seconds);
     }
     if let Some(p) = &peer {
+        let t = &p.tally;
         report["peer"] = json!({
-            "name": peer::PEER, "model": p.model, "solved": fraction(peer_tally.solved, n), "solved_95": harness::wilson(peer_tally.solved, n),
-            "ended_within_budget": peer_tally.finished, "median_seconds": harness::round(harness::median(peer_tally.seconds.iter().copied()), 1),
+            "name": peer::PEER, "model": p.model, "solved": fraction(t.solved, n), "solved_95": harness::wilson(t.solved, n),
+            "ended_within_budget": t.finished, "median_seconds": harness::round(harness::median(t.seconds.iter().copied()), 1),
         });
     }
     println!("{report}");
     Ok(())
 }
 
-/// The peer, served and installed once for the whole run.
+/// The peer, served and installed once for the whole run, with the
+/// coder's budget, and how it did so far.
 struct Peer {
     endpoint: peer::Endpoint,
     mini: PathBuf,
     model: String,
+    budget: Duration,
+    tally: PeerTally,
 }
 
 #[derive(Default)]
@@ -234,30 +238,21 @@ struct PeerTally {
     seconds: Vec<f64>,
 }
 
-/// The peer on one case: a fresh copy with the same bug, the same task
-/// (told the test command, as the coder is), the same budget; the bench
-/// runs the tests after it, under the sandbox, as for the coder.
-#[allow(clippy::too_many_arguments)]
-async fn peer_case(
-    p: &Peer,
-    tarball: &Path,
-    scratch: &Path,
-    case: &Case,
-    command: &str,
-    budget: Duration,
-    config: &BenchEnv,
-    tally: &mut PeerTally,
-) -> Result<serde_json::Value> {
-    let ws = scratch.join(format!("{}-peer", case.id));
-    unpack(tarball, &ws)?;
-    inject(&ws, case)?;
-    let task = format!("{}\n\nThe tests run with `{command}`.", case.task);
-    let run = peer::run(&p.mini, &p.endpoint, &ws, &task, budget).await?;
-    let (solved, _) = run_tests(&config.sandbox(&ws)?, command)?;
-    tally.solved += u32::from(solved);
-    tally.finished += u32::from(run.finished);
-    tally.seconds.push(run.seconds);
-    Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "modelCalls": run.calls, "tail": run.tail}))
+impl Peer {
+    /// The peer on one case, in `ws`: a fresh copy with the same bug, the
+    /// same task (told the test command, as the coder is), the same budget;
+    /// the bench runs the tests after it, under the sandbox, as for the coder.
+    async fn solve(&mut self, tarball: &Path, ws: &Path, case: &Case, command: &str, config: &BenchEnv) -> Result<serde_json::Value> {
+        unpack(tarball, ws)?;
+        inject(ws, case)?;
+        let task = format!("{}\n\nThe tests run with `{command}`.", case.task);
+        let run = peer::run(&self.mini, &self.endpoint, ws, &task, self.budget).await?;
+        let (solved, _) = run_tests(&config.sandbox(ws)?, command)?;
+        self.tally.solved += u32::from(solved);
+        self.tally.finished += u32::from(run.finished);
+        self.tally.seconds.push(run.seconds);
+        Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "modelCalls": run.calls, "tail": run.tail}))
+    }
 }
 
 /// The ranking's weights with each signal in turn set to nothing.
