@@ -177,10 +177,18 @@ fn region_text(path: &str, source: &str, start: usize, end: usize, name: &str) -
     format!("{path} lines {start}-{end} ({name})\n```{}\n{}\n```\n\n", fence(path), body.join("\n"))
 }
 
-fn fence(path: &str) -> &'static str {
-    match path.rsplit_once('.').map(|(_, e)| e) {
+/// The fence tag for a file, by extension: the shape a model's answer for
+/// that file should take, so what the prompt shows and what it asks for agree.
+pub fn fence(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
         Some("py") => "python",
         Some("rs") => "rust",
+        Some("js") => "javascript",
+        Some("ts") => "typescript",
+        Some("go") => "go",
+        Some("toml") => "toml",
+        Some("json") => "json",
+        Some("md") => "markdown",
         _ => "",
     }
 }

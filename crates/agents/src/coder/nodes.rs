@@ -606,25 +606,10 @@ async fn shown(s: &mut CoderState, step: &Step, files: &[(String, String)], prom
 pub(super) fn render(files: &[(String, String)]) -> String {
     let mut out = String::new();
     for (path, content) in files {
-        let fence = fence_for(path);
+        let fence = agentloop_codemap::view::fence(path);
         out.push_str(&format!("{path}\n```{fence}\n{}\n```\n\n", content.trim_end()));
     }
     out
-}
-
-/// The fence tag for a file, by extension.
-fn fence_for(path: &str) -> &'static str {
-    match path.rsplit_once('.').map(|(_, ext)| ext) {
-        Some("py") => "python",
-        Some("rs") => "rust",
-        Some("js") => "javascript",
-        Some("ts") => "typescript",
-        Some("go") => "go",
-        Some("toml") => "toml",
-        Some("json") => "json",
-        Some("md") => "markdown",
-        _ => "",
-    }
 }
 
 /// A text file of the workspace, if it exists and the jail allows it (one
