@@ -197,6 +197,14 @@ pub trait ChatModel: Send + Sync {
         "agentloop"
     }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+    /// Several independent requests at once, each answer in its request's
+    /// place. A model that can decode them together (the embedded one, in
+    /// one batch that reads its weights once a token for all of them)
+    /// overrides this; the default asks them concurrently, which a remote
+    /// endpoint serves in parallel.
+    async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        futures::future::join_all(requests.iter().map(|r| self.chat(r))).await
+    }
     /// The caller found the last answer unusable (it did not parse or
     /// validate). A fallback chain counts it like a failure; others ignore it.
     fn reject(&self) {}

@@ -349,9 +349,9 @@ impl Step {
         answers.pop().ok_or_else(|| Error::State("a model call gave no answer".into()))
     }
 
-    /// Asks the model for `role` several independent questions at once: a
-    /// provider that serves requests in parallel answers them together, one
-    /// that does not answers them in turn. Each is journaled under its own
+    /// Asks the model for `role` several independent questions at once
+    /// (`ChatModel::chat_many`): the embedded model decodes them in one
+    /// batch, an endpoint serves them in parallel. Each is journaled under its own
     /// call index, in order, so a replay returns the same answers without
     /// asking again. The first failure is returned once all are recorded.
     pub async fn chat_all_as(&mut self, role: &str, requests: Vec<ChatRequest>) -> Result<Vec<ChatResponse>> {
@@ -366,31 +366,34 @@ impl Step {
             traced = self.env.trace.is_some().then(|| model.clone());
             // Let watchers see what is happening before slow calls start.
             self.flush(false)?;
-            let asks = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| {
-                let model = model.clone();
-                async move {
-                    let started_at = Utc::now();
-                    let t = Instant::now();
-                    let result = model.chat(request).await;
+            let asked: Vec<ChatRequest> = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| request.clone()).collect();
+            let started_at = Utc::now();
+            let t = Instant::now();
+            let answers = self.cancellable(async { Ok(model.chat_many(&asked).await) }).await?;
+            if answers.iter().any(|r| matches!(r, Err(Error::Cancelled))) {
+                return Err(Error::Cancelled);
+            }
+            fresh = answers
+                .into_iter()
+                .map(|result| {
                     let name = match &result {
                         Ok(r) if !r.model.is_empty() => r.model.clone(),
                         _ => model.name().to_string(),
                     };
                     (result, name, started_at, t)
-                }
-            });
-            let all = futures::future::join_all(asks);
-            fresh = self.cancellable(async { Ok(all.await) }).await?;
-            if fresh.iter().any(|(r, ..)| matches!(r, Err(Error::Cancelled))) {
-                return Err(Error::Cancelled);
-            }
+                })
+                .collect();
         }
         let mut fresh = fresh.into_iter();
         let mut answers = Vec::with_capacity(requests.len());
         let mut failure = None;
+        // Answers asked together share their start and their wall time,
+        // which counts once, on a replay as when they were asked.
+        let mut batch_start = None;
+        let mut wall_once = |started_at: DateTime<Utc>, ms: Option<u64>| if batch_start.replace(started_at) == Some(started_at) { 0 } else { ms.unwrap_or(0) };
         for (i, (request, rec)) in requests.iter().zip(recorded).enumerate() {
             let (result, took_ms) = match rec {
-                Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>), rec.duration_ms.unwrap_or(0)),
+                Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>), wall_once(rec.started_at, rec.duration_ms)),
                 None => {
                     let Some((result, name, started_at, t)) = fresh.next() else { break };
                     let input = json!({
@@ -403,7 +406,7 @@ impl Step {
                         trace.chat(model.provider(), model.name(), started_at, &result);
                     }
                     let record = self.call_record(first + i as u32, CallKind::Model, name, input, started_at, &result, t);
-                    let took_ms = record.duration_ms.unwrap_or(0);
+                    let took_ms = wall_once(record.started_at, record.duration_ms);
                     self.pending.push(Pending::Write(Write::Call(record)));
                     (result, took_ms)
                 }

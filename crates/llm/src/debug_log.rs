@@ -46,6 +46,21 @@ impl DebugLog {
         Self { inner, file, secrets }
     }
 
+    /// One line for one request and its answer or error.
+    fn record(&self, request: &ChatRequest, result: &Result<ChatResponse>, started: Instant) {
+        let outcome = match result {
+            Ok(answer) => json!({"answer": answer}),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        self.write(json!({
+            "time": Utc::now(),
+            "model": self.inner.name(),
+            "latencyMs": started.elapsed().as_millis() as u64,
+            "request": request,
+            "outcome": outcome,
+        }));
+    }
+
     fn write(&self, line: serde_json::Value) {
         let text = redact(&line.to_string(), &self.secrets);
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
@@ -75,18 +90,17 @@ impl ChatModel for DebugLog {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let started = Instant::now();
         let result = self.inner.chat(request).await;
-        let outcome = match &result {
-            Ok(answer) => json!({"answer": answer}),
-            Err(e) => json!({"error": e.to_string()}),
-        };
-        self.write(json!({
-            "time": Utc::now(),
-            "model": self.inner.name(),
-            "latencyMs": started.elapsed().as_millis() as u64,
-            "request": request,
-            "outcome": outcome,
-        }));
+        self.record(request, &result, started);
         result
+    }
+
+    async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        let started = Instant::now();
+        let results = self.inner.chat_many(requests).await;
+        for (request, result) in requests.iter().zip(&results) {
+            self.record(request, result, started);
+        }
+        results
     }
 
     fn reject(&self) {

@@ -42,6 +42,10 @@ impl FallbackChain {
         self.at.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn exhausted(&self, last: &str, e: &Error) -> Error {
+        Error::Model { model: self.name.clone(), message: format!("every model in the chain failed; the last, `{last}`, with: {e}") }
+    }
+
     /// Counts a miss; moves to the next model at the threshold. Returns
     /// false when the last model has used up its misses.
     fn miss(&self) -> bool {
@@ -83,14 +87,33 @@ impl ChatModel for FallbackChain {
                 Err(e) if matches!(e, Error::Cancelled) => return Err(e),
                 Err(e) => {
                     if !self.miss() {
-                        return Err(Error::Model {
-                            model: self.name.clone(),
-                            message: format!("every model in the chain failed; the last, `{}`, with: {e}", model.name()),
-                        });
+                        return Err(self.exhausted(model.name(), &e));
                     }
                 }
             }
         }
+    }
+
+    /// Asked together of the member that answers now; a request it failed
+    /// counts a miss and is asked again alone, as `chat` would.
+    async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        let model = self.models[self.position().model].clone();
+        let first = model.chat_many(requests).await;
+        let mut out = Vec::with_capacity(first.len());
+        for (request, result) in requests.iter().zip(first) {
+            out.push(match result {
+                Ok(mut answer) => {
+                    if answer.model.is_empty() {
+                        answer.model = model.name().to_string();
+                    }
+                    Ok(answer)
+                }
+                Err(Error::Cancelled) => Err(Error::Cancelled),
+                Err(_) if self.miss() => self.chat(request).await,
+                Err(e) => Err(self.exhausted(model.name(), &e)),
+            });
+        }
+        out
     }
 
     /// The smallest context of the chain: a prompt sized to it fits

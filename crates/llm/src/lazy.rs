@@ -60,6 +60,23 @@ impl ChatModel for LazyModel {
         Ok(answer)
     }
 
+    async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        let model = match self.model().await {
+            Ok(m) => m,
+            Err(e) => {
+                let message = e.to_string();
+                return requests.iter().map(|_| Err(Error::Model { model: self.name.clone(), message: message.clone() })).collect();
+            }
+        };
+        let mut answers = model.chat_many(requests).await;
+        for answer in answers.iter_mut().flatten() {
+            if answer.model.is_empty() {
+                answer.model = self.name.clone();
+            }
+        }
+        answers
+    }
+
     fn context_tokens(&self) -> Option<usize> {
         self.model.get().and_then(|m| m.context_tokens()).or(self.context)
     }

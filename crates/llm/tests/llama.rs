@@ -225,3 +225,42 @@ async fn a_required_tool_call_names_an_offered_tool_with_arguments_its_schema_ac
     let answer = small().chat(&request).await.unwrap();
     assert!(answer.tool_calls.is_empty() != answer.content.is_empty(), "{answer:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_asked_together_are_each_held_to_their_own_grammar() {
+    let words = ["apple", "pear", "plum"];
+    let requests: Vec<ChatRequest> = words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
+            let mut r = ask("Name a fruit.");
+            r.grammar = Some(format!("start: \"{word}\" \" \" /[0-9]{{{}}}/", i + 1));
+            if i > 0 {
+                r.temperature = Some(0.8);
+            }
+            r
+        })
+        .collect();
+    let answers = small().chat_many(&requests).await;
+    assert_eq!(answers.len(), 3);
+    for (i, (answer, word)) in answers.into_iter().zip(words).enumerate() {
+        let text = answer.unwrap().content;
+        let (head, digits) = text.split_once(' ').unwrap_or_else(|| panic!("answer {i} is {text:?}"));
+        assert_eq!(head, word, "answer {i} follows its own grammar: {text:?}");
+        assert_eq!(digits.len(), i + 1, "answer {i}: {text:?}");
+        assert!(digits.chars().all(|c| c.is_ascii_digit()), "answer {i}: {text:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_greedy_answer_is_the_same_decoded_beside_others_as_alone() {
+    let alone = small().generate_cold(&ask("Name three colours.")).await.unwrap();
+    let others = [ask("Name three colours."), ask("What is the capital of Italy?"), ask("Count from one to five.")];
+    let mut sampled = others.to_vec();
+    sampled[1].temperature = Some(0.9);
+    let together = small().generate_many(&sampled).await;
+    let first = together[0].as_ref().unwrap();
+    assert_eq!(first.text, alone.text, "the batch leaves a greedy answer token for token as it is alone");
+    assert!(together.iter().all(|g| g.as_ref().is_ok_and(|g| g.completion_tokens > 0)), "{together:?}");
+    assert!(together[1].as_ref().unwrap().reused_tokens > 5, "the shared system prompt is processed once: {together:?}");
+}

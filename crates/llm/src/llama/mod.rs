@@ -8,8 +8,10 @@
 //!
 //! The thread keeps the tokens whose keys and values are in the KV cache, so
 //! a loop's next turn, whose prompt starts with the previous one, only pays
-//! for its new tokens.
+//! for its new tokens. Requests asked together (`chat_many`: a search's
+//! candidates, a judge's votes) are decoded in one batch.
 
+mod decode;
 mod engine;
 mod grammar;
 mod prompt;
@@ -126,27 +128,59 @@ impl LlamaModel {
     /// Runs one request and reports timings; `chat` is this plus the shape of
     /// a chat answer.
     pub async fn generate(&self, request: &ChatRequest) -> Result<Generation> {
-        self.run(request, false, false).await
+        self.one(request, false, false).await
     }
 
     /// `generate` with the KV cache emptied first, so the whole prompt is
     /// processed: what a first call costs (benchmarks compare against it).
     pub async fn generate_cold(&self, request: &ChatRequest) -> Result<Generation> {
-        self.run(request, true, false).await
+        self.one(request, true, false).await
     }
 
-    async fn run(&self, request: &ChatRequest, cold: bool, measure: bool) -> Result<Generation> {
+    /// Runs independent requests together, decoded in one batch when they
+    /// fit in the context side by side; each result in its request's place.
+    pub async fn generate_many(&self, requests: &[ChatRequest]) -> Vec<Result<Generation>> {
+        match self.run(requests.to_vec(), false, false).await {
+            Ok(all) => all,
+            Err(e) => {
+                let message = e.to_string();
+                requests.iter().map(|_| Err(if matches!(e, Error::Cancelled) { Error::Cancelled } else { self.fail(message.clone()) })).collect()
+            }
+        }
+    }
+
+    async fn one(&self, request: &ChatRequest, cold: bool, measure: bool) -> Result<Generation> {
+        self.run(vec![request.clone()], cold, measure).await?.pop().unwrap_or_else(|| Err(self.fail("the model gave no answer")))
+    }
+
+    async fn run(&self, requests: Vec<ChatRequest>, cold: bool, measure: bool) -> Result<Vec<Result<Generation>>> {
         let cancel = Arc::new(AtomicBool::new(false));
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = engine::Job { request: request.clone(), cold, measure, cancel: cancel.clone(), reply };
+        let job = engine::Job { requests, cold, measure, cancel: cancel.clone(), reply };
         self.jobs.send(job).map_err(|_| self.fail("the model's thread has stopped; start agentloop again"))?;
         // Dropping this future (pause, terminate, timeout) stops generation.
         let _stop_on_drop = CancelOnDrop(cancel);
-        answer.await.map_err(|_| self.fail("the model's thread stopped during the call"))?
+        answer.await.map_err(|_| self.fail("the model's thread stopped during the call"))
     }
 
     fn fail(&self, message: impl Into<String>) -> Error {
         Error::Model { model: self.name.clone(), message: message.into() }
+    }
+
+    /// A generation as a chat answer: a tool call when the request offered
+    /// tools and the answer is one.
+    fn response(&self, tools_offered: bool, g: Generation) -> ChatResponse {
+        let (content, tool_calls, finish_reason) = match tools_offered.then(|| tools::read(&g.text)).flatten() {
+            Some(call) => (String::new(), vec![call], FinishReason::ToolCalls),
+            None => (g.text, Vec::new(), g.finish_reason),
+        };
+        ChatResponse {
+            content,
+            tool_calls,
+            finish_reason,
+            usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
+            model: self.name.clone(),
+        }
     }
 }
 
@@ -169,19 +203,14 @@ impl ChatModel for LlamaModel {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
-        let held = tools::prepare(request);
-        let g = self.generate(held.as_ref().unwrap_or(request)).await?;
-        let (content, tool_calls, finish_reason) = match held.as_ref().and_then(|_| tools::read(&g.text)) {
-            Some(call) => (String::new(), vec![call], FinishReason::ToolCalls),
-            None => (g.text, Vec::new(), g.finish_reason),
-        };
-        Ok(ChatResponse {
-            content,
-            tool_calls,
-            finish_reason,
-            usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
-            model: self.name.clone(),
-        })
+        self.chat_many(std::slice::from_ref(request)).await.pop().unwrap_or_else(|| Err(self.fail("the model gave no answer")))
+    }
+
+    async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
+        let held: Vec<Option<ChatRequest>> = requests.iter().map(tools::prepare).collect();
+        let asked: Vec<ChatRequest> = requests.iter().zip(&held).map(|(r, h)| h.clone().unwrap_or_else(|| r.clone())).collect();
+        let generations = self.generate_many(&asked).await;
+        held.iter().zip(generations).map(|(held, g)| g.map(|g| self.response(held.is_some(), g))).collect()
     }
 
     fn context_tokens(&self) -> Option<usize> {
@@ -189,6 +218,6 @@ impl ChatModel for LlamaModel {
     }
 
     async fn prompt_tokens(&self, request: &ChatRequest) -> Option<usize> {
-        self.run(request, false, true).await.ok().map(|g| g.prompt_tokens as usize)
+        self.one(request, false, true).await.ok().map(|g| g.prompt_tokens as usize)
     }
 }
