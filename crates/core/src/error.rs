@@ -56,6 +56,16 @@ impl Error {
         Error::Other(message.into())
     }
 
+    /// The same failure again, for each of several requests that failed
+    /// together (one batch, one model that would not load).
+    pub fn shared(&self) -> Self {
+        match self {
+            Error::Cancelled => Error::Cancelled,
+            Error::Model { model, message } => Error::Model { model: model.clone(), message: message.clone() },
+            other => Error::Other(other.to_string()),
+        }
+    }
+
     /// True for the variants that steer the runner rather than report a failure.
     pub fn is_control_flow(&self) -> bool {
         matches!(self, Error::Cancelled | Error::Interrupted(_) | Error::Stopped(_))

@@ -361,14 +361,15 @@ impl Step {
         let mut fresh = Vec::new();
         // The model asked, kept for the calls' spans when tracing.
         let mut traced = None;
+        // Asked together, the fresh calls share their start.
+        let started_at = Utc::now();
+        let t = Instant::now();
         if recorded.iter().any(Option::is_none) {
             let model = self.env.models.get(role)?.clone();
             traced = self.env.trace.is_some().then(|| model.clone());
             // Let watchers see what is happening before slow calls start.
             self.flush(false)?;
             let asked: Vec<ChatRequest> = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| request.clone()).collect();
-            let started_at = Utc::now();
-            let t = Instant::now();
             let answers = self.cancellable(async { Ok(model.chat_many(&asked).await) }).await?;
             if answers.iter().any(|r| matches!(r, Err(Error::Cancelled))) {
                 return Err(Error::Cancelled);
@@ -380,7 +381,7 @@ impl Step {
                         Ok(r) if !r.model.is_empty() => r.model.clone(),
                         _ => model.name().to_string(),
                     };
-                    (result, name, started_at, t)
+                    (result, name)
                 })
                 .collect();
         }
@@ -395,7 +396,7 @@ impl Step {
             let (result, took_ms) = match rec {
                 Some(rec) => (replayed(&rec, serde_json::from_value::<ChatResponse>), wall_once(rec.started_at, rec.duration_ms)),
                 None => {
-                    let Some((result, name, started_at, t)) = fresh.next() else { break };
+                    let Some((result, name)) = fresh.next() else { break };
                     let input = json!({
                         "role": role,
                         "messages": request.messages.len(),

@@ -63,10 +63,7 @@ impl ChatModel for LazyModel {
     async fn chat_many(&self, requests: &[ChatRequest]) -> Vec<Result<ChatResponse>> {
         let model = match self.model().await {
             Ok(m) => m,
-            Err(e) => {
-                let message = e.to_string();
-                return requests.iter().map(|_| Err(Error::Model { model: self.name.clone(), message: message.clone() })).collect();
-            }
+            Err(e) => return requests.iter().map(|_| Err(e.shared())).collect(),
         };
         let mut answers = model.chat_many(requests).await;
         for answer in answers.iter_mut().flatten() {

@@ -56,12 +56,7 @@ impl Engine<'_> {
                 let slots: Vec<usize> = group.iter().map(|s| s.slot).collect();
                 match self.decode_together(group, cancel) {
                     Ok(done) => done.into_iter().for_each(|(slot, g)| results[slot] = Some(Ok(g))),
-                    Err(e) => {
-                        let message = e.to_string();
-                        for slot in slots {
-                            results[slot] = Some(Err(if matches!(e, Error::Cancelled) { Error::Cancelled } else { self.fail(message.clone()) }));
-                        }
-                    }
+                    Err(e) => slots.into_iter().for_each(|slot| results[slot] = Some(Err(e.shared()))),
                 }
             }
         }
@@ -105,7 +100,7 @@ impl Engine<'_> {
     fn fits_together(&self, group: &[Sequence]) -> bool {
         let shared = shared_prefix(group);
         let own: usize = group.iter().map(|s| s.tokens.len() - shared + s.budget).sum();
-        group.len() <= SEQUENCES && shared + own <= self.cells
+        shared + own <= self.cells
     }
 
     /// Decodes the group's answers together; sequence 0 is the first's and

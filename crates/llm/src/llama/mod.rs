@@ -142,10 +142,7 @@ impl LlamaModel {
     pub async fn generate_many(&self, requests: &[ChatRequest]) -> Vec<Result<Generation>> {
         match self.run(requests.to_vec(), false, false).await {
             Ok(all) => all,
-            Err(e) => {
-                let message = e.to_string();
-                requests.iter().map(|_| Err(if matches!(e, Error::Cancelled) { Error::Cancelled } else { self.fail(message.clone()) })).collect()
-            }
+            Err(e) => requests.iter().map(|_| Err(e.shared())).collect(),
         }
     }
 
