@@ -585,16 +585,23 @@ async fn escapes_in_the_models_code_are_refused_by_the_sandbox_and_recorded() {
     assert!(said.contains("refused a network connection"), "{said}");
 }
 
-/// With candidates, CODE tries changes against the tests in scratch copies
-/// — the first wrong, the second right — stops at the one that passes, and
+/// With candidates, CODE asks for them together and tries them against the
+/// tests in scratch copies — the first wrong, the second right, the third
+/// never tried — stops at the one that passes, and
 /// writes only that one: the workspace never holds the wrong change, and
 /// TEST then observes the kept one on the real files.
 #[tokio::test]
 async fn candidates_are_tried_in_scratch_copies_and_only_the_best_is_written() {
     let config = CoderSettings { candidates: 3, ..single() };
-    let r = run(Script::default().with("plan", plan()).with("code", change(WRONG_TOO)).with("code", change(FIXED)).with("review", accept()), config).await;
+    let script = Script::default()
+        .with("plan", plan())
+        .with("code", change(WRONG_TOO))
+        .with("code", change(FIXED))
+        .with("code", change(WRONG_TOO))
+        .with("review", accept());
+    let r = run(script, config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
-    assert_eq!(r.asked, vec!["plan", "code", "code", "review"], "the search stopped at the passing candidate");
+    assert_eq!(r.asked, vec!["plan", "code", "code", "code", "review"], "the three candidates were asked for together, once");
     assert_eq!(std::fs::read_to_string(r.ws.path().join("calc.py")).unwrap(), FIXED);
     let s = state(&r);
     assert_eq!(s.attempts.len(), 1, "one attempt: the kept candidate");

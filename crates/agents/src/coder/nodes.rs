@@ -351,33 +351,37 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
         editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
     request.grammar = Some(change::grammar(&writable, s.edit_format()));
     let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
+    let budget = wanted * ANSWERS_PER_CHANGE;
     let mut tried: Vec<Candidate> = Vec::new();
     let mut why = String::new();
-    // Each candidate may be refused once and asked for again, as one change is.
-    for asked in 0..wanted * ANSWERS_PER_CHANGE {
-        if tried.len() == wanted || tried.last().is_some_and(|c| c.passed) {
-            break;
-        }
-        let answer = step.chat_as(CODER_ROLE, request.clone()).await?;
-        let change = usable(s, &answer.content, files).and_then(|c| new_among(c, &tried));
-        match change {
-            Ok(change) if wanted == 1 => return apply_change(s, step, change, kind).await,
-            Ok(change) => {
-                match try_candidate(s, step, change, tried.len() + 1, wanted).await? {
+    // Why each answer of the last round was refused: the round after asks
+    // again for each, telling it what was wrong.
+    let mut refused: Vec<String> = Vec::new();
+    let mut asked = 0;
+    // The candidates still wanted are asked for together, so the model
+    // decodes them side by side, and tried in order until one passes. Each
+    // may be refused once and asked for again, as one change is.
+    while asked < budget && tried.len() < wanted && !tried.last().is_some_and(|c| c.passed) {
+        let round = candidate_requests(&request, tried.len(), wanted - tried.len(), budget - asked, &refused);
+        asked += round.len();
+        refused.clear();
+        for answer in step.chat_all_as(CODER_ROLE, round).await? {
+            if tried.last().is_some_and(|c| c.passed) {
+                break;
+            }
+            match usable(s, &answer.content, files).and_then(|c| new_among(c, &tried)) {
+                Ok(change) if wanted == 1 => return apply_change(s, step, change, kind).await,
+                Ok(change) => match try_candidate(s, step, change, tried.len() + 1, wanted).await? {
                     Ok(candidate) => tried.push(candidate),
                     // Trying was declined: the change is written and tested as one change is.
                     Err(declined) => return apply_change(s, step, declined, kind).await,
+                },
+                Err(reason) => {
+                    step.reject_answer(CODER_ROLE)?;
+                    step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked < budget });
+                    refused.push(reason.clone());
+                    why = reason;
                 }
-                request.temperature = Some(CANDIDATE_TEMPERATURES[tried.len() % CANDIDATE_TEMPERATURES.len()]);
-            }
-            Err(reason) => {
-                step.reject_answer(CODER_ROLE)?;
-                step.emit(CoderEvent::Refused { reason: reason.clone(), asking_again: asked + 1 < wanted * ANSWERS_PER_CHANGE });
-                if let Some(last) = request.messages.last_mut() {
-                    last.content.push_str(&format!("\n\n{REFUSED_BEFORE}{reason}. Answer with the whole change."));
-                }
-                request.temperature = Some(RETRY_TEMPERATURE);
-                why = reason;
             }
         }
     }
@@ -413,6 +417,27 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
 /// Temperatures of the candidates after the first: spread, so that the
 /// samples differ from one another as well as from the greedy answer.
 const CANDIDATE_TEMPERATURES: [f32; 4] = [0.8, 1.0, 0.6, 1.2];
+
+/// The requests of one round of the search: `count` candidates from number
+/// `first` on (at most `left`), the first of all at the request's own
+/// temperature and the others spread. Those that replace refused answers
+/// say why the answer was refused and are asked at the retry temperature.
+fn candidate_requests(request: &ChatRequest, first: usize, count: usize, left: usize, refused: &[String]) -> Vec<ChatRequest> {
+    (0..count.min(left))
+        .map(|i| {
+            let mut asked = request.clone();
+            if let Some(reason) = refused.get(i) {
+                if let Some(last) = asked.messages.last_mut() {
+                    last.content.push_str(&format!("\n\n{REFUSED_BEFORE}{reason}. Answer with the whole change."));
+                }
+                asked.temperature = Some(RETRY_TEMPERATURE);
+            } else if first + i > 0 {
+                asked.temperature = Some(CANDIDATE_TEMPERATURES[(first + i) % CANDIDATE_TEMPERATURES.len()]);
+            }
+            asked
+        })
+        .collect()
+}
 
 /// A change tried against the tests in a scratch copy.
 struct Candidate {
