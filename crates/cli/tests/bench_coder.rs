@@ -58,8 +58,9 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!((report["projects"].as_u64(), report["sessions"].as_u64()), (Some(1), Some(2)), "{report}");
     assert_eq!((report["solved"].as_f64(), report["false_completions"].as_u64()), (Some(1.0), Some(0)), "{report}");
-    // Plan, code and review in each session, all on the one configured model.
-    assert_eq!(report["model_calls"], json!({"calls": {"fake": 6}, "share": {"fake": 1.0}}), "{report}");
+    // In each session a plan, three candidates asked together (the first
+    // passes) and a review, all on the one configured model.
+    assert_eq!(report["model_calls"], json!({"calls": {"fake": 10}, "share": {"fake": 1.0}}), "{report}");
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     assert_ne!(lines[0]["workspace"], lines[1]["workspace"], "each run has its own copy");
