@@ -59,6 +59,9 @@ const SUM: &str = "I'll compute it.\n```python\ntotal = sum(i * i for i in range
 /// REFLECT's independent program, written another way; `total` is a name
 /// the turns use too, so it shows the check's namespace is its own.
 const CHECK_385: &str = "```python\ntotal = 0\nfor i in range(11):\n    total += i ** 2\nprint(total)\n```";
+/// A check written together with the others and never run: the vote was
+/// decided before its turn.
+const NOT_RUN: &str = "```python\nprint('not run')\n```";
 
 #[tokio::test]
 async fn a_plain_text_answer_ends_without_running_code() {
@@ -78,8 +81,9 @@ async fn a_plain_text_answer_ends_without_running_code() {
 
 #[tokio::test]
 async fn code_then_done_in_one_turn() {
-    // The turn, then REFLECT's independent cross-check (which agrees).
-    let r = run(vec![SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
+    // The turn, then REFLECT's independent cross-checks, written together
+    // (the first agrees).
+    let r = run(vec![SUM.into(), CHECK_385.into(), NOT_RUN.into(), NOT_RUN.into()], vec![verdict(true, "")], ReplSettings::default()).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     let s = r.state();
     assert_eq!(s.turn_count, 1);
@@ -87,7 +91,7 @@ async fn code_then_done_in_one_turn() {
     assert!(!s.execution_results[0].1);
     assert_eq!(s.answer(), "385");
     // REFLECT saw the question, the code and its output.
-    let reflect = &r.requests[2].messages[1].content;
+    let reflect = &r.requests[4].messages[1].content;
     assert!(reflect.contains("sum of the squares") && reflect.contains("range(1, 11)") && reflect.contains("385"), "{reflect}");
 }
 
@@ -97,8 +101,12 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
         vec![
             "```python\nsquares = [i * i for i in range(1, 11)]\nprint(len(squares))\n```".into(),
             "```python\nprint(10)\n```".into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
             "```python\nprint(sum(squares))\n```".into(),
             CHECK_385.into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
         ],
         vec![verdict(false, "print the sum of squares"), verdict(true, "")],
         ReplSettings::default(),
@@ -108,7 +116,7 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert_eq!(s.answer(), "385", "the second turn used the first turn's variable");
-    let second_generate = &r.requests[3];
+    let second_generate = &r.requests[5];
     let last = &second_generate.messages.last().unwrap().content;
     assert!(last.contains("Next: print the sum of squares"), "{last}");
     assert_eq!(r.requests[0].temperature, None, "the first turn is greedy");
@@ -118,7 +126,16 @@ async fn an_incomplete_turn_continues_with_the_hint_and_the_namespace_kept() {
 #[tokio::test]
 async fn max_turns_ends_the_loop() {
     let config = ReplSettings { max_turns: 2, ..ReplSettings::default() };
-    let answers = ["```python\nx = 1\nprint(x)\n```", "```python\nprint(1)\n```", "```python\nx += 1\nprint(x)\n```", "```python\nprint(2)\n```"];
+    let answers = [
+        "```python\nx = 1\nprint(x)\n```",
+        "```python\nprint(1)\n```",
+        NOT_RUN,
+        NOT_RUN,
+        "```python\nx += 1\nprint(x)\n```",
+        "```python\nprint(2)\n```",
+        NOT_RUN,
+        NOT_RUN,
+    ];
     let r = run(answers.map(String::from).to_vec(), vec![verdict(false, "more"), verdict(false, "more")], config).await;
     assert_eq!(r.out.status, SessionStatus::Completed, "{:?}", r.out);
     assert_eq!(r.out.finish_reason.as_deref(), Some("max_turns"));
@@ -128,7 +145,7 @@ async fn max_turns_ends_the_loop() {
 #[tokio::test]
 async fn an_error_is_shown_to_the_model_and_recovered_from() {
     let r = run(
-        vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into(), CHECK_385.into()],
+        vec!["```python\nprint(totl)\n```".into(), "```python\ntotal = 385\nprint(total)\n```".into(), CHECK_385.into(), NOT_RUN.into(), NOT_RUN.into()],
         // The failed turn is judged without the model: only the second asks it.
         vec![verdict(true, "")],
         ReplSettings::default(),
@@ -149,7 +166,13 @@ async fn an_error_is_shown_to_the_model_and_recovered_from() {
 #[tokio::test]
 async fn a_turn_that_prints_nothing_is_not_complete_without_asking_the_model() {
     let r = run(
-        vec!["```python\nsquares = [i * i for i in range(1, 11)]\n```".into(), "```python\nprint(sum(squares))\n```".into(), CHECK_385.into()],
+        vec![
+            "```python\nsquares = [i * i for i in range(1, 11)]\n```".into(),
+            "```python\nprint(sum(squares))\n```".into(),
+            CHECK_385.into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
+        ],
         vec![verdict(true, "")],
         ReplSettings::default(),
     )
@@ -185,7 +208,16 @@ async fn a_new_interpreter_replays_the_clean_history_first() {
 async fn an_answer_an_independent_program_contradicts_is_not_complete_without_asking_the_judge() {
     let r = run(
         // The turn (285), two checks that outvote it (385), the next turn, its check.
-        vec!["```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(), CHECK_385.into(), CHECK_385.into(), SUM.into(), CHECK_385.into()],
+        vec![
+            "```python\ntotal = sum(i * i for i in range(1, 10))\nprint(total)\n```".into(),
+            CHECK_385.into(),
+            CHECK_385.into(),
+            NOT_RUN.into(),
+            SUM.into(),
+            CHECK_385.into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
+        ],
         vec![verdict(true, "")],
         ReplSettings::default(),
     )
@@ -199,7 +231,7 @@ async fn an_answer_an_independent_program_contradicts_is_not_complete_without_as
         "{:?}",
         s.verdicts
     );
-    let second_turn = &r.requests[3].messages.last().unwrap().content;
+    let second_turn = &r.requests[4].messages.last().unwrap().content;
     assert!(second_turn.contains("total += i ** 2"), "the outvoting program is shown to the next turn: {second_turn}");
     assert_eq!(r.requests.iter().filter(|q| q.json_schema.is_some()).count(), 1, "the judge is asked only after the checks agree");
     // The check ran in a namespace of its own: the turn's `total` survived it.
@@ -213,8 +245,12 @@ async fn the_cross_check_cannot_touch_the_session_namespace() {
         vec![
             "```python\nkeep = 7\nprint(keep * 55)\n```".into(),
             "```python\nkeep = 0\nprint(385)\n```".into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
             "```python\nprint(keep)\n```".into(),
             "```python\nprint(7)\n```".into(),
+            NOT_RUN.into(),
+            NOT_RUN.into(),
         ],
         vec![verdict(false, "print keep"), verdict(true, "")],
         ReplSettings { max_turns: 2, ..ReplSettings::default() },
@@ -227,7 +263,7 @@ async fn the_cross_check_cannot_touch_the_session_namespace() {
 #[tokio::test]
 async fn a_second_check_that_sides_with_the_turn_confirms_it() {
     let wrong_check = "```python\nprint(sum(range(11)))\n```";
-    let r = run(vec![SUM.into(), wrong_check.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
+    let r = run(vec![SUM.into(), wrong_check.into(), CHECK_385.into(), NOT_RUN.into()], vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
     assert_eq!((s.turn_count, s.answer().as_str()), (1, "385"));
     assert!(s.verdicts[0].is_complete, "two of three programs agree, so the judge decides: {:?}", s.verdicts);
@@ -255,8 +291,11 @@ async fn failed_programs_are_not_votes_so_two_that_ran_later_still_overrule() {
         failing.into(),
         CHECK_385.into(),
         CHECK_385.into(),
+        NOT_RUN.into(),
         SUM.into(),
         CHECK_385.into(),
+        NOT_RUN.into(),
+        NOT_RUN.into(),
     ];
     let r = run(replies, vec![verdict(true, "")], ReplSettings::default()).await;
     let s = r.state();
@@ -276,11 +315,16 @@ async fn programs_that_also_disagree_with_each_other_do_not_overrule_the_turn() 
 
 #[tokio::test]
 async fn a_turn_that_only_prints_a_number_it_was_given_is_not_complete() {
-    let r = run(vec!["```python\nprint(385)\n```".into(), SUM.into(), CHECK_385.into()], vec![verdict(true, "")], ReplSettings::default()).await;
+    let r = run(
+        vec!["```python\nprint(385)\n```".into(), SUM.into(), CHECK_385.into(), NOT_RUN.into(), NOT_RUN.into()],
+        vec![verdict(true, "")],
+        ReplSettings::default(),
+    )
+    .await;
     let s = r.state();
     assert_eq!(s.turn_count, 2);
     assert!(!s.verdicts[0].is_complete && s.verdicts[0].reasoning.contains("computes nothing"), "{:?}", s.verdicts);
-    assert_eq!(r.requests.len(), 4, "no check and no judge for the literal turn: turn, turn, check, judge");
+    assert_eq!(r.requests.len(), 6, "no check and no judge for the literal turn: turn, turn, three checks, judge");
 }
 
 #[tokio::test]

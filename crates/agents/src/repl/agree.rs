@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use super::events::ReplEvent;
 use super::judge;
-use super::nodes::run_check;
+use super::nodes::{run_check, write_checks};
 use super::prompts;
 use super::state::{ReplState, Vote};
 
@@ -51,8 +51,10 @@ pub fn agree<'a>(s: &'a mut ReplState, step: &'a mut Step) -> BoxFuture<'a, Resu
             None => s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()),
         };
         let mut answers: Vec<String> = main.iter().cloned().collect();
-        for _ in 1..s.config.candidates {
-            if let Some((value, _code)) = run_check(s, step, main.as_deref().unwrap_or_default()).await? {
+        // The other programs are written together, then each is run.
+        let others = usize::try_from(s.config.candidates.saturating_sub(1)).unwrap_or(0);
+        for reply in write_checks(s, step, others).await? {
+            if let Some((value, _code)) = run_check(s, step, main.as_deref().unwrap_or_default(), &reply).await? {
                 answers.push(value);
             }
         }

@@ -1,6 +1,6 @@
 //! The repl's nodes: GENERATE, EXTRACT_CODE, EXECUTE, REFLECT.
 
-use agentloop_core::{Message, Result, Step, TokenSink};
+use agentloop_core::{Message, Result, Step, TokenSink, DEFAULT_ROLE};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -150,31 +150,41 @@ const CHECK_ATTEMPTS: usize = 5;
 async fn cross_check(s: &ReplState, step: &mut Step) -> Result<Option<Verdict>> {
     let Some(answer) = s.execution_results.last().map(|r| judge::last_line(&r.0).to_string()) else { return Ok(None) };
     let mut others: Vec<String> = Vec::new();
-    for _ in 0..CHECK_ATTEMPTS {
-        if others.len() == CHECKS {
-            break;
+    let mut written = 0;
+    // The programs still wanted are written together, so the model decodes
+    // them side by side, and run one after another until the vote is decided.
+    while others.len() < CHECKS && written < CHECK_ATTEMPTS {
+        let count = (CHECKS - others.len()).min(CHECK_ATTEMPTS - written);
+        written += count;
+        for reply in write_checks(s, step, count).await? {
+            let Some((check, code)) = run_check(s, step, &answer, &reply).await? else { continue };
+            if judge::same_answer(&answer, &check) {
+                return Ok(None);
+            }
+            if others.iter().any(|other| judge::same_answer(other, &check)) {
+                return Ok(Some(Verdict {
+                    is_complete: false,
+                    reasoning: format!("two independent programs printed {check}, but this turn printed {answer}"),
+                    next_action: format!("find the mistake in your code; this program printed {check}:\n```python\n{}\n```", code.trim_end()),
+                }));
+            }
+            others.push(check);
         }
-        let Some((check, code)) = run_check(s, step, &answer).await? else { continue };
-        if judge::same_answer(&answer, &check) {
-            return Ok(None);
-        }
-        if others.iter().any(|other| judge::same_answer(other, &check)) {
-            return Ok(Some(Verdict {
-                is_complete: false,
-                reasoning: format!("two independent programs printed {check}, but this turn printed {answer}"),
-                next_action: format!("find the mistake in your code; this program printed {check}:\n```python\n{}\n```", code.trim_end()),
-            }));
-        }
-        others.push(check);
     }
     Ok(None)
 }
 
-/// One independent program's answer and code, if it ran cleanly and
-/// printed something.
-pub(super) async fn run_check(s: &ReplState, step: &mut Step, answer: &str) -> Result<Option<(String, String)>> {
-    let reply = step.chat(prompts::recheck(s, SAMPLED_TEMPERATURE)).await?;
-    let code = code_blocks(&reply.content).join("\n");
+/// `count` independent programs for the turn's question, each in a fresh
+/// conversation, asked together so the model decodes them side by side.
+pub(super) async fn write_checks(s: &ReplState, step: &mut Step, count: usize) -> Result<Vec<String>> {
+    let requests = (0..count).map(|_| prompts::recheck(s, SAMPLED_TEMPERATURE)).collect();
+    Ok(step.chat_all_as(DEFAULT_ROLE, requests).await?.into_iter().map(|r| r.content).collect())
+}
+
+/// One independent program's answer and code (from the model's `reply`),
+/// if it ran cleanly and printed something.
+pub(super) async fn run_check(s: &ReplState, step: &mut Step, answer: &str, reply: &str) -> Result<Option<(String, String)>> {
+    let code = code_blocks(reply).join("\n");
     if code.trim().is_empty() {
         return Ok(None);
     }
