@@ -362,7 +362,7 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     // decodes them side by side, and tried in order until one passes. Each
     // may be refused once and asked for again, as one change is.
     while asked < budget && tried.len() < wanted && !tried.last().is_some_and(|c| c.passed) {
-        let round = candidate_requests(&request, tried.len(), wanted - tried.len(), budget - asked, &refused);
+        let round = candidate_requests(&request, tried.len(), (wanted - tried.len()).min(budget - asked), &refused);
         asked += round.len();
         refused.clear();
         for answer in step.chat_all_as(CODER_ROLE, round).await? {
@@ -419,11 +419,11 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
 const CANDIDATE_TEMPERATURES: [f32; 4] = [0.8, 1.0, 0.6, 1.2];
 
 /// The requests of one round of the search: `count` candidates from number
-/// `first` on (at most `left`), the first of all at the request's own
+/// `first` on, the first of all at the request's own
 /// temperature and the others spread. Those that replace refused answers
 /// say why the answer was refused and are asked at the retry temperature.
-fn candidate_requests(request: &ChatRequest, first: usize, count: usize, left: usize, refused: &[String]) -> Vec<ChatRequest> {
-    (0..count.min(left))
+fn candidate_requests(request: &ChatRequest, first: usize, count: usize, refused: &[String]) -> Vec<ChatRequest> {
+    (0..count)
         .map(|i| {
             let mut asked = request.clone();
             if let Some(reason) = refused.get(i) {
