@@ -22,6 +22,12 @@ use super::CODER_ROLE;
 const ANSWER_TOKENS: usize = 1024;
 /// Slack for what an estimate may miss (the chat template's own tokens).
 const MARGIN_TOKENS: usize = 128;
+/// Tokens kept free for what a phase adds after the files (the plan, what
+/// was tried, the tests' output, the question). The view is sized for this
+/// whatever the phase, so that every phase shows the same files text and
+/// its prompt starts as the last one did (`prompts::head`); a phase whose
+/// tail is longer shrinks the view for itself alone.
+const TAIL_TOKENS: usize = 1536;
 /// A context to assume when the model does not say (a remote endpoint):
 /// the embedded model's default.
 const ASSUMED_CONTEXT: usize = agentloop_llm::DEFAULT_CONTEXT as usize;
@@ -40,7 +46,8 @@ pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)],
     let (context, fixed) = step.measure_as(CODER_ROLE, &empty).await;
     let context = context.unwrap_or(ASSUMED_CONTEXT);
     let fixed = fixed.unwrap_or_else(|| empty.messages.iter().map(|m| estimate(&m.content)).sum());
-    let mut budget = context.saturating_sub(fixed + ANSWER_TOKENS + MARGIN_TOKENS);
+    let head = estimate(&super::prompts::head(s, ""));
+    let mut budget = context.saturating_sub(fixed.max(head + TAIL_TOKENS) + ANSWER_TOKENS + MARGIN_TOKENS);
     let whole = super::nodes::render(files);
     if estimate(&whole) <= budget {
         return (whole, None);

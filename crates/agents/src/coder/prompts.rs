@@ -1,5 +1,13 @@
 //! The coder's prompts. Each carries the task, the plan and the memory of
 //! earlier attempts, so a fix or a new plan knows what already failed.
+//!
+//! Every phase's prompt starts the same way, byte for byte (`head`): one
+//! system message, the task, the test command and the files. Only what a
+//! phase adds comes after: the plan, what was tried, the tests' output and
+//! the question. A provider that keeps its last prompt's keys and values
+//! (the embedded model's KV cache, an endpoint's prompt cache) then
+//! processes only that tail when the session moves from one phase to the
+//! next, not the files again.
 
 use agentloop_core::{ChatRequest, Message};
 
@@ -18,8 +26,15 @@ fn change_shape(format: EditFormat) -> &'static str {
     }
 }
 
-fn request(user: String) -> ChatRequest {
-    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(user)])
+/// The start every phase's prompt shares: the system message, the task,
+/// the test command and `files`.
+pub fn head(s: &CoderState, files: &str) -> String {
+    format!("Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n", s.task, s.test_command)
+}
+
+/// A phase's prompt: the shared head, then what the phase adds.
+fn request(s: &CoderState, files: &str, tail: String) -> ChatRequest {
+    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(head(s, files) + &tail)])
 }
 
 /// What was tried so far, one line per attempt, newest last: which files it
@@ -152,22 +167,14 @@ fn indent(text: &str) -> String {
 }
 
 pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task.",
-        s.task,
-        s.test_command,
-        memory(s),
-        tests_now(s)
-    ))
+    request(s, files, format!("{}{}\nWrite a short plan: the steps to complete the task.", memory(s), tests_now(s)))
 }
 
 /// The plan of a workspace shown as regions: it may also ask to open
 /// more of the code, or search it (`more.rs`).
 pub fn plan_asking(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nTests are run with `{}`.\n\nFiles:\n{files}\n{}{}\nWrite a short plan: the steps to complete the task. Only some of the code is shown above: if the change needs code that is not, name it in `open` (a definition from the map, or a line range `path:start-end`), or give a word to `search` the code for.",
-        s.task,
-        s.test_command,
+    request(s, files, format!(
+        "{}{}\nWrite a short plan: the steps to complete the task. Only some of the code is shown above: if the change needs code that is not, name it in `open` (a definition from the map, or a line range `path:start-end`), or give a word to `search` the code for.",
         memory(s),
         tests_now(s)
     ))
@@ -176,46 +183,45 @@ pub fn plan_asking(s: &CoderState, files: &str) -> ChatRequest {
 /// Before planning: the tools of the session's MCP servers, offered for a
 /// look-up the task needs (docs, an issue, a schema), or none.
 pub fn look_up(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\n\nFiles:\n{files}\n{}\nIf the task needs something these files do not hold, call one of the tools to look it up. Otherwise answer `nothing to look up`.",
-        s.task,
-        memory(s)
-    ))
+    request(
+        s,
+        files,
+        format!(
+            "{}\nIf the task needs something these files do not hold, call one of the tools to look it up. Otherwise answer `nothing to look up`.",
+            memory(s)
+        ),
+    )
 }
 
 pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}{}\nCarry out the plan. {}",
-        s.task,
-        numbered(&s.plan),
-        memory(s),
-        tests_now(s),
-        change_shape(s.edit_format())
-    ))
+    request(s, files, format!("{}{}\nPlan:\n{}\n\nCarry out the plan. {}", memory(s), tests_now(s), numbered(&s.plan), change_shape(s.edit_format())))
 }
 
-/// How REFLECT answers. It is the system message, and the user message ends
-/// in a question: a small model given instructions last copies them into
-/// its diagnosis ("… so recommend `fix` and say …") instead of diagnosing.
-const REFLECT_SYSTEM: &str = "You are a careful software engineer. When an attempt to make the tests pass has failed, you find out why. \
+/// How REFLECT answers. It comes before the test output and the prompt
+/// ends in a question: a small model given instructions last copies them
+/// into its diagnosis ("… so recommend `fix` and say …") instead of
+/// diagnosing.
+const REFLECT_GUIDE: &str = "When an attempt to make the tests pass has failed, you find out why. \
      diagnosis: which test fails and which line of the code makes it fail. root_cause: usually the code, a bug to repair. \
      recommendation: `fix` for such a bug, `replan` only when the approach itself cannot work, `abort` only when the task cannot be done. \
      feedback: exactly how to change that line. confidence: from 0 to 1, how sure you are that the recommendation will work.";
 
 pub fn reflect(s: &CoderState, files: &str) -> ChatRequest {
-    let user = format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nThe last attempt failed. Which test fails, and which line of the code above makes it fail?",
-        s.task,
-        numbered(&s.plan),
-        memory(s) + &last_output(s)
-    );
-    ChatRequest::new(vec![Message::system(REFLECT_SYSTEM), Message::user(user)])
+    request(
+        s,
+        files,
+        format!(
+            "Plan:\n{}\n\nThe last attempt failed. {REFLECT_GUIDE}\n{}\nWhich test fails, and which line of the code above makes it fail?",
+            numbered(&s.plan),
+            memory(s) + &last_output(s)
+        ),
+    )
 }
 
 /// Whether a reflection's diagnosis copies the instructions it was given
 /// (a run of six words or more) rather than saying what went wrong.
 pub fn echoes_instructions(diagnosis: &str) -> bool {
-    shares_a_run(diagnosis, REFLECT_SYSTEM)
+    shares_a_run(diagnosis, REFLECT_GUIDE)
 }
 
 /// Whether `said` repeats a run of six words or more of `source`.
@@ -245,20 +251,16 @@ fn is_prose(path: &str) -> bool {
 const ECHO_WORDS: usize = 6;
 
 pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
-    request(format!(
-        "Task: {}\nPlan:\n{}\n\nFiles:\n{files}\n{}\nWhat to fix: {why}\n{}",
-        s.task,
-        numbered(&s.plan),
-        memory(s) + &tests_now(s),
-        change_shape(s.edit_format())
-    ))
+    request(s, files, format!("{}\nPlan:\n{}\n\nWhat to fix: {why}\n{}", memory(s) + &tests_now(s), numbered(&s.plan), change_shape(s.edit_format())))
 }
 
+/// REVIEW is shown the change, not the files: it asks another question of
+/// the default model, so it has no phase's prompt to share.
 pub fn review(s: &CoderState, diff: &str) -> ChatRequest {
-    request(format!(
+    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(format!(
         "Task: {}\nThe tests pass with this change:\n{diff}\nDoes the change do what the task asks, without unrelated edits? Accept it, or give one concrete objection.",
         s.task
-    ))
+    ))])
 }
 
 fn numbered(steps: &[String]) -> String {
@@ -268,6 +270,27 @@ fn numbered(steps: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_phase_starts_with_the_same_system_message_task_and_files() {
+        let s = CoderState {
+            task: "Fix merge()".into(),
+            test_command: "python3 -m unittest".into(),
+            plan: vec!["sort first".into()],
+            baseline: Some("FAIL: test_merge".into()),
+            ..CoderState::default()
+        };
+        let files = "intervals.py\n```python\ndef merge(xs):\n    return xs\n```\n";
+        let phases = [plan(&s, files), plan_asking(&s, files), look_up(&s, files), code(&s, files), reflect(&s, files), fix(&s, files, "sort")];
+        let head = head(&s, files);
+        for request in &phases {
+            assert_eq!(request.messages[0].content, SYSTEM, "one system message for every phase");
+            assert!(request.messages[1].content.starts_with(&head), "{}", request.messages[1].content);
+        }
+        assert!(head.contains("def merge(xs)") && head.contains("Fix merge()") && head.contains("python3 -m unittest"));
+        assert!(phases[3].messages[1].content.ends_with(change_shape(s.edit_format())), "the question comes last");
+        assert!(phases[4].messages[1].content.ends_with("which line of the code above makes it fail?"), "a reflection ends in its question");
+    }
 
     #[test]
     fn a_diagnosis_copying_six_words_of_the_instructions_is_an_echo() {
