@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use agentloop_agents::coder::{self, CoderEvent, CoderSettings, CoderState};
 use agentloop_agents::test_command;
-use agentloop_core::{Models, StartOptions, Store};
+use agentloop_core::journal::{CallKind, CallStatus};
+use agentloop_core::{CallRecord, Models, StartOptions, Store};
 use agentloop_store::SqliteStore;
 use agentloop_tools::{ApprovalPolicy, Approvals, Sandbox, Workspace};
 use anyhow::{Context, Result};
@@ -102,6 +103,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let (mut solved, mut false_completions, mut iterations, mut seconds) = (0u32, 0u32, 0u64, Vec::new());
     let mut served = Served::default();
     let mut changes = Changes::default();
+    let mut lengths = Lengths::default();
+    let mut prefill = Prefill::default();
     for (project, run) in runs.iter().copied() {
         let name = project.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         bar.set_message(name.clone());
@@ -116,10 +119,13 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         seconds.push(took);
         served.add(&record.served);
         changes.add(record.changes);
+        lengths.add(record.lengths);
+        prefill.add(&record.prefill);
         out.write(&json!({
             "project": name, "run": run, "workspace": ws, "sessionId": record.session_id, "finishReason": record.finish_reason,
             "solved": record.solved, "saidPassed": record.said_passed, "iterations": record.iterations,
-            "seconds": harness::round(took, 1), "served": record.served, "changes": record.changes, "tests": record.tests_tail,
+            "seconds": harness::round(took, 1), "served": record.served, "changes": record.changes, "lengths": record.lengths,
+            "prefill": record.prefill, "tests": record.tests_tail,
         }))?;
         bar.inc(1);
     }
@@ -132,6 +138,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             "candidates": args.settings.candidates,
             "edit_format": args.settings.edit_format,
             "changes": changes,
+            "calls_over_length": lengths,
+            "prefill_by_phase": prefill.report(),
             "projects": projects.len(),
             "sessions": n,
             "solved": fraction(solved, n),
@@ -155,6 +163,8 @@ pub(crate) struct Solved {
     pub served: std::collections::BTreeMap<String, u64>,
     pub prompt_tokens: u64,
     pub tests_tail: String,
+    pub lengths: Lengths,
+    pub prefill: Prefill,
     changes: Changes,
 }
 
@@ -192,6 +202,94 @@ impl Changes {
     }
 }
 
+/// The model calls of one session that its context could not hold:
+/// prompts refused before any answer, and answers cut off at their token
+/// budget. A coder that fits its prompts to the model has none of either.
+#[derive(Clone, Copy, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Lengths {
+    pub refused: u32,
+    pub cut_off: u32,
+}
+
+impl Lengths {
+    fn count(calls: &[CallRecord]) -> Self {
+        let mut lengths = Self::default();
+        for call in calls.iter().filter(|c| c.kind == CallKind::Model) {
+            match call.status {
+                CallStatus::Error => lengths.refused += u32::from(call.error.as_deref().is_some_and(agentloop_llm::over_context)),
+                CallStatus::Success => {
+                    lengths.cut_off += u32::from(call.output.as_ref().is_some_and(|o| o["finishReason"] == "length"));
+                }
+                CallStatus::Pending => {}
+            }
+        }
+        lengths
+    }
+
+    pub(crate) fn add(&mut self, other: Self) {
+        self.refused += other.refused;
+        self.cut_off += other.cut_off;
+    }
+}
+
+/// Per phase of a session (the node that asked), its model calls' prompt
+/// tokens and how many of them the provider kept from an earlier call: a
+/// warm phase pays prefill only for what is new.
+#[derive(Clone, Default, serde::Serialize)]
+pub(crate) struct Prefill(std::collections::BTreeMap<String, PhasePrefill>);
+
+#[derive(Clone, Copy, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PhasePrefill {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
+}
+
+impl Prefill {
+    fn count(calls: &[CallRecord]) -> Self {
+        let mut phases = Self::default();
+        for call in calls.iter().filter(|c| c.kind == CallKind::Model && c.status == CallStatus::Success) {
+            let Some(usage) = call.output.as_ref().map(|o| &o["usage"]) else { continue };
+            let node = call.input["node"].as_str().unwrap_or("unknown").to_string();
+            phases.0.entry(node).or_default().add(PhasePrefill {
+                calls: 1,
+                prompt_tokens: usage["promptTokens"].as_u64().unwrap_or(0),
+                cached_tokens: usage["cachedPromptTokens"].as_u64().unwrap_or(0),
+            });
+        }
+        phases
+    }
+
+    pub(crate) fn add(&mut self, other: &Self) {
+        for (node, phase) in &other.0 {
+            self.0.entry(node.clone()).or_default().add(*phase);
+        }
+    }
+
+    /// Each phase's calls, prompt tokens a call, and the share of them kept warm.
+    pub(crate) fn report(&self) -> serde_json::Value {
+        self.0
+            .iter()
+            .map(|(node, p)| {
+                let per_call = p.prompt_tokens.checked_div(p.calls).unwrap_or(0);
+                let warm = if p.prompt_tokens == 0 { 0.0 } else { harness::round(p.cached_tokens as f64 / p.prompt_tokens as f64, 3) };
+                (node.clone(), json!({"calls": p.calls, "prompt_tokens_per_call": per_call, "warm_share": warm}))
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+impl PhasePrefill {
+    fn add(&mut self, other: Self) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
 async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings) -> Result<Solved> {
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
     solve_task(ws, sandbox, models, store, config, TASK, &command).await
@@ -216,8 +314,11 @@ pub(crate) async fn solve_task(
     let outcome = runner.start(state, options)?.wait().await?;
     let (passed, tail) = tests_pass(sandbox, command)?;
     let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
+    let calls = store.calls(&outcome.session_id)?;
     Ok(Solved {
         changes,
+        lengths: Lengths::count(&calls),
+        prefill: Prefill::count(&calls),
         session_id: outcome.session_id.clone(),
         said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
         finish_reason: outcome.finish_reason,
@@ -266,6 +367,49 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn model_calls_over_length_are_told_from_other_failures_and_tools() {
+        let call = |kind: &str, status: &str, error: Option<&str>, finish: &str| -> CallRecord {
+            serde_json::from_value(json!({
+                "step": 1, "index": 0, "iteration": 1, "kind": kind, "name": "m", "input": {}, "status": status, "error": error,
+                "output": if status == "success" { json!({"content": "", "finishReason": finish}) } else { Value::Null },
+                "startedAt": "2026-01-01T00:00:00Z", "durationMs": 1,
+            }))
+            .unwrap()
+        };
+        let calls = [
+            call("model", "error", Some("model m: the prompt is 9191 tokens but the context holds 8192: raise `context`"), ""),
+            call("model", "error", Some("model m: the answer was not JSON"), ""),
+            call("model", "success", None, "length"),
+            call("model", "success", None, "stop"),
+            call("tool", "success", None, "length"),
+        ];
+        let lengths = Lengths::count(&calls);
+        assert_eq!((lengths.refused, lengths.cut_off), (1, 1));
+    }
+
+    #[test]
+    fn prefill_is_told_per_phase_with_the_share_kept_warm() {
+        let call = |node: &str, prompt: u64, cached: u64| -> CallRecord {
+            serde_json::from_value(json!({
+                "step": 1, "index": 0, "iteration": 1, "kind": "model", "name": "m", "input": {"node": node}, "status": "success", "error": null,
+                "output": {"content": "", "finishReason": "stop", "usage": {"promptTokens": prompt, "completionTokens": 1, "cachedPromptTokens": cached}},
+                "startedAt": "2026-01-01T00:00:00Z", "durationMs": 1,
+            }))
+            .unwrap()
+        };
+        let mut prefill = Prefill::count(&[call("plan", 1000, 0), call("code", 1200, 900), call("code", 1200, 1100)]);
+        prefill.add(&Prefill::count(&[call("plan", 1000, 500)]));
+        assert_eq!(
+            prefill.report(),
+            json!({
+                "code": {"calls": 2, "prompt_tokens_per_call": 1200, "warm_share": 0.833},
+                "plan": {"calls": 2, "prompt_tokens_per_call": 1000, "warm_share": 0.25},
+            })
+        );
+    }
 
     #[test]
     fn both_sets_have_their_projects_and_each_fails_as_shipped() {

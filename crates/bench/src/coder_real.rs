@@ -105,6 +105,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let mut without: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     let (mut seconds, mut calls, mut prompt_tokens) = (Vec::new(), 0u64, 0u64);
     let mut served = Served::default();
+    let mut lengths = crate::coder::Lengths::default();
+    let mut prefill = crate::coder::Prefill::default();
     for case in &cases {
         bar.set_message(case.id.clone());
         let project =
@@ -161,6 +163,10 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                     calls += n;
                     prompt_tokens += run.prompt_tokens;
                     served.add(&run.served);
+                    lengths.add(run.lengths);
+                    prefill.add(&run.prefill);
+                    record["lengths"] = json!(run.lengths);
+                    record["prefill"] = json!(run.prefill);
                     record["solved"] = json!(run.solved);
                     record["saidPassed"] = json!(run.said_passed);
                     record["finishReason"] = json!(run.finish_reason);
@@ -207,6 +213,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         report["model_calls_per_case"] = json!(if n == 0 { 0.0 } else { harness::round(calls as f64 / n as f64, 1) });
         report["prompt_tokens_per_call"] = json!(prompt_tokens.checked_div(calls).unwrap_or(0));
         report["model_calls"] = served.report();
+        report["calls_over_length"] = json!(lengths);
+        report["prefill_by_phase"] = prefill.report();
         report["candidates"] = json!(args.settings.candidates);
         report["budget_seconds"] = json!(args.budget_seconds);
     }

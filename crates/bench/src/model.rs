@@ -1,12 +1,15 @@
 //! `agentloop bench model`: the embedded model's speeds on this machine.
 //! The last line is one JSON object: `prompt_tps`, `gen_tps`,
-//! `constrained_gen_tps`, `cold_prefill_ms`, `warm_prefill_ms` (medians).
+//! `constrained_gen_tps`, `cold_prefill_ms`, `warm_prefill_ms`, the plain
+//! greedy loop's `plain_loop_gen_tps` on the same file and threads, and
+//! `together`: the tokens per second of 1 to N answers decoded in one batch
+//! (medians).
 
 use std::time::Duration;
 
 use agentloop_core::{ChatRequest, Message, DEFAULT_ROLE};
 use agentloop_llm::catalog::{KnownModel, DEFAULT_MODEL};
-use agentloop_llm::{Generation, LlamaConfig, LlamaModel, ModelSpec};
+use agentloop_llm::{plain_greedy_loop, Generation, LlamaConfig, LlamaModel, ModelSpec};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -26,11 +29,19 @@ pub struct ModelArgs {
     /// Measurements of each kind; the report gives medians.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
+    /// Answers decoded together at most: each count from 1 to this is measured.
+    #[arg(long, default_value_t = 4)]
+    pub together: u32,
+    /// Also measure the model drafted ahead by this one (a known model's
+    /// name or a GGUF path of the same tokenizer): free and schema-held
+    /// generation, the share of drafted tokens kept, and whether the
+    /// answers are the model's own.
+    #[arg(long, value_name = "MODEL")]
+    pub draft: Option<String>,
 }
 
-/// A plain llama.cpp greedy loop's speed on 2 threads of this project's
-/// machine (`examples/plain_loop.rs`), for the ratio in the report.
-const PLAIN_LOOP_GEN_TPS: f64 = 35.0;
+/// The temperature of answers decoded together, as a search's candidates are.
+const CANDIDATE_TEMPERATURE: f32 = 0.8;
 
 pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
     let name = match config.models.get(DEFAULT_ROLE) {
@@ -49,7 +60,7 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
     let first = request(&shared, "Which of these functions could panic? Name them and say in one sentence each why, so that a reviewer can find the risky ones quickly and fix them before the release goes out.");
     let second = request(&shared, "Explain in detail what each of the functions above does, one paragraph per function, covering its inputs, its outputs, its edge cases and how it could be tested well.");
     // Generation speed depends on how much context precedes it; measure it,
-    // free and constrained, after the same short prompt as examples/plain_loop.rs.
+    // free, constrained, together and by the plain loop, after one short prompt.
     let mut free = ChatRequest::new(vec![Message::user("Explain in detail how a hash map works, with examples.")]);
     free.max_tokens = Some(args.tokens);
     let mut constrained = free.clone();
@@ -62,10 +73,24 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
         "required": ["concepts"], "additionalProperties": false
     }));
 
+    let mut candidate = free.clone();
+    candidate.temperature = Some(CANDIDATE_TEMPERATURE);
+    let together = args.together.max(1) as usize;
+
     let (mut cold, mut warm, mut free_gen, mut json_gen) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut plain, mut batched) = (Vec::new(), vec![Vec::new(); together]);
+    // The provider's free generation and the plain loop run back to back,
+    // so that a shared machine's passing load falls on both alike.
     for r in 1..=args.runs.max(1) {
         bar.set_message(format!("run {r}/{}: free generation", args.runs));
         free_gen.push(model.generate_cold(&free).await?);
+        bar.set_message(format!("run {r}/{}: the plain greedy loop", args.runs));
+        let (file, messages, tokens) = (path.clone(), free.messages.clone(), args.tokens);
+        plain.push(tokio::task::spawn_blocking(move || plain_greedy_loop(&file, &messages, tokens, threads)).await??);
+        for n in 1..=together {
+            bar.set_message(format!("run {r}/{}: {n} answers together", args.runs));
+            batched[n - 1].push(aggregate_tps(&model.generate_many(&vec![candidate.clone(); n]).await)?);
+        }
         bar.set_message(format!("run {r}/{}: cold prompt", args.runs));
         cold.push(model.generate_cold(&one_token(&second)).await?);
         bar.set_message(format!("run {r}/{}: shared-prefix prompt", args.runs));
@@ -74,13 +99,22 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
         bar.set_message(format!("run {r}/{}: JSON-constrained generation", args.runs));
         json_gen.push(model.generate_cold(&constrained).await?);
     }
-    bar.finish_and_clear();
 
     let gen_tps = median(free_gen.iter().map(Generation::gen_tps));
     let constrained_gen_tps = median(json_gen.iter().map(Generation::gen_tps));
     let cold_ms = median(cold.iter().map(|g| ms(g.prefill)));
     let warm_ms = median(warm.iter().map(|g| ms(g.prefill)));
-    let report = json!({
+    let plain_tps = median(plain.iter().map(|p| p.gen_tps));
+    let alone = median(batched[0].iter().copied());
+    let together: Vec<_> = batched
+        .iter()
+        .enumerate()
+        .map(|(i, runs)| {
+            let tps = median(runs.iter().copied());
+            json!({"answers": i + 1, "gen_tps": round(tps), "vs_one": round(tps / alone.max(f64::MIN_POSITIVE))})
+        })
+        .collect();
+    let mut report = json!({
         "model": path.file_name().map(|f| f.to_string_lossy().into_owned()),
         "threads": threads,
         "runs": args.runs,
@@ -95,8 +129,37 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
         "warm_prefill_ms": round(warm_ms),
         "constrained_vs_gen": round(constrained_gen_tps / gen_tps.max(f64::MIN_POSITIVE)),
         "warm_vs_cold_prefill": round(warm_ms / cold_ms.max(f64::MIN_POSITIVE)),
-        "gen_vs_plain_loop_35tps": round(gen_tps / PLAIN_LOOP_GEN_TPS),
+        "plain_loop_gen_tps": round(plain_tps),
+        "gen_vs_plain_loop": round(gen_tps / plain_tps.max(f64::MIN_POSITIVE)),
+        "together": together,
     });
+    if let Some(draft) = &args.draft {
+        drop(model);
+        bar.set_message(format!("loading {} drafted by {draft}", path.display()));
+        let mut llama = LlamaConfig::new(&path).context(4096).draft(KnownModel::resolve(draft, &config.data_dir));
+        llama.threads = args.threads;
+        let drafted = LlamaModel::load(llama)?;
+        let (mut free_d, mut json_d) = (Vec::new(), Vec::new());
+        for r in 1..=args.runs.max(1) {
+            bar.set_message(format!("run {r}/{}: drafted generation", args.runs));
+            free_d.push(drafted.generate_cold(&free).await?);
+            json_d.push(drafted.generate_cold(&constrained).await?);
+        }
+        let (tps, json_tps) = (median(free_d.iter().map(Generation::gen_tps)), median(json_d.iter().map(Generation::gen_tps)));
+        let (proposed, kept) = free_d.iter().chain(&json_d).fold((0, 0), |(p, k), g| (p + g.drafted_tokens, k + g.accepted_tokens));
+        let same = free_d.iter().all(|g| Some(&g.text) == free_gen.first().map(|f| &f.text))
+            && json_d.iter().all(|g| Some(&g.text) == json_gen.first().map(|f| &f.text));
+        report["drafted"] = json!({
+            "draft": draft,
+            "gen_tps": round(tps),
+            "constrained_gen_tps": round(json_tps),
+            "vs_alone": round(tps / gen_tps.max(f64::MIN_POSITIVE)),
+            "constrained_vs_alone": round(json_tps / constrained_gen_tps.max(f64::MIN_POSITIVE)),
+            "acceptance": if proposed == 0 { 0.0 } else { round(kept as f64 / proposed as f64) },
+            "same_answers": same,
+        });
+    }
+    bar.finish_and_clear();
     println!("{report}");
     Ok(())
 }
@@ -148,6 +211,19 @@ fn spinner() -> ProgressBar {
     bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
+}
+
+/// All the answers' tokens over the time the batch took to generate them
+/// (the longest answer's, since they are decoded side by side).
+fn aggregate_tps(answers: &[agentloop_core::Result<Generation>]) -> Result<f64> {
+    let mut tokens = 0;
+    let mut longest = Duration::ZERO;
+    for answer in answers {
+        let g = answer.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+        tokens += g.completion_tokens;
+        longest = longest.max(g.generate);
+    }
+    Ok(if longest.is_zero() { 0.0 } else { tokens as f64 / longest.as_secs_f64() })
 }
 
 fn ms(d: Duration) -> f64 {

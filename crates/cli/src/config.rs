@@ -143,7 +143,10 @@ impl Config {
         }
         let mut models = from_file.models;
         if let Some(model) = model {
-            models.insert(DEFAULT_ROLE.to_string(), ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None });
+            models.insert(
+                DEFAULT_ROLE.to_string(),
+                ModelSpec::Llama { model: Some(model.to_string()), threads: None, context: None, max_tokens: None, draft: None },
+            );
         }
         for (name, server) in &from_file.mcp_servers {
             check_name(name).map_err(anyhow::Error::msg)?;

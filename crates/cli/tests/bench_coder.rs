@@ -61,6 +61,7 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
     // In each session a plan, three candidates asked together (the first
     // passes) and a review, all on the one configured model.
     assert_eq!(report["model_calls"], json!({"calls": {"fake": 10}, "share": {"fake": 1.0}}), "{report}");
+    assert_eq!(report["calls_over_length"], json!({"refused": 0, "cutOff": 0}), "every answer ended on its own: {report}");
     let lines: Vec<Value> = std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     assert_ne!(lines[0]["workspace"], lines[1]["workspace"], "each run has its own copy");

@@ -156,6 +156,16 @@ pub enum FinishReason {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt's tokens, those the provider did not process again:
+    /// their keys and values were kept from an earlier call (the embedded
+    /// model's KV cache, an endpoint's prompt cache). What a warm prompt
+    /// saves is prefill time in proportion to these.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_prompt_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {

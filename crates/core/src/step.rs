@@ -398,6 +398,7 @@ impl Step {
                 None => {
                     let Some((result, name)) = fresh.next() else { break };
                     let input = json!({
+                        "node": self.node,
                         "role": role,
                         "messages": request.messages.len(),
                         "last": request.messages.last(),

@@ -297,7 +297,7 @@ async fn a_token_budget_stops_the_session() {
     let store = memory_store();
     let model = ScriptedModel::with(|_| {
         let mut r = ChatResponse::text("ok");
-        r.usage = agentloop_core::Usage { prompt_tokens: 30, completion_tokens: 10 };
+        r.usage = agentloop_core::Usage { prompt_tokens: 30, completion_tokens: 10, ..Default::default() };
         Ok(r)
     });
     let t = Termination::any_of([Termination::defaults(50), Termination::budget(Budget { tokens: Some(100), ..Budget::default() })]);

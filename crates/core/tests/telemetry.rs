@@ -51,7 +51,7 @@ async fn runs_iterations_and_calls_are_spans_in_one_trace_across_a_crash_and_rep
     let model = Arc::new(
         ScriptedModel::with(|r| {
             let mut answer = ChatResponse::text(format!("ok {}", r.messages.len()));
-            answer.usage = Usage { prompt_tokens: 11, completion_tokens: 7 };
+            answer.usage = Usage { prompt_tokens: 11, completion_tokens: 7, ..Default::default() };
             Ok(answer)
         })
         .named("echo"),

@@ -274,7 +274,7 @@ fn wire_messages(messages: &[Message]) -> Vec<Value> {
 }
 
 fn usage(v: &Value) -> Usage {
-    Usage { prompt_tokens: v["input_tokens"].as_u64().unwrap_or(0), completion_tokens: v["output_tokens"].as_u64().unwrap_or(0) }
+    Usage { prompt_tokens: v["input_tokens"].as_u64().unwrap_or(0), completion_tokens: v["output_tokens"].as_u64().unwrap_or(0), ..Usage::default() }
 }
 
 fn clip(s: &str) -> String {

@@ -255,7 +255,11 @@ fn finish_reason(reason: Option<&str>) -> FinishReason {
 }
 
 fn usage(v: &Value) -> Usage {
-    Usage { prompt_tokens: v["prompt_tokens"].as_u64().unwrap_or(0), completion_tokens: v["completion_tokens"].as_u64().unwrap_or(0) }
+    Usage {
+        prompt_tokens: v["prompt_tokens"].as_u64().unwrap_or(0),
+        completion_tokens: v["completion_tokens"].as_u64().unwrap_or(0),
+        cached_prompt_tokens: v["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+    }
 }
 
 fn clip(s: &str) -> String {

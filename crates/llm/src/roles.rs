@@ -79,6 +79,10 @@ pub enum ModelSpec {
         context: Option<u32>,
         #[serde(default)]
         max_tokens: Option<u32>,
+        /// A smaller model of the same tokenizer (a known model's name or a
+        /// GGUF path) that drafts tokens ahead: faster, the same answers.
+        #[serde(default)]
+        draft: Option<String>,
     },
     Openai {
         base_url: String,
@@ -123,13 +127,16 @@ fn switch_after() -> u32 {
 impl ModelSpec {
     /// The embedded default model.
     pub fn embedded_default() -> Self {
-        ModelSpec::Llama { model: None, threads: None, context: None, max_tokens: None }
+        ModelSpec::Llama { model: None, threads: None, context: None, max_tokens: None, draft: None }
     }
 
     /// A one-line description for `agentloop models list`.
     pub fn describe(&self) -> String {
         match self {
-            ModelSpec::Llama { model, .. } => format!("llama {}", model.as_deref().unwrap_or(DEFAULT_MODEL.name)),
+            ModelSpec::Llama { model, draft, .. } => match draft {
+                Some(d) => format!("llama {} drafted by {d}", model.as_deref().unwrap_or(DEFAULT_MODEL.name)),
+                None => format!("llama {}", model.as_deref().unwrap_or(DEFAULT_MODEL.name)),
+            },
             ModelSpec::Openai { base_url, model, .. } => format!("openai {model} at {base_url}"),
             ModelSpec::Anthropic { model, .. } => format!("anthropic {model}"),
             ModelSpec::Chain { models, switch_after } => format!("chain {} (switch after {switch_after})", models.join(" → ")),
@@ -149,7 +156,7 @@ pub fn with_defaults(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, roles
     specs.entry(DEFAULT_ROLE.to_string()).or_insert_with(ModelSpec::embedded_default);
     if ours && STRONG_MODEL.path(data_dir).is_file() {
         // Roles naming the same file share one loaded model.
-        let strong = ModelSpec::Llama { model: Some(STRONG_MODEL.name.to_string()), threads: None, context: None, max_tokens: None };
+        let strong = ModelSpec::Llama { model: Some(STRONG_MODEL.name.to_string()), threads: None, context: None, max_tokens: None, draft: None };
         specs.entry(STRONG_ROLE.to_string()).or_insert_with(|| strong.clone());
         for role in roles {
             let spec = match role.default {
@@ -208,8 +215,9 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
     let retry =
         |timeout: &Option<u64>| RetryPolicy { timeout: timeout.map(Duration::from_secs).unwrap_or(RetryPolicy::default().timeout), ..RetryPolicy::default() };
     match spec {
-        ModelSpec::Llama { model, threads, context, max_tokens } => {
+        ModelSpec::Llama { model, threads, context, max_tokens, draft } => {
             let path = KnownModel::resolve(model.as_deref().unwrap_or(DEFAULT_MODEL.name), data_dir);
+            let draft = draft.as_deref().map(|d| KnownModel::resolve(d, data_dir));
             // Roles sharing a file share one loaded model (and its cache).
             if let Some(same) = loaded.get(&path) {
                 return Ok(same.clone());
@@ -218,12 +226,12 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
             // once; any other is loaded on its first call (a chain's strong
             // model may never be needed).
             let model: Arc<dyn ChatModel> = if role == DEFAULT_ROLE {
-                load_llama(role, &path, *threads, *context, *max_tokens)?
+                load_llama(role, &path, *threads, *context, *max_tokens, draft)?
             } else {
                 let (role, file, threads, context, max_tokens) = (role.to_string(), path.clone(), *threads, *context, *max_tokens);
                 let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| role.clone());
                 let window = context.unwrap_or(crate::DEFAULT_CONTEXT) as usize;
-                Arc::new(LazyModel::new(name, move || load_llama(&role, &file, threads, context, max_tokens)).with_context(window))
+                Arc::new(LazyModel::new(name, move || load_llama(&role, &file, threads, context, max_tokens, draft.clone())).with_context(window))
             };
             loaded.insert(path, model.clone());
             Ok(model)
@@ -253,9 +261,17 @@ fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMa
 }
 
 #[cfg(feature = "llama")]
-fn load_llama(_role: &str, path: &Path, threads: Option<u32>, context: Option<u32>, max_tokens: Option<u32>) -> Result<Arc<dyn ChatModel>> {
+fn load_llama(
+    _role: &str,
+    path: &Path,
+    threads: Option<u32>,
+    context: Option<u32>,
+    max_tokens: Option<u32>,
+    draft: Option<PathBuf>,
+) -> Result<Arc<dyn ChatModel>> {
     let mut config = crate::LlamaConfig::new(path);
     config.threads = threads;
+    config.draft = draft;
     if let Some(c) = context {
         config.context = c;
     }
@@ -266,7 +282,14 @@ fn load_llama(_role: &str, path: &Path, threads: Option<u32>, context: Option<u3
 }
 
 #[cfg(not(feature = "llama"))]
-fn load_llama(role: &str, _path: &Path, _threads: Option<u32>, _context: Option<u32>, _max_tokens: Option<u32>) -> Result<Arc<dyn ChatModel>> {
+fn load_llama(
+    role: &str,
+    _path: &Path,
+    _threads: Option<u32>,
+    _context: Option<u32>,
+    _max_tokens: Option<u32>,
+    _draft: Option<PathBuf>,
+) -> Result<Arc<dyn ChatModel>> {
     Err(Error::other(format!(
         "the role `{role}` asks for the embedded model, but this agentloop was built without it: rebuild with the default features or configure an endpoint"
     )))
@@ -332,7 +355,10 @@ mod tests {
         }
         assert!(!with_defaults(&BTreeMap::new(), dir.path()).contains_key("plain"), "a default role is the default model");
         let mut mine = BTreeMap::new();
-        mine.insert("default".to_string(), ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None });
+        mine.insert(
+            "default".to_string(),
+            ModelSpec::Llama { model: Some("qwen2.5-coder-1.5b".into()), threads: None, context: None, max_tokens: None, draft: None },
+        );
         assert_eq!(chain(&mine), None, "a default the user names is used alone");
     }
 

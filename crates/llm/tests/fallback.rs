@@ -72,7 +72,7 @@ async fn rejected_answers_move_the_chain_and_the_journal_names_who_answered() {
     let strict = Arc::new(
         ScriptedModel::with(|_| {
             let mut answer = ChatResponse::text("<json>{\"ok\": true}</json>");
-            answer.usage = agentloop_core::Usage { prompt_tokens: 40, completion_tokens: 7 };
+            answer.usage = agentloop_core::Usage { prompt_tokens: 40, completion_tokens: 7, ..Default::default() };
             Ok(answer)
         })
         .named("strong"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentloop_core::{parse_json, ChatModel, ChatRequest, FinishReason, JsonSchema, Message, TokenSink};
 use agentloop_llm::catalog::{default_data_dir, SMALL_MODEL};
-use agentloop_llm::{LlamaConfig, LlamaModel};
+use agentloop_llm::{over_context, plain_greedy_loop, LlamaConfig, LlamaModel};
 use serde::Deserialize;
 
 /// One loaded model for the whole file: loading is the slow part, and one
@@ -75,6 +75,9 @@ async fn a_repeated_prompt_reuses_the_cached_prefix_and_answers_the_same() {
     request.messages.push(Message::user("Another one, please."));
     let third = model.generate(&request).await.unwrap();
     assert!(third.reused_tokens >= first.prompt_tokens - 1, "{} of {} reused", third.reused_tokens, third.prompt_tokens);
+    // The chat answer tells its caller the same, so a journal can count warm prompts.
+    let fourth = model.chat(&request).await.unwrap();
+    assert_eq!(fourth.usage.cached_prompt_tokens, fourth.usage.prompt_tokens - 1, "{:?}", fourth.usage);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,4 +266,67 @@ async fn a_greedy_answer_is_the_same_decoded_beside_others_as_alone() {
     assert_eq!(first.text, alone.text, "the batch leaves a greedy answer token for token as it is alone");
     assert!(together.iter().all(|g| g.as_ref().is_ok_and(|g| g.completion_tokens > 0)), "{together:?}");
     assert!(together[1].as_ref().unwrap().reused_tokens > 5, "the shared system prompt is processed once: {together:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plain_loop_answers_as_the_provider_does_greedily() {
+    let request = ask("Name three colours.");
+    let provider = small().generate_cold(&request).await.unwrap();
+    let path = SMALL_MODEL.path(&default_data_dir());
+    let plain = plain_greedy_loop(&path, &request.messages, 48, 2).unwrap();
+    assert_eq!(plain.text, provider.text, "the yardstick decodes the same prompt to the same answer");
+    assert_eq!(plain.generated_tokens, provider.completion_tokens);
+    assert!(plain.generated_tokens > 0 && plain.gen_tps > 0.0, "{plain:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_over_the_context_is_refused_in_words_a_tally_can_tell() {
+    let error = small().chat(&ask(&"What is the capital of France? ".repeat(400))).await.unwrap_err().to_string();
+    assert!(over_context(&error), "{error}");
+    assert!(error.contains("raise `context`"), "{error}");
+    assert!(!over_context("the model's answer was not JSON"));
+}
+
+/// The small model drafted by itself: every drafted token is one it would
+/// pick, so all but a stray few are kept, and the answers are its own.
+fn self_drafted() -> &'static LlamaModel {
+    static MODEL: OnceLock<LlamaModel> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let path = SMALL_MODEL.path(&default_data_dir());
+        LlamaModel::load(LlamaConfig::new(&path).threads(2).context(2048).draft(&path)).unwrap()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drafted_answer_is_the_models_own_free_or_held_to_a_schema() {
+    let free = ask("Name three colours.");
+    let alone = small().generate_cold(&free).await.unwrap();
+    let drafted = self_drafted().generate_cold(&free).await.unwrap();
+    assert_eq!(drafted.text, alone.text, "drafting changes the speed, not the answer");
+    assert!(drafted.drafted_tokens > 0 && drafted.accepted_tokens * 10 >= drafted.drafted_tokens * 9, "{drafted:?}");
+    assert_eq!((alone.drafted_tokens, alone.accepted_tokens), (0, 0));
+
+    let mut held = ask("Give a colour and its hex code.");
+    held.json_schema = Some(serde_json::json!({
+        "type": "object", "properties": {"name": {"type": "string"}, "hex": {"type": "string"}}, "required": ["name", "hex"], "additionalProperties": false
+    }));
+    let alone = small().generate_cold(&held).await.unwrap();
+    let drafted = self_drafted().generate_cold(&held).await.unwrap();
+    assert_eq!(drafted.text, alone.text);
+    let value: serde_json::Value = serde_json::from_str(&drafted.text).unwrap();
+    assert!(value["hex"].is_string(), "{value}");
+    // Sampled answers are drafted too, and end as answers do.
+    let mut sampled = ask("Write one sentence about the sea.");
+    sampled.temperature = Some(0.8);
+    let answer = self_drafted().generate_cold(&sampled).await.unwrap();
+    assert!(answer.completion_tokens > 0 && answer.drafted_tokens > 0, "{answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_of_another_tokenizer_is_refused_with_a_sentence() {
+    let small = SMALL_MODEL.path(&default_data_dir());
+    let other = agentloop_llm::catalog::DEFAULT_MODEL.path(&default_data_dir());
+    assert!(other.is_file(), "the default model is missing at {}: run `bash scripts/fetch-models.sh`", other.display());
+    let error = LlamaModel::load(LlamaConfig::new(&small).threads(2).context(512).draft(&other)).err().unwrap().to_string();
+    assert!(error.contains("cannot draft for this model") && error.contains("leave `draft` out"), "{error}");
 }

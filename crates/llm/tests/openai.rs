@@ -29,7 +29,7 @@ fn completion(content: Value, finish: &str) -> Value {
     json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": "test-model",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15, "prompt_tokens_details": {"cached_tokens": 8}}
     })
 }
 
@@ -50,6 +50,7 @@ async fn a_plain_answer_with_usage() {
     assert_eq!(answer.content, "Hi there.");
     assert_eq!(answer.finish_reason, FinishReason::Stop);
     assert_eq!((answer.usage.prompt_tokens, answer.usage.completion_tokens), (12, 3));
+    assert_eq!(answer.usage.cached_prompt_tokens, 8, "the endpoint's prompt cache is read");
     assert_eq!(answer.model, "test-model");
     let body = sent_body(&server).await;
     assert_eq!(body["model"], "test-model");

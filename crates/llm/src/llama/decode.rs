@@ -17,22 +17,22 @@ use super::engine::{Engine, BATCH, SEQUENCES};
 use super::Generation;
 
 /// One answer being decoded: its prompt, its sampler, what it wrote so far.
-struct Sequence<'r> {
+pub(super) struct Sequence<'r> {
     /// Where its request stands in the job, so the answer goes back there.
     slot: usize,
     request: &'r ChatRequest,
     tokens: Vec<LlamaToken>,
     sampler: LlamaSampler,
-    budget: usize,
+    pub(super) budget: usize,
     out: Vec<u8>,
     streamed: usize,
-    generated: u64,
+    pub(super) generated: u64,
     finish: Option<FinishReason>,
     /// Position of its next token in its sequence.
-    pos: i32,
+    pub(super) pos: i32,
     /// Index, in the last decoded batch, of its logits.
-    logits_at: i32,
-    took: Duration,
+    pub(super) logits_at: i32,
+    pub(super) took: Duration,
 }
 
 impl Engine<'_> {
@@ -73,8 +73,9 @@ impl Engine<'_> {
         let context = self.context;
         if tokens.len() + 1 >= context {
             return Err(self.fail(format!(
-                "the prompt is {} tokens but the context holds {context}: raise `context` in the model's config or shorten the conversation",
-                tokens.len()
+                "the prompt is {} {} {context}: raise `context` in the model's config or shorten the conversation",
+                tokens.len(),
+                crate::OVER_CONTEXT
             )));
         }
         let sampler = self.sampler(request)?;
@@ -112,15 +113,24 @@ impl Engine<'_> {
         let reused = self.prefill_shared(&group[0].tokens[..shared], cancel)?;
         let result = self.prefill_own(&mut group, shared, cancel).and_then(|()| {
             let prefill = started.elapsed();
-            self.generate_steps(&mut group, cancel, started)?;
-            Ok(prefill)
+            // One answer alone is drafted ahead when there is a draft model;
+            // answers decoded together already share each step.
+            let drafted = match group.as_mut_slice() {
+                [one] if self.draft.is_some() => Some(self.generate_drafted(one, cancel, started)?),
+                _ => {
+                    self.generate_steps(&mut group, cancel, started)?;
+                    None
+                }
+            };
+            Ok((prefill, drafted))
         });
         for seq in 1..group.len() {
             if !self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None).unwrap_or(false) {
                 self.forget();
             }
         }
-        let prefill = result?;
+        let (prefill, drafted) = result?;
+        let drafted = drafted.unwrap_or_default();
         Ok(group
             .into_iter()
             .enumerate()
@@ -133,6 +143,8 @@ impl Engine<'_> {
                     completion_tokens: s.generated,
                     prefill,
                     generate: s.took.saturating_sub(prefill),
+                    drafted_tokens: drafted.drafted,
+                    accepted_tokens: drafted.accepted,
                 };
                 (s.slot, generation)
             })
@@ -238,7 +250,7 @@ impl Engine<'_> {
 
     /// Samples the sequence's next token and adds it to its answer; `None`
     /// when the answer has ended (its `finish` then says why).
-    fn next_token(&self, s: &mut Sequence) -> Option<LlamaToken> {
+    pub(super) fn next_token(&self, s: &mut Sequence) -> Option<LlamaToken> {
         if s.generated as usize >= s.budget {
             s.finish = Some(FinishReason::Length);
             return None;
@@ -263,7 +275,7 @@ impl Engine<'_> {
 
     /// One `decode`; a failure leaves the cache in an unknown state, so it
     /// is emptied.
-    fn decode(&mut self, batch: &mut LlamaBatch, what: &str) -> Result<()> {
+    pub(super) fn decode(&mut self, batch: &mut LlamaBatch, what: &str) -> Result<()> {
         self.ctx.decode(batch).map_err(|e| {
             self.forget();
             self.fail(format!("{what} ({e})"))

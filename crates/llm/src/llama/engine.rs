@@ -15,6 +15,7 @@ use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
+use super::draft::{same_vocabulary, Draft};
 use super::grammar::Grammars;
 use super::{prompt, Generation, LlamaConfig};
 
@@ -37,7 +38,7 @@ pub(super) const BATCH: usize = 512;
 pub(super) const SEQUENCES: usize = 4;
 
 /// llama.cpp's backend is process-wide and may be initialised only once.
-fn backend() -> std::result::Result<&'static LlamaBackend, String> {
+pub(super) fn backend() -> std::result::Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -80,6 +81,19 @@ pub fn spawn(config: LlamaConfig, name: String) -> Result<mpsc::Sender<Job>> {
     }
 }
 
+/// The draft model at `path`, refused with one sentence when it cannot
+/// draft for `model` (another tokenizer's tokens would never be accepted).
+fn load_draft(backend: &LlamaBackend, model: &LlamaModel, path: &std::path::Path) -> std::result::Result<LlamaModel, String> {
+    if !is_gguf(path) {
+        return Err(format!("the draft model {} is not a GGUF file: set `draft` to a model of the same family, or leave it out", path.display()));
+    }
+    let draft = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+        .map_err(|e| format!("the draft model {} could not be loaded ({e})", path.display()))?;
+    same_vocabulary(model, &draft)
+        .map_err(|why| format!("{} cannot draft for this model: {why}; choose a draft of the same family, or leave `draft` out", path.display()))?;
+    Ok(draft)
+}
+
 /// The file begins with GGUF's magic: anything else (a text file, a
 /// model of another format) is not worth handing to llama.cpp.
 fn is_gguf(path: &std::path::Path) -> bool {
@@ -101,7 +115,19 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
             return;
         }
     };
-    let engine = Engine::new(backend, &model, &config, name);
+    let draft_model = match config.draft.as_deref().map(|path| load_draft(backend, &model, path)).transpose() {
+        Ok(d) => d,
+        Err(message) => {
+            let _ = ready.send(Err(message));
+            return;
+        }
+    };
+    let engine = Engine::new(backend, &model, &config, name).and_then(|mut engine| {
+        if let Some(draft) = &draft_model {
+            engine.draft = Some(Draft::new(backend, draft, engine.cells as u32, engine.threads, config.draft_ahead as usize)?);
+        }
+        Ok(engine)
+    });
     let mut engine = match engine {
         Ok(e) => e,
         Err(message) => {
@@ -127,12 +153,16 @@ pub(super) struct Engine<'m> {
     /// The tokens whose keys and values are in sequence 0's KV cache, in order.
     pub(super) cached: Vec<LlamaToken>,
     grammars: Option<Grammars>,
+    /// The small model that drafts ahead for this one (`draft.rs`), if any.
+    pub(super) draft: Option<Draft<'m>>,
     /// The context one request may fill, prompt and answer (the config's).
     pub(super) context: usize,
     /// KV cells in all: the context plus room for the answers of the other
     /// sequences decoded beside it, which share its prompt's cells.
     pub(super) cells: usize,
     pub(super) max_tokens: u32,
+    /// CPU threads for decoding, which a draft model uses too.
+    pub(super) threads: i32,
     name: String,
 }
 
@@ -158,9 +188,11 @@ impl<'m> Engine<'m> {
             template,
             cached: Vec::new(),
             grammars: None,
+            draft: None,
             context: context as usize,
             cells: cells as usize,
             max_tokens: config.max_tokens,
+            threads,
             name,
         })
     }
@@ -189,6 +221,8 @@ impl<'m> Engine<'m> {
             completion_tokens: 0,
             prefill: std::time::Duration::ZERO,
             generate: std::time::Duration::ZERO,
+            drafted_tokens: 0,
+            accepted_tokens: 0,
         })
     }
 
@@ -219,5 +253,8 @@ impl<'m> Engine<'m> {
     pub(super) fn forget(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        if let Some(draft) = self.draft.as_mut() {
+            draft.forget();
+        }
     }
 }

@@ -12,8 +12,10 @@
 //! candidates, a judge's votes) are decoded in one batch.
 
 mod decode;
+mod draft;
 mod engine;
 mod grammar;
+mod plain;
 mod prompt;
 mod tools;
 
@@ -25,6 +27,8 @@ use std::time::Duration;
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, Result, Usage};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+
+pub use plain::{plain_greedy_loop, PlainLoop};
 
 /// How to run a GGUF model. Only `path` is required.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +47,17 @@ pub struct LlamaConfig {
     /// Answer length when the request does not say.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// A smaller GGUF of the same tokenizer that drafts tokens ahead for
+    /// this one (speculative decoding); the answers stay the same.
+    #[serde(default)]
+    pub draft: Option<PathBuf>,
+    /// Tokens the draft model proposes at most in one round.
+    #[serde(default = "default_draft_ahead")]
+    pub draft_ahead: u32,
+}
+
+fn default_draft_ahead() -> u32 {
+    5
 }
 
 fn default_context() -> u32 {
@@ -55,7 +70,21 @@ fn default_max_tokens() -> u32 {
 
 impl LlamaConfig {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into(), name: None, threads: None, context: default_context(), max_tokens: default_max_tokens() }
+        Self {
+            path: path.into(),
+            name: None,
+            threads: None,
+            context: default_context(),
+            max_tokens: default_max_tokens(),
+            draft: None,
+            draft_ahead: default_draft_ahead(),
+        }
+    }
+
+    /// Drafted ahead by the model at `path` (`LlamaConfig::draft`).
+    pub fn draft(mut self, path: impl Into<PathBuf>) -> Self {
+        self.draft = Some(path.into());
+        self
     }
 
     pub fn threads(mut self, threads: u32) -> Self {
@@ -86,6 +115,10 @@ pub struct Generation {
     pub prefill: Duration,
     /// Time to generate the answer after the prompt was processed.
     pub generate: Duration,
+    /// Tokens a draft model proposed for the answer, and of them those the
+    /// model agreed with (0 and 0 without a draft model).
+    pub drafted_tokens: u64,
+    pub accepted_tokens: u64,
 }
 
 impl Generation {
@@ -175,7 +208,7 @@ impl LlamaModel {
             content,
             tool_calls,
             finish_reason,
-            usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens },
+            usage: Usage { prompt_tokens: g.prompt_tokens, completion_tokens: g.completion_tokens, cached_prompt_tokens: g.reused_tokens },
             model: self.name.clone(),
         }
     }
