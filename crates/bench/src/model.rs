@@ -35,7 +35,7 @@ pub struct ModelArgs {
     /// Also measure the model drafted ahead by this one (a known model's
     /// name or a GGUF path of the same tokenizer): free and schema-held
     /// generation, the share of drafted tokens kept, and whether the
-    /// answers are the model's own.
+    /// answers came out as the model's alone.
     #[arg(long, value_name = "MODEL")]
     pub draft: Option<String>,
 }

@@ -80,7 +80,8 @@ pub enum ModelSpec {
         #[serde(default)]
         max_tokens: Option<u32>,
         /// A smaller model of the same tokenizer (a known model's name or a
-        /// GGUF path) that drafts tokens ahead: faster, the same answers.
+        /// GGUF path) that drafts tokens ahead; every token is still the
+        /// model's own pick.
         #[serde(default)]
         draft: Option<String>,
     },

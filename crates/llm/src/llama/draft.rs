@@ -4,10 +4,13 @@
 //! token (both read every weight once), so each draft the model agrees
 //! with saves it a whole step.
 //!
-//! The answer does not change. Every token of it is still sampled from the
-//! asked model's own logits, with its own sampler — its temperature, its
-//! grammar — at the position it holds given the tokens before it; a draft
-//! only decides which positions were computed ahead. The first drafted
+//! The answer is the model's own. Every token of it is still sampled from
+//! the asked model's own logits, with its own sampler — its temperature,
+//! its grammar — at the position it holds given the tokens before it; a
+//! draft only decides which positions were computed ahead. (Logits computed
+//! for several positions in one batch may round differently from one
+//! position at a time, so where two tokens all but tie, greedy decoding
+//! can pick the other one.) The first drafted
 //! token the model would not have produced is replaced by the model's own
 //! choice, and what was computed after it is dropped. A grammar-held answer
 //! stays held: a drafted token outside the grammar is simply not what the
@@ -123,7 +126,7 @@ pub(super) struct Drafted {
 
 impl Engine<'_> {
     /// One answer, its tokens drafted ahead and checked a round at a time.
-    /// The answer is the one `generate_steps` would give; only the number
+    /// Each token is sampled as `generate_steps` samples it; only the number
     /// of model steps differs. A draft model that fails hands the rest of
     /// the answer back to plain steps.
     pub(super) fn generate_drafted(&mut self, s: &mut Sequence, cancel: &AtomicBool, started: Instant) -> Result<Drafted> {

@@ -48,7 +48,8 @@ pub struct LlamaConfig {
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
     /// A smaller GGUF of the same tokenizer that drafts tokens ahead for
-    /// this one (speculative decoding); the answers stay the same.
+    /// this one (speculative decoding); every token is still sampled from
+    /// this model's own logits.
     #[serde(default)]
     pub draft: Option<PathBuf>,
     /// Tokens the draft model proposes at most in one round.
