@@ -213,7 +213,7 @@ pub(crate) struct Lengths {
 }
 
 impl Lengths {
-    fn count(calls: &[CallRecord]) -> Self {
+    pub(crate) fn count(calls: &[CallRecord]) -> Self {
         let mut lengths = Self::default();
         for call in calls.iter().filter(|c| c.kind == CallKind::Model) {
             match call.status {
@@ -248,7 +248,7 @@ pub(crate) struct PhasePrefill {
 }
 
 impl Prefill {
-    fn count(calls: &[CallRecord]) -> Self {
+    pub(crate) fn count(calls: &[CallRecord]) -> Self {
         let mut phases = Self::default();
         for call in calls.iter().filter(|c| c.kind == CallKind::Model && c.status == CallStatus::Success) {
             let Some(usage) = call.output.as_ref().map(|o| &o["usage"]) else { continue };

@@ -151,6 +151,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         });
         if let Some(models) = &models {
             let started = Instant::now();
+            let since = chrono::Utc::now();
             let solving = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command);
             match tokio::time::timeout(budget, solving).await {
                 Ok(run) => {
@@ -181,6 +182,19 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                     record["solved"] = json!(false);
                     record["finishReason"] = json!("budget");
                     record["seconds"] = json!(budget.as_secs());
+                    // The session was dropped at the budget; its journal
+                    // still says what it asked.
+                    if let Some(session) = store.list()?.into_iter().find(|m| m.agent == agentloop_agents::coder::AGENT && m.started_at >= since) {
+                        let journaled = store.calls(&session.id)?;
+                        let n = journaled.iter().filter(|c| c.kind == agentloop_core::journal::CallKind::Model).count() as u64;
+                        let (lengths_here, prefill_here) = (crate::coder::Lengths::count(&journaled), crate::coder::Prefill::count(&journaled));
+                        calls += n;
+                        lengths.add(lengths_here);
+                        prefill.add(&prefill_here);
+                        record["modelCalls"] = json!(n);
+                        record["lengths"] = json!(lengths_here);
+                        record["prefill"] = json!(prefill_here);
+                    }
                 }
             }
             if let Some(peer) = &mut peer {
