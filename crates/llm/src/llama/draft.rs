@@ -67,19 +67,20 @@ impl<'m> Draft<'m> {
         Ok(Self { model, ctx, cached: Vec::new(), ahead: ahead.max(1) })
     }
 
-    /// Brings the draft's cache to `tokens` (keeping what it shares with
-    /// them) and drafts up to `n` greedy tokens after them.
-    fn propose(&mut self, tokens: &[LlamaToken], n: usize) -> std::result::Result<Vec<LlamaToken>, String> {
-        let keep = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count().min(tokens.len().saturating_sub(1));
+    /// Brings the draft's cache to the model's `known` tokens and `next`
+    /// (keeping what it shares with them, and always decoding `next` for
+    /// its logits) and drafts up to `n` greedy tokens after them.
+    fn propose(&mut self, known: &[LlamaToken], next: LlamaToken, n: usize) -> std::result::Result<Vec<LlamaToken>, String> {
+        let mut keep = self.cached.iter().zip(known).take_while(|(a, b)| a == b).count();
         if keep < self.cached.len() {
             if !self.ctx.clear_kv_cache_seq(Some(0), Some(keep as u32), None).unwrap_or(false) {
                 self.forget();
-                return self.propose(tokens, n);
+                keep = 0;
             }
             self.cached.truncate(keep);
         }
         let mut batch = LlamaBatch::new(BATCH, 1);
-        let fresh = &tokens[keep..];
+        let fresh: Vec<LlamaToken> = known[keep..].iter().copied().chain(std::iter::once(next)).collect();
         for (c, chunk) in fresh.chunks(BATCH).enumerate() {
             batch.clear();
             let last_chunk = (c + 1) * BATCH >= fresh.len();
@@ -141,12 +142,10 @@ impl Engine<'_> {
                 return Err(Error::Cancelled);
             }
             let room = s.budget.saturating_sub(s.generated as usize);
-            let mut known = self.cached.clone();
-            known.push(next);
             let proposed = match self.draft.as_mut() {
                 Some(draft) if room > 0 => {
                     let ahead = draft.ahead.min(room);
-                    draft.propose(&known, ahead).unwrap_or_else(|_| {
+                    draft.propose(&self.cached, next, ahead).unwrap_or_else(|_| {
                         draft.forget();
                         Vec::new()
                     })
