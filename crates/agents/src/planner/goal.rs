@@ -117,9 +117,14 @@ impl Goal {
             }
             expect.push(Expectation::Exists { path, folder, file, anywhere });
         }
-        // A quoted text belongs to a file only when the goal makes one.
-        if let (Some(text), [(path, anywhere)]) = (goal_paths::given_text(text), new_files.as_slice()) {
-            expect.push(Expectation::Holds { path: path.clone(), text, anywhere: *anywhere });
+        // A quoted text belongs to a file only when the goal makes one, or
+        // to every file it makes when it gives the text to each of them.
+        if let Some(given) = goal_paths::given_text(text) {
+            if new_files.len() == 1 || says_each(text) {
+                for (path, anywhere) in &new_files {
+                    expect.push(Expectation::Holds { path: path.clone(), text: given.clone(), anywhere: *anywhere });
+                }
+            }
         }
         Self { text: text.to_string(), named, expect }
     }
@@ -137,6 +142,12 @@ fn removed(goal: &str, name: &str) -> bool {
         let before = words[..at].iter().rev().skip_while(|w| FILLER.contains(&w.as_str()));
         before.take(1).any(|w| REMOVING_VERBS.contains(&w.as_str()))
     })
+}
+
+/// The goal gives what it says to each of the things it names ("each
+/// saying …", "every one starting with …", "both containing …").
+fn says_each(goal: &str) -> bool {
+    goal.split(|c: char| !c.is_alphanumeric()).any(|w| matches!(w.to_lowercase().as_str(), "each" | "every" | "both"))
 }
 
 /// `name` first appears after a "that" or "which" in its sentence.
@@ -197,9 +208,12 @@ mod tests {
     }
 
     #[test]
-    fn a_quoted_text_is_expected_only_in_the_one_new_file() {
+    fn a_quoted_text_is_expected_only_in_the_one_new_file_or_in_each() {
         let two = Goal::read("Write a.txt and b.txt, the first saying 'x'.", &Observed::default());
         assert!(!two.expect.iter().any(|e| matches!(e, Expectation::Holds { .. })));
+        let each = Goal::read("Make log_1.txt to log_2.txt, each starting with 'LOG' and a date.", &Observed::default());
+        let held: Vec<&str> = each.expect.iter().filter(|e| matches!(e, Expectation::Holds { text, .. } if text == "LOG")).map(Expectation::path).collect();
+        assert_eq!(held, vec!["log_1.txt", "log_2.txt"], "{:?}", each.expect);
         assert!(holds("Hello,   World!\n", "hello, world!"));
     }
 }

@@ -102,16 +102,22 @@ pub fn called_names(goal: &str) -> Vec<String> {
 /// line 'started'", "saying 'My project'"); not "prints 'hi'" (a program's
 /// output) nor "of 'ls'" (a command).
 const TEXT_WORDS: [&str; 6] = ["line", "text", "saying", "says", "containing", "reads"];
+/// Words before a "with" that makes the quote after it a file's text
+/// ("starting with '# Notes'"); a bare "with" may give a replacement
+/// ("replace 'a' with 'b'") or an argument.
+const OPENING_WORDS: [&str; 8] = ["starting", "starts", "beginning", "begins", "opening", "opens", "ending", "ends"];
 
 /// The text the goal quotes as a file's content, when it quotes exactly one.
 pub fn given_text(goal: &str) -> Option<String> {
     let mut found = Vec::new();
     for (open, _) in goal.match_indices(" '") {
-        let before = goal[..open].rsplit(' ').next().unwrap_or_default().to_lowercase();
+        let mut words = goal[..open].rsplit(' ').map(str::to_lowercase);
+        let before = words.next().unwrap_or_default();
+        let gives_text = TEXT_WORDS.contains(&before.as_str()) || (before == "with" && words.next().is_some_and(|w| OPENING_WORDS.contains(&w.as_str())));
         let after = &goal[open + 2..];
         let close =
             after.match_indices('\'').map(|(at, _)| at).find(|&at| after[at + 1..].chars().next().is_none_or(|c| c.is_whitespace() || ".,;:!?".contains(c)));
-        if let (true, Some(close)) = (TEXT_WORDS.contains(&before.as_str()), close) {
+        if let (true, Some(close)) = (gives_text, close) {
             found.push(after[..close].to_string());
         }
     }
@@ -373,5 +379,7 @@ mod tests {
             "unquoted after 'the text': the rest"
         );
         assert_eq!(given_text("Write a.txt with the text 'note' and more."), Some("note".to_string()));
+        assert_eq!(given_text("Make notes.md, starting with '## Notes' on top.").as_deref(), Some("## Notes"), "what a file starts with is its text");
+        assert_eq!(given_text("In a.txt replace 'cat' with 'dog'."), None, "a bare with gives a replacement");
     }
 }
