@@ -132,8 +132,7 @@ impl Checklist {
 /// The item's command, or none when it names a file the goal never names:
 /// such a command was not derived from this goal (a small model copies the
 /// prompt's own illustration, or guesses a name), and failing it would
-/// refuse every outcome. The judge alone decides that item. A file the
-/// goal puts in a folder is read there, however the command spells it.
+/// refuse every outcome. The judge alone decides that item.
 fn derived_from(goal: &str, check: &str) -> String {
     let foreign = goal_paths::named_paths(check).into_iter().any(|path| {
         let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or(&path).to_string();
@@ -142,28 +141,8 @@ fn derived_from(goal: &str, check: &str) -> String {
     if foreign {
         String::new()
     } else {
-        goal_paths::placed_files(goal).iter().fold(check.to_string(), |check, (file, folder)| in_folder(&check, file, folder))
+        check.to_string()
     }
-}
-
-/// `command` with each bare mention of `file` (one no folder precedes)
-/// read as `folder/file`: a small model writes a check from the goal's
-/// sentence, which names the file apart from the folder it goes in, and a
-/// check that reads the wrong place fails on every outcome.
-fn in_folder(command: &str, file: &str, folder: &str) -> String {
-    let mut out = String::new();
-    let mut rest = command;
-    while let Some(at) = goal_paths::first_mention(rest, file) {
-        out.push_str(&rest[..at]);
-        if !rest[..at].ends_with('/') {
-            out.push_str(folder);
-            out.push('/');
-        }
-        out.push_str(file);
-        rest = &rest[at + file.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The texts a requirement quotes ('…', "…" or `…`): a quote opens after a
@@ -423,12 +402,6 @@ mod tests {
         assert_eq!(with("grep -q hello a.txt").into_items(goal)[0].check, "grep -q hello a.txt", "the file's name is the goal's");
         assert_eq!(with("grep -qx 'version = 2' setup.cfg").into_items(goal)[0].check, "", "a file from nowhere in the goal");
         assert_eq!(with("test -d notes").into_items(goal)[0].check, "test -d notes");
-        let placed = "In a folder logs, make a.txt and b.txt saying 'x'.";
-        assert_eq!(
-            derived_from(placed, "grep -q x a.txt && grep -q x logs/b.txt"),
-            "grep -q x logs/a.txt && grep -q x logs/b.txt",
-            "a file the goal puts in a folder is read there"
-        );
     }
 
     #[test]
