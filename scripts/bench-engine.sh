@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side engine benchmark: LangGraph's reference loop (../shared/bench)
-# against `agentloop bench engine` in both durability modes, on the same
+# against `agentloop-bench engine` in both durability modes, on the same
 # machine in one run. Each agentloop figure is the median of RUNS runs (the
 # disk of a shared VM is noisy); LangGraph runs once (it takes seconds).
 #
@@ -11,8 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 iterations=${1:-500}
 runs=${2:-5}
-bin=${AGENTLOOP_BIN:-$here/target/release/agentloop}
-[ -x "$bin" ] || cargo build --release -q -p agentloop-cli --manifest-path "$here/Cargo.toml"
+bin=${AGENTLOOP_BENCH_BIN:-$here/target/release/agentloop-bench}
+[ -x "$bin" ] || cargo build --release -q -p agentloop-bench --manifest-path "$here/Cargo.toml"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -31,7 +31,7 @@ else
 fi
 for mode in fsync process; do
   for _ in $(seq "$runs"); do
-    "$bin" bench engine --iterations "$iterations" --durability "$mode" --db "$scratch/al.sqlite" | tail -n 1
+    "$bin" engine --iterations "$iterations" --durability "$mode" --db "$scratch/al.sqlite" | tail -n 1
   done | median | tee "$scratch/$mode.json"
 done
 python3 - "$scratch" "$lg" <<'PY'

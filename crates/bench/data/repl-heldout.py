@@ -1,4 +1,4 @@
-"""Writes repl-heldout.toml: questions for `agentloop bench repl --set heldout`,
+"""Writes repl-heldout.toml: questions for `agentloop-bench repl --set heldout`,
 each answer computed here when the set was written. The set is never tuned
 on: run this only to regenerate the same file.
 
@@ -154,7 +154,7 @@ def toml_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-print("# Held-out questions for `agentloop bench repl --set heldout`, written by")
+print("# Held-out questions for `agentloop-bench repl --set heldout`, written by")
 print("# repl-heldout.py (answers computed there) before any tuning on them.")
 print("# Never tune on these: report them beside the tuning set.")
 for prompt, answer in Q:

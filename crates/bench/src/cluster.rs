@@ -1,4 +1,4 @@
-//! `agentloop bench cluster`: real `agentloop worker` processes sharing one
+//! `agentloop-bench cluster`: real `agentloop worker` processes sharing one
 //! Postgres (a throwaway server, or the one `AGENTLOOP_TEST_PG_URL` names).
 //!
 //! Three runs, each on a fresh database holding the same queued sessions of
@@ -18,8 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::reference_loop::Input;
-use agentloop_agents::registry::Registry;
+use crate::reference_loop::Input;
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus};
 use agentloop_core::{SessionStatus, Store};
 use agentloop_store::{throwaway, PostgresStore};
@@ -28,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::harness::{bar, round, scratch_dir};
 
-/// `agentloop bench cluster`.
+/// `agentloop-bench cluster`.
 #[derive(clap::Args, Debug)]
 pub struct ClusterArgs {
     /// Sessions queued for each run.
@@ -134,8 +133,8 @@ impl Bench<'_> {
     async fn queued(&self, run: &str) -> Result<(String, Arc<PostgresStore>, Vec<(String, PathBuf)>)> {
         let url = tokio::task::spawn_blocking(throwaway::database).await??;
         let store = Arc::new(PostgresStore::open(&url, Duration::from_secs(self.args.lease_ttl_secs))?);
-        let agent = Registry::standard();
-        let agent = agent.get(agentloop_agents::reference_loop::AGENT)?;
+        let agent = crate::registry();
+        let agent = agent.get(crate::reference_loop::AGENT)?;
         let logs = self.scratch.join(run);
         std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
         let mut sessions = Vec::new();
@@ -154,7 +153,7 @@ impl Bench<'_> {
     /// folder when a run fails, to tell why a session did not finish).
     fn worker(&self, url: &str, drain: bool, log: &Path) -> Result<Worker> {
         let mut c = Command::new(self.program);
-        c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(self.config).arg("--data-dir").arg(self.scratch.join("data"));
+        c.env("AGENTLOOP_STORE_URL", url).arg("agentloop").arg("--config").arg(self.config).arg("--data-dir").arg(self.scratch.join("data"));
         let said = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         c.args(["worker", "--slots", &self.args.slots.to_string()]).stdout(Stdio::null()).stderr(said);
         if drain {

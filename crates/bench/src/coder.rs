@@ -1,4 +1,4 @@
-//! `agentloop bench coder`: the coder on small projects with failing tests,
+//! `agentloop-bench coder`: the coder on small projects with failing tests,
 //! each copied to a fresh folder and given the same task, with no questions
 //! asked. `tuning` is the bundled `examples/workspaces/`; `heldout` the projects under
 //! `crates/bench/data/coder-heldout/`, never tuned on. After each session
@@ -28,7 +28,7 @@ use crate::BenchEnv;
 /// The one task every project gets.
 pub const TASK: &str = "Fix the bugs so that all tests pass";
 
-/// `agentloop bench coder`.
+/// `agentloop-bench coder`.
 #[derive(clap::Args, Debug)]
 pub struct CoderArgs {
     /// `toy`: small projects of one or two files; `real`: PyPI sdists as

@@ -1,4 +1,4 @@
-//! `agentloop bench coder --suite real`: the coder on real projects — PyPI
+//! `agentloop-bench coder --suite real`: the coder on real projects — PyPI
 //! sdists as published, each with one injected bug (`data/coder-real/`).
 //! Each case's sdist is fetched once (checked against its sha256) into the
 //! data dir, unpacked into a fresh folder, and the bug put in. pytest, which

@@ -1,4 +1,4 @@
-//! `agentloop bench engine`: the reference loop with durable steps, timed.
+//! `agentloop-bench engine`: the reference loop with durable steps, timed.
 //! The last line is one JSON object with the same keys as the LangGraph
 //! script in ../shared/bench, plus `durability`.
 
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentloop_agents::reference_loop::{self, Input, MESSAGE_BYTES};
+use crate::reference_loop::{self, Input, MESSAGE_BYTES};
 use agentloop_core::{EngineEvent, Outcome, StartOptions, Store, Termination};
 use agentloop_store::SqliteStore;
 use anyhow::{Context, Result};
@@ -17,7 +17,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::harness::round;
 use crate::BenchEnv;
 
-/// `agentloop bench engine`.
+/// `agentloop-bench engine`.
 #[derive(clap::Args, Debug)]
 pub struct EngineArgs {
     #[arg(long, default_value_t = 500)]

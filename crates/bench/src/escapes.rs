@@ -1,4 +1,4 @@
-//! The escape catalogue of `bench sandbox`: every way out that an outside
+//! The escape catalogue of `agentloop-bench sandbox`: every way out that an outside
 //! probe tried, run for real against the sandbox, the file jail, the
 //! session store and the server. Each attempt reports whether it was held;
 //! the target is all of them.
@@ -262,7 +262,7 @@ async fn workspace_holes(room: &Room, root: &Path) -> Result<Vec<Attempt>> {
 async fn outlives_kill_9(ws: &Path) -> Result<Attempt> {
     let late = ws.join("late");
     let mut child = std::process::Command::new(std::env::current_exe()?)
-        .args(["sandbox", "--workspace"])
+        .args(["agentloop", "sandbox", "--workspace"])
         .arg(ws)
         .args(["--", "sh", "-c", "trap '' TERM; sleep 2; touch late"])
         .stdout(std::process::Stdio::null())
@@ -341,7 +341,7 @@ async fn rebinding() -> Result<Attempt> {
     let dir = crate::harness::scratch_dir("escape-rebind")?;
     let store: Arc<dyn Store> = Arc::new(agentloop_store::SqliteStore::open(dir.join("s.sqlite"), Default::default())?);
     let config = agentloop_server::ServerConfig {
-        registry: Arc::new(agentloop_agents::registry::Registry::standard()),
+        registry: Arc::new(crate::registry()),
         reads: store.clone(),
         store,
         data_dir: dir.clone(),

@@ -1,7 +1,7 @@
 //! agentloop's benchmarks. Each runs real sessions on the engine, shows a
 //! progress bar on stderr, writes one JSON object per item to a results
 //! file where it has items, and prints one JSON object as its last line.
-//! The CLI's `bench` subcommands are thin wrappers around these.
+//! The `agentloop-bench` binary's subcommands are thin wrappers around these.
 
 pub mod cluster;
 pub mod coder;
@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod model;
 mod peer;
 pub mod planner;
+pub mod reference_loop;
 pub mod repl;
 pub mod research;
 pub mod sandbox;
@@ -24,6 +25,7 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use agentloop_agents::registry::Registry;
 use agentloop_core::Models;
 use agentloop_llm::{build_models, ModelSpec};
 use agentloop_store::Durability;
@@ -40,9 +42,15 @@ pub struct BenchEnv {
     pub sandbox: agentloop_tools::SandboxConfig,
 }
 
+/// The agents that ship, and the engine benchmark's reference loop as
+/// `bench-engine`: what `agentloop-bench agentloop …` runs.
+pub fn registry() -> Registry {
+    Registry::standard().with_spec::<reference_loop::ReferenceLoop>()
+}
+
 impl BenchEnv {
     pub fn build_models(&self) -> anyhow::Result<Models> {
-        let roles = agentloop_agents::registry::Registry::standard().roles();
+        let roles = Registry::standard().roles();
         Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref(), &roles)?)
     }
 

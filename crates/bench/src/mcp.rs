@@ -1,4 +1,4 @@
-//! `agentloop bench mcp`: what an MCP tool costs and whether its servers
+//! `agentloop-bench mcp`: what an MCP tool costs and whether its servers
 //! are ever left behind.
 //!
 //! - **Overhead.** The same echo, called as a built-in tool and as the
@@ -28,7 +28,7 @@ use crate::harness::{bar, round, scratch_dir};
 /// The variable that marks every server a run starts, to find leftovers.
 const MARK: &str = "AGENTLOOP_BENCH_MCP_MARK";
 
-/// `agentloop bench mcp`.
+/// `agentloop-bench mcp`.
 #[derive(clap::Args, Debug)]
 pub struct McpArgs {
     /// Calls timed per tool.
@@ -145,7 +145,7 @@ async fn hold(configs: &BTreeMap<String, McpServerConfig>, sandbox: &Sandbox, pi
 /// Starts this binary as a holder, waits until its server runs, kills it.
 fn kill_a_holder(program: &Path, server: &Path, mark: &str, pid_file: &Path) -> Result<()> {
     let mut holder = Command::new(program)
-        .args(["bench", "mcp", "--hold"])
+        .args(["mcp", "--hold"])
         .arg(pid_file)
         .arg("--server")
         .arg(server)

@@ -1,4 +1,4 @@
-//! `agentloop bench model`: the embedded model's speeds on this machine.
+//! `agentloop-bench model`: the embedded model's speeds on this machine.
 //! The last line is one JSON object: `prompt_tps`, `gen_tps`,
 //! `constrained_gen_tps`, `cold_prefill_ms`, `warm_prefill_ms`, the plain
 //! greedy loop's `plain_loop_gen_tps` on the same file and threads, and
@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::harness::median;
 use crate::BenchEnv;
 
-/// `agentloop bench model`.
+/// `agentloop-bench model`.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
     /// CPU threads (default: all cores).

@@ -1,4 +1,4 @@
-//! `agentloop bench planner`: the shipped goals (files, folders, loops,
+//! `agentloop-bench planner`: the shipped goals (files, folders, loops,
 //! commands), each planned and run in a fresh root folder on the default
 //! model with every step approved. The last line printed is one JSON object.
 
@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
-/// `agentloop bench planner`.
+/// `agentloop-bench planner`.
 #[derive(clap::Args, Debug)]
 pub struct PlannerArgs {
     /// Only the first N goals.

@@ -1,4 +1,4 @@
-//! `agentloop bench repl`: the shipped questions with checkable answers,
+//! `agentloop-bench repl`: the shipped questions with checkable answers,
 //! each answered twice on the default model — in a loop (up to `max_turns`
 //! turns, each judged by reflection, or with `--candidates N` by a vote of
 //! N programs) and in one turn — in fresh Python sessions. The last line
@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::harness::{self, fraction, Results, Served};
 use crate::BenchEnv;
 
-/// `agentloop bench repl`.
+/// `agentloop-bench repl`.
 #[derive(clap::Args, Debug)]
 pub struct ReplArgs {
     /// Only the first N questions.

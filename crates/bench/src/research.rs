@@ -1,4 +1,4 @@
-//! `agentloop bench research`: the research agent on two suites — two-hop
+//! `agentloop-bench research`: the research agent on two suites — two-hop
 //! questions over the Wikipedia summaries and a generated PhantomWiki
 //! universe whose answers no model knows — each question answered three
 //! ways: the full pipeline, the loops off (one retrieval, no decomposition,
@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::harness::{self, round, Results};
 use crate::BenchEnv;
 
-/// `agentloop bench research`.
+/// `agentloop-bench research`.
 #[derive(clap::Args, Debug)]
 pub struct ResearchArgs {
     /// Which suite: `wiki` (two-hop questions over the Wikipedia summaries) or `phantom` (a PhantomWiki universe).

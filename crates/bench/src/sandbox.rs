@@ -1,4 +1,4 @@
-//! `bench sandbox`: what confinement costs per command (the median start of
+//! `agentloop-bench sandbox`: what confinement costs per command (the median start of
 //! `true`, confined against unconfined), the escape catalogue (every way
 //! out an outside probe tried, each run for real), and how fast the file
 //! tools' jail is fuzzed without an escape.

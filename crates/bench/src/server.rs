@@ -1,4 +1,4 @@
-//! `bench server`: the reference loop at full speed, run by the server,
+//! `agentloop-bench server`: the reference loop at full speed, run by the server,
 //! while K clients follow its event stream over loopback SSE. Measures how
 //! long an event takes from its step's commit to a client's receipt, that
 //! no client misses one, and how much the followers slow the loop.
@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::registry::Registry;
 use agentloop_core::{Models, Store};
 use agentloop_server::ServerConfig;
 use agentloop_store::SqliteStore;
@@ -41,7 +40,7 @@ pub async fn run(env: &BenchEnv, args: ServerArgs) -> Result<()> {
     let scratch = scratch_dir("server")?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), env.durability)?);
     let config = ServerConfig {
-        registry: Arc::new(Registry::standard()),
+        registry: Arc::new(crate::registry()),
         store: store.clone(),
         reads: Arc::new(SqliteStore::open(scratch.join("bench.sqlite"), env.durability)?),
         data_dir: scratch.clone(),

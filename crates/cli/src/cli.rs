@@ -7,6 +7,16 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "agentloop", version, about = "Agentic loops you can trust on your own machine: plan, act, test, reflect, repeat.")]
 pub struct Cli {
+    #[command(flatten)]
+    pub globals: Globals,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The options every command takes, wherever it is placed on the line:
+/// where the configuration comes from and what it is overridden with.
+#[derive(Args, Debug, Clone)]
+pub struct Globals {
     /// Config file (default: ./agentloop.toml if present; env AGENTLOOP_CONFIG).
     #[arg(long, global = true, env = "AGENTLOOP_CONFIG")]
     pub config: Option<PathBuf>,
@@ -19,8 +29,6 @@ pub struct Cli {
     /// The default model: a name from `agentloop models list` or a path to any GGUF file (env AGENTLOOP_MODEL).
     #[arg(long, global = true, env = "AGENTLOOP_MODEL")]
     pub model: Option<String>,
-    #[command(subcommand)]
-    pub command: Option<Command>,
 }
 
 /// The commands that are the same whatever agents this build has. `run
@@ -33,9 +41,6 @@ pub enum Command {
     Sessions(SessionsCommand),
     /// Metrics across all sessions: iterations per success, replan rate, tokens.
     Stats(JsonFlag),
-    /// Benchmarks that print one JSON object as their last line.
-    #[command(subcommand)]
-    Bench(BenchCommand),
     /// The models installed under the data dir and the roles configured.
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -208,45 +213,3 @@ pub enum SessionsCommand {
     /// Delete a session and its journal.
     Delete { id: String },
 }
-
-#[derive(Subcommand, Debug)]
-pub enum BenchCommand {
-    /// The reference loop (plan → act → reflect, N iterations) with durable steps.
-    Engine(agentloop_bench::engine::EngineArgs),
-    /// Real workers on one Postgres: steps per second with one and with
-    /// several, and a worker killed mid-run (takeover time, calls repeated).
-    Cluster(agentloop_bench::cluster::ClusterArgs),
-    /// MCP tools: a call over stdio against the same built-in tool, and
-    /// servers left after many sessions and kill -9s of their holder.
-    Mcp(agentloop_bench::mcp::McpArgs),
-    /// The embedded model: prompt and generation speed, constrained
-    /// generation, cold and shared-prefix prefill (default model unless --model).
-    Model(ModelArgs),
-    /// HumanEval's 164 problems: single-shot and/or the test-and-retry loop
-    /// (default model unless --model), scored by the package's own tests.
-    Humaneval(agentloop_bench::humaneval::HumanEvalArgs),
-    /// The planner on the shipped goals (files, folders, loops, commands):
-    /// valid plans first try and within 3, goals done, actions from invalid plans.
-    Planner(agentloop_bench::planner::PlannerArgs),
-    /// The repl on the shipped questions, with reflection and in one turn.
-    Repl(agentloop_bench::repl::ReplArgs),
-    /// The research agent on two-hop Wikipedia questions or a PhantomWiki universe: full pipeline, loops off, closed book.
-    Research(agentloop_bench::research::ResearchArgs),
-    /// The coder on small projects with failing tests: solved (the tests
-    /// pass when the bench runs them), iterations, time, false completions.
-    Coder(agentloop_bench::coder::CoderArgs),
-    /// The server under load: the reference loop followed by 1, 10 and 100
-    /// SSE clients — commit-to-client latency, missed events, loop slowdown.
-    Server(agentloop_bench::server::ServerArgs),
-    /// The OS sandbox: the start cost of a confined command against an
-    /// unconfined one, and the file tools' jail fuzzed for escapes.
-    Sandbox(agentloop_bench::sandbox::SandboxArgs),
-}
-
-#[cfg(feature = "llama")]
-pub use agentloop_bench::model::ModelArgs;
-
-/// `bench model` needs the embedded model; without it the command says so.
-#[cfg(not(feature = "llama"))]
-#[derive(Args, Debug)]
-pub struct ModelArgs {}

@@ -100,6 +100,16 @@ pub struct Config {
 }
 
 impl Config {
+    /// The configuration the global options name, for a command over the
+    /// agents `agents`; what a project's file was refused is said on stderr.
+    pub fn from_globals(globals: &crate::Globals, agents: &[&str]) -> Result<Self> {
+        let config = Self::load(globals.config.as_deref(), globals.data_dir.clone(), globals.durability.as_deref(), globals.model.as_deref(), agents)?;
+        for line in &config.ignored {
+            eprintln!("warning: {line}");
+        }
+        Ok(config)
+    }
+
     /// `model`, from `--model`, replaces the default role with that GGUF.
     /// `agents` are the names a table may have besides the file's own keys.
     pub fn load(file: Option<&Path>, data_dir: Option<PathBuf>, durability: Option<&str>, model: Option<&str>, agents: &[&str]) -> Result<Self> {
@@ -176,16 +186,6 @@ impl Config {
 
     pub fn db_path(&self) -> PathBuf {
         agentloop_store::default_path(&self.data_dir)
-    }
-
-    pub fn bench_env(&self) -> agentloop_bench::BenchEnv {
-        agentloop_bench::BenchEnv {
-            data_dir: self.data_dir.clone(),
-            durability: self.durability,
-            models: self.models.clone(),
-            debug_log: self.debug_log.clone(),
-            sandbox: self.sandbox.clone(),
-        }
     }
 }
 

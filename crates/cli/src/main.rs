@@ -1,82 +1,11 @@
-//! `agentloop`: parse arguments, load config, call library code. Agents are
-//! known only through the registry (`agentloop_agents::registry`).
-
-mod app;
-mod cli;
-mod commands;
-mod config;
-mod exit;
-mod live;
-mod render;
-mod telemetry;
+//! `agentloop`: the command line over the agents that ship
+//! (`agentloop_agents::registry::Registry::standard`).
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use agentloop_agents::registry::Registry;
-use anyhow::Result;
-use clap::{CommandFactory, FromArgMatches};
-
-use app::App;
-use cli::{Cli, Command, ModelsCommand, SessionsCommand};
-use commands::{bench, corpus, models, run as run_agent, sandbox, serve, sessions, stats, worker};
-use config::Config;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let registry = Arc::new(Registry::standard());
-    let matches = run_agent::commands(&registry, Cli::command().subcommand_required(true).arg_required_else_help(true)).get_matches();
-    match run(registry, &matches).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit::ERROR)
-        }
-    }
-}
-
-async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<ExitCode> {
-    let cli = Cli::from_arg_matches(matches).unwrap_or_else(|e| e.exit());
-    let names: Vec<&str> = registry.agents().map(|a| a.name()).collect();
-    let config = Config::load(cli.config.as_deref(), cli.data_dir, cli.durability.as_deref(), cli.model.as_deref(), &names)?;
-    for line in &config.ignored {
-        eprintln!("warning: {line}");
-    }
-    let _telemetry = telemetry::install(config.telemetry.otlp_endpoint.as_deref())?;
-    let app = App { config, registry: registry.clone() };
-    let Some(command) = cli.command else {
-        return match matches.subcommand() {
-            Some(("run", sub)) => match sub.subcommand() {
-                Some((name, flags)) => run_agent::run(&app, name, flags).await,
-                None => anyhow::bail!("name an agent to run: {}", names.join(", ")),
-            },
-            Some((name, flags)) => run_agent::converse(&app, name, flags).await,
-            None => anyhow::bail!("name a command: see agentloop --help"),
-        };
-    };
-    match command {
-        Command::Bench(cmd) => bench::run(&app.config, cmd).await,
-        Command::Models(ModelsCommand::List(f)) => models::list(&app.config, &app.registry.roles(), f.json),
-        Command::Serve(args) => serve::run(&app, args).await,
-        Command::Corpus(cmd) => corpus::run(&app, cmd),
-        Command::Sandbox(args) => sandbox::run(&app.config, args),
-        Command::Worker(args) => worker::run(&app, args).await,
-        Command::Mcp => serve::mcp(&app).await,
-        Command::Stats(f) => stats::run(&*app.store()?, f.json),
-        Command::Sessions(cmd) => match cmd {
-            SessionsCommand::List(f) => sessions::list(&*app.store()?, f.json),
-            SessionsCommand::Show { id, json } => sessions::show(&app, &*app.store()?, &id, json.json),
-            SessionsCommand::Events { id, after, follow, json } => sessions::events(&*app.store()?, &id, after, follow, json.json).await,
-            SessionsCommand::Export { id, output } => sessions::export(&*app.store()?, &id, output.as_deref()),
-            SessionsCommand::Resume { id, answer, queue: true, json } => sessions::queue(&*app.store()?, &id, answer, json.json),
-            SessionsCommand::Resume { id, answer, queue: false, json } => sessions::resume(&app, app.store()?, &id, answer, json.json).await,
-            SessionsCommand::Pause { id } => sessions::steer(&*app.store()?, &id, agentloop_core::Command::Pause).await,
-            SessionsCommand::Terminate { id, reason, ending } => {
-                let ending = serde_json::from_value(serde_json::Value::String(ending))?;
-                sessions::steer(&*app.store()?, &id, agentloop_core::Command::Terminate(ending, reason)).await
-            }
-            SessionsCommand::Diff { id, attempt, candidate } => sessions::diff(&app, &*app.store()?, &id, attempt, candidate),
-            SessionsCommand::Delete { id } => sessions::delete(&*app.store()?, &id),
-        },
-    }
+    agentloop_cli::main(Registry::standard(), std::env::args_os()).await
 }

@@ -6,13 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{reply, tool_call};
+use agentloop_test_support::fake_openai::{reply, tool_call};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -369,16 +367,6 @@ async fn a_client_that_can_ask_its_user_is_asked_the_approval_itself() {
         assert_eq!(seen["status"]["summary"]["answer"], "The tool said: 1", "{mode}: {seen}");
         assert_eq!(setup.lines("asked.txt"), 1, "{mode}: the approved call ran once");
     }
-}
-
-#[test]
-fn bench_mcp_reports_the_call_overhead_and_no_server_left_behind() {
-    fixture();
-    let out = Command::new(env!("CARGO_BIN_EXE_agentloop")).args(["bench", "mcp", "--calls", "20", "--sessions", "3", "--kills", "2"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = last_json(&out);
-    assert_eq!(report["servers_left"], 0, "{report}");
-    assert!(report["mcp_p50_us"].as_f64().unwrap() > report["builtin_p50_us"].as_f64().unwrap(), "{report}");
 }
 
 /// `agentloop serve` on a free port: its base URL and token, and the

@@ -4,11 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::process::Command;
 
-use common::{judged_on_view, last_message, reply};
+use agentloop_test_support::fake_openai::{judged_on_view, last_message, reply};
 use rexpect::process::wait::WaitStatus;
 use serde_json::{json, Value};
 use wiremock::matchers::method;

@@ -118,7 +118,7 @@ pub struct InterruptRecord {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMeta {
     pub id: String,
-    /// The graph that runs it (`bench-engine`, `coder`, ...).
+    /// The graph that runs it (`coder`, `planner`, ...).
     pub agent: String,
     pub status: SessionStatus,
     pub current_iteration: u32,

@@ -484,9 +484,11 @@ async fn a_rebound_name_a_plain_text_body_and_a_call_log_from_the_api_are_refuse
     let untyped = s.http.post(s.url("/api/sessions/x/pause")).send().await.unwrap();
     assert_eq!(untyped.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "a POST without a type is refused too");
 
+    // The engine benchmark's loop, which appends to a file outside any
+    // sandbox, is the bench tool's agent, never the server's.
     let (status, v) = s.post("/api/sessions", json!({"agent": "bench-engine", "input": {"iterations": 1, "calls": true, "callLog": marker}})).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("callLog"), "{v}");
+    assert!(status.is_client_error(), "{status}: {v}");
+    assert!(v["error"].as_str().unwrap().contains("no agent named `bench-engine`"), "{v}");
     assert!(!marker.exists());
     assert_eq!(s.http.get(s.url("/api/sessions")).send().await.unwrap().json::<Value>().await.unwrap()["total"], 0, "nothing was started");
 }
@@ -550,7 +552,10 @@ where
 #[tokio::test]
 async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here() {
     let s = start_server(planner_model(Duration::ZERO), None).await;
-    let (status, v) = s.post("/api/sessions", json!({"agent": "bench-engine", "input": {"iterations": 2, "calls": false}, "queue": true})).await;
+    let root = s.dir.path().join("queued");
+    std::fs::create_dir_all(&root).unwrap();
+    let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all", "commandTimeoutSecs": 30});
+    let (status, v) = s.post("/api/sessions", json!({"agent": "planner", "input": input, "queue": true})).await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
     assert_eq!(v["queued"], true);
     let id = v["sessionId"].as_str().unwrap().to_string();
@@ -561,7 +566,7 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
     assert_eq!(worker.claim().unwrap().as_deref(), Some(id.as_str()));
     let env = agentloop_agents::registry::AgentEnv {
         store: worker.clone(),
-        models: Models::none(),
+        models: Models::new(Arc::new(planner_model(Duration::ZERO))),
         data_dir: s.dir.path().to_path_buf(),
         tokens: None,
         sandbox: Default::default(),
@@ -572,8 +577,8 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
     let meta = worker.load(&id).unwrap().meta;
     let out = registry.resume(&env, &meta, true).unwrap().wait().await.unwrap();
     assert_eq!(out.status, agentloop_core::SessionStatus::Completed);
-    let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
-    assert_eq!(v["currentIteration"], 2);
+    s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    assert!(root.join("alpha").is_dir() && root.join("beta").is_dir(), "the worker ran the plan");
 }
 
 /// One JSON-RPC message to `/mcp` in MCP's streamable HTTP wire format;

@@ -26,15 +26,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The agents that ship: coder, planner, repl, and the reference loop
-    /// of `bench engine`.
+    /// The agents that ship: coder, planner, repl and research.
     pub fn standard() -> Self {
         Self { agents: Vec::new() }
             .with(spec::Registered::<crate::coder::Coder>::new())
             .with(spec::Registered::<crate::planner::Planner>::new())
             .with(spec::Registered::<crate::repl::Repl>::new())
             .with(spec::Registered::<crate::research::Research>::new())
-            .with(spec::Registered::<crate::reference_loop::ReferenceLoop>::new())
     }
 
     /// Adds an agent (a benchmark's own graph, for one).

@@ -1,4 +1,4 @@
-//! `agentloop bench humaneval`: the 164 HumanEval problems, single-shot and
+//! `agentloop-bench humaneval`: the 164 HumanEval problems, single-shot and
 //! with a test-and-retry loop that may only use the examples in each
 //! prompt's docstring (`solve.rs`). Each problem is one journaled session in
 //! the user's store (`sessions show ID`); its first answer is the greedy
@@ -24,7 +24,7 @@ use crate::harness::{self, fraction, round, Results};
 use crate::BenchEnv;
 use solve::{SolveState, Visible};
 
-/// `agentloop bench humaneval`.
+/// `agentloop-bench humaneval`.
 #[derive(clap::Args, Debug)]
 pub struct HumanEvalArgs {
     /// Only the first N problems.

@@ -1,4 +1,3 @@
-pub mod bench;
 pub mod corpus;
 pub mod models;
 pub mod run;

@@ -2,7 +2,7 @@
 //! over llama.cpp (process the prompt, then sample and decode one token at a
 //! time), with no channel, streaming, stop strings, grammar or batching; only
 //! the chat template is shared, so both answer the same prompt.
-//! `agentloop bench model` runs it on the same model file and threads as the
+//! `agentloop-bench model` runs it on the same model file and threads as the
 //! provider and reports both, so that whatever the provider adds (several
 //! sequences, grammars, streaming) can be seen never to cost the speed of one.
 

@@ -20,8 +20,8 @@ fn agentloop(dir: &Path, url: &str) -> Command {
     if !config.exists() {
         std::fs::write(&config, format!("[store]\nlease_ttl_secs = {TTL_SECS}\n")).unwrap();
     }
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-    c.env("AGENTLOOP_STORE_URL", url).arg("--config").arg(&config).arg("--data-dir").arg(dir.join("data"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
+    c.env("AGENTLOOP_STORE_URL", url).arg("agentloop").arg("--config").arg(&config).arg("--data-dir").arg(dir.join("data"));
     c
 }
 

@@ -1,13 +1,11 @@
-//! `bench coder` end to end against a fake OpenAI-compatible endpoint: each
+//! `agentloop-bench coder` end to end against a fake OpenAI-compatible endpoint: each
 //! run gets a fresh copy of the project, the bench runs the tests itself to
 //! decide `solved`, and the last line is the JSON report with the calls each
 //! model served.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{last_message, reply};
+use agentloop_test_support::fake_openai::{last_message, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -41,7 +39,6 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
         &dir.path().display().to_string(),
         "--config",
         &config.display().to_string(),
-        "bench",
         "coder",
         "--only",
         "py-intervals",
@@ -53,7 +50,8 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!((report["projects"].as_u64(), report["sessions"].as_u64()), (Some(1), Some(2)), "{report}");

@@ -15,9 +15,18 @@ use serde_json::Value;
 
 const ITERATIONS: u32 = 150;
 
+/// `agentloop` (through `agentloop-bench agentloop`, which has the
+/// reference loop) on the data dir `data`.
 fn agentloop(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-    c.arg("--data-dir").arg(data).arg("--durability").arg("process");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
+    c.arg("agentloop").arg("--data-dir").arg(data).arg("--durability").arg("process");
+    c
+}
+
+/// `agentloop-bench engine` on the data dir `data`.
+fn engine(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
+    c.arg("--data-dir").arg(data).arg("--durability").arg("process").arg("engine");
     c
 }
 
@@ -57,8 +66,8 @@ fn crash_and_resume(round: usize) {
 
     // Kill after a random number of real calls (2 per iteration).
     let kill_after = rand::rng().random_range(1..(2 * ITERATIONS as usize - 1));
-    let mut child = agentloop(&data)
-        .args(["bench", "engine", "--iterations", &ITERATIONS.to_string(), "--calls"])
+    let mut child = engine(&data)
+        .args(["--iterations", &ITERATIONS.to_string(), "--calls"])
         .arg("--call-log")
         .arg(&log)
         .arg("--db")
@@ -150,8 +159,8 @@ fn one_process_runs_a_session_and_a_dead_ones_session_shows_as_interrupted() {
     std::fs::create_dir_all(&data).unwrap();
     let id = "held";
     let db = data.join("agentloop.sqlite");
-    let long = ["bench", "engine", "--iterations", "2000000"];
-    let mut first = agentloop(&data).args(long).arg("--db").arg(&db).args(["--session-id", id]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let long = ["--iterations", "2000000"];
+    let mut first = engine(&data).args(long).arg("--db").arg(&db).args(["--session-id", id]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let t = Instant::now();
     while listed_status(&data, id) != "running" && t.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));

@@ -17,8 +17,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 fn agentloop(dir: &Path, url: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-    c.env("AGENTLOOP_STORE_URL", url).arg("--data-dir").arg(dir.join("data"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
+    c.env("AGENTLOOP_STORE_URL", url).arg("agentloop").arg("--data-dir").arg(dir.join("data"));
     c
 }
 

@@ -10,8 +10,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// `agentloop` (through `agentloop-bench agentloop`, which has the
+/// reference loop) on the data dir `data`.
 fn agentloop(data: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
+    c.arg("agentloop").arg("--data-dir").arg(data).args(args);
+    c
+}
+
+/// `agentloop-bench` on the data dir `data`.
+fn bench(data: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"));
     c.arg("--data-dir").arg(data).args(args);
     c
 }
@@ -27,12 +36,8 @@ fn other_processes_list_and_follow_a_running_session() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
     let db = data.join("agentloop.sqlite");
-    let mut writer = agentloop(data, &["bench", "engine", "--iterations", "6000", "--session-id", "live", "--db"])
-        .arg(&db)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut writer =
+        bench(data, &["engine", "--iterations", "6000", "--session-id", "live", "--db"]).arg(&db).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
 
     // Readers race the writer from its very first moment.
     let t = Instant::now();

@@ -32,7 +32,8 @@ async fn a_run_sends_its_spans_to_the_configured_collector() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("agentloop.toml");
     std::fs::write(&config, format!("[telemetry]\notlp_endpoint = \"{}\"\n", collector.uri())).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"))
+        .arg("agentloop")
         .arg("--config")
         .arg(&config)
         .arg("--data-dir")

@@ -1,7 +1,5 @@
-//! What the CLI tests' fake OpenAI-compatible endpoints share: an answer in
-//! the real wire format, and the text of the request's last message.
-
-#![allow(dead_code)] // each test binary uses its own part
+//! What tests' fake OpenAI-compatible endpoints share: an answer in the
+//! real wire format, and the text of the request's last message.
 
 use serde_json::{json, Value};
 use wiremock::{Request, ResponseTemplate};

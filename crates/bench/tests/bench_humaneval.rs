@@ -1,4 +1,4 @@
-//! `bench humaneval` end to end against a fake OpenAI-compatible endpoint:
+//! `agentloop-bench humaneval` end to end against a fake OpenAI-compatible endpoint:
 //! problems are read from the gzipped file, answers are scored by each
 //! problem's own `check`, and the loop retries only new code.
 
@@ -55,14 +55,14 @@ async fn answers_are_scored_by_the_hidden_tests_and_the_loop_retries_only_on_fai
         dir.path().display().to_string(),
         "--config".into(),
         config.display().to_string(),
-        "bench".into(),
         "humaneval".into(),
         "--attempts".into(),
         "3".into(),
         "--out".into(),
         results.display().to_string(),
     ];
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(report["problems"], 2);
@@ -84,8 +84,8 @@ async fn answers_are_scored_by_the_hidden_tests_and_the_loop_retries_only_on_fai
 #[test]
 fn missing_problems_say_how_to_fetch_them() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"))
-        .args(["--data-dir", dir.path().to_str().unwrap(), "bench", "humaneval", "--limit", "1"])
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench"))
+        .args(["--data-dir", dir.path().to_str().unwrap(), "humaneval", "--limit", "1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

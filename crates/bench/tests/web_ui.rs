@@ -206,8 +206,8 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", endpoint.uri())).unwrap();
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_agentloop"))
-        .args(["--data-dir", dir.path().to_str().unwrap(), "--config", config.to_str().unwrap(), "serve", "--addr", &format!("127.0.0.1:{port}")])
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_agentloop-bench"))
+        .args(["agentloop", "--data-dir", dir.path().to_str().unwrap(), "--config", config.to_str().unwrap(), "serve", "--addr", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

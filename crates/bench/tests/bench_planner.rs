@@ -1,12 +1,10 @@
-//! `bench planner` end to end against a fake OpenAI-compatible endpoint: the
+//! `agentloop-bench planner` end to end against a fake OpenAI-compatible endpoint: the
 //! shipped goals run in fresh roots, refused plans are counted and never run,
 //! and the last line is the JSON report.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{judged_on_view, reply};
+use agentloop_test_support::fake_openai::{judged_on_view, reply};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
@@ -60,14 +58,14 @@ async fn goals_are_planned_run_and_checked() {
         dir.path().display().to_string(),
         "--config".into(),
         config.display().to_string(),
-        "bench".into(),
         "planner".into(),
         "--limit".into(),
         "2".into(),
         "--out".into(),
         results.display().to_string(),
     ];
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(&args).output().unwrap()).await.unwrap();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(report["goals"], 2);
