@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use crate::reference_loop::Input;
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus};
 use agentloop_core::{SessionStatus, Store};
-use agentloop_store::{throwaway, PostgresStore};
+use agentloop_store::PostgresStore;
+use agentloop_test_support::throwaway;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 

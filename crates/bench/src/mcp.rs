@@ -41,7 +41,7 @@ pub struct McpArgs {
     #[arg(long, default_value_t = 10)]
     pub kills: usize,
     /// The MCP server to call (default: `mcp-fixture` beside this binary,
-    /// built by `cargo build --release -p agentloop-tools --bin mcp-fixture`).
+    /// built by `cargo build --release -p agentloop-test-support --bin mcp-fixture`).
     #[arg(long)]
     pub server: Option<PathBuf>,
     /// Hold one server, write its process id to this file, and wait to be
@@ -57,7 +57,7 @@ pub async fn run(args: McpArgs, program: &Path) -> Result<()> {
     };
     if !server.exists() {
         bail!(
-            "no MCP test server at {}: build it with `cargo build --release -p agentloop-tools --bin mcp-fixture`, or name one with --server",
+            "no MCP test server at {}: build it with `cargo build --release -p agentloop-test-support --bin mcp-fixture`, or name one with --server",
             server.display()
         );
     }

@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop_core::{SessionStatus, Store};
-use agentloop_store::{throwaway, PostgresStore};
+use agentloop_store::PostgresStore;
+use agentloop_test_support::throwaway;
 use futures::StreamExt;
 use serde_json::{json, Value};
 

@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop_core::{SessionStatus, Store};
-use agentloop_store::{throwaway, PostgresStore};
+use agentloop_store::PostgresStore;
+use agentloop_test_support::throwaway;
 
 const TTL_SECS: u64 = 10;
 

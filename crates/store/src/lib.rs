@@ -13,6 +13,5 @@ mod sqlite;
 
 pub use durability::Durability;
 pub use sqlite::{default_path, SqliteStore};
-pub mod throwaway;
 
 pub use pg::{PostgresStore, DEFAULT_LEASE_TTL};

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, SessionMeta, Write};
 use agentloop_core::{Command, Ending, Event, SessionStatus, Store};
-use agentloop_store::{throwaway, Durability, PostgresStore, SqliteStore};
+use agentloop_store::{Durability, PostgresStore, SqliteStore};
+use agentloop_test_support::throwaway;
 use common::meta;
 use serde_json::json;
 
