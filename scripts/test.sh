@@ -27,7 +27,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev
 fi
 # The coder reads pytest's output as well as unittest's: its tests pass on a
 # machine that has pytest as on one that has not.
-PYTHONPATH="$here/target/pytest-deps" cargo test -q -p agentloop-agents --test coder_paths
+PYTHONPATH="$here/target/pytest-deps" cargo test -q --workspace --test coder_paths
 PYTHONPATH="$here/target/pytest-deps" cargo test -q --workspace --test run_coder --test bench_coder
 # The library example builds a custom agent on the engine, kills it and resumes it.
 cargo run -q -p agentloop-core --example custom_agent >/dev/null

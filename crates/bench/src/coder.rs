@@ -13,8 +13,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::coder::{self, CoderEvent, CoderSettings, CoderState};
-use agentloop_agents::test_command;
+use agentloop_agent::test_command;
+use agentloop_coder::{self as coder, CoderEvent, CoderSettings, CoderState};
 use agentloop_core::journal::{CallKind, CallStatus};
 use agentloop_core::{CallRecord, Models, StartOptions, Store};
 use agentloop_store::SqliteStore;

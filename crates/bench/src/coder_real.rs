@@ -20,9 +20,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop_agents::coder;
-use agentloop_agents::test_command;
+use agentloop_agent::test_command;
 use agentloop_codemap::{coverage, rank::Weights};
+use agentloop_coder as coder;
 use agentloop_core::Store;
 use agentloop_store::SqliteStore;
 use agentloop_tools::Workspace;
@@ -184,7 +184,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                     record["seconds"] = json!(budget.as_secs());
                     // The session was dropped at the budget; its journal
                     // still says what it asked.
-                    if let Some(session) = store.list()?.into_iter().find(|m| m.agent == agentloop_agents::coder::AGENT && m.started_at >= since) {
+                    if let Some(session) = store.list()?.into_iter().find(|m| m.agent == agentloop_coder::AGENT && m.started_at >= since) {
                         let journaled = store.calls(&session.id)?;
                         let n = journaled.iter().filter(|c| c.kind == agentloop_core::journal::CallKind::Model).count() as u64;
                         let (lengths_here, prefill_here) = (crate::coder::Lengths::count(&journaled), crate::coder::Prefill::count(&journaled));

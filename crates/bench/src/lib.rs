@@ -25,7 +25,7 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agentloop_agents::registry::Registry;
+use agentloop_agent::registry::Registry;
 use agentloop_core::Models;
 use agentloop_llm::{build_models, ModelSpec};
 use agentloop_store::Durability;
@@ -45,12 +45,12 @@ pub struct BenchEnv {
 /// The agents that ship, and the engine benchmark's reference loop as
 /// `bench-engine`: what `agentloop-bench agentloop …` runs.
 pub fn registry() -> Registry {
-    Registry::standard().with_spec::<reference_loop::ReferenceLoop>()
+    agentloop_cli::standard().with_spec::<reference_loop::ReferenceLoop>()
 }
 
 impl BenchEnv {
     pub fn build_models(&self) -> anyhow::Result<Models> {
-        let roles = Registry::standard().roles();
+        let roles = agentloop_cli::standard().roles();
         Ok(build_models(&self.models, &self.data_dir, self.debug_log.as_deref(), &roles)?)
     }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::planner::{self, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial, Verification};
 use agentloop_core::{Models, StartOptions, Store};
+use agentloop_planner::{self as planner, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial, Verification};
 use agentloop_store::{Durability, SqliteStore};
 use agentloop_tools::{ScratchCopy, Workspace};
 use anyhow::{Context, Result};
@@ -40,7 +40,7 @@ pub struct PlannerArgs {
     pub no_assist: bool,
     /// Without these assists, the others on (names, examples, mends,
     /// separated by commas): what one assist adds.
-    #[arg(long, default_value = "", value_parser = agentloop_agents::planner::parse_without_assist)]
+    #[arg(long, default_value = "", value_parser = agentloop_planner::parse_without_assist)]
     pub without_assist: String,
     /// Per-goal results, one JSON object per line (default: <data dir>/benchmarks/planner-results.jsonl).
     #[arg(long)]
@@ -204,7 +204,7 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
 /// true (the discriminating ones), were already true, missed, broke, or
 /// could not run.
 fn weighed(verifications: &[Verification]) -> serde_json::Value {
-    use agentloop_agents::planner::Evidence;
+    use agentloop_planner::Evidence;
     let all: Vec<Evidence> = verifications.iter().flat_map(|v| v.evidence().collect::<Vec<_>>()).collect();
     let count = |e: Evidence| all.iter().filter(|x| **x == e).count();
     json!({
@@ -390,7 +390,7 @@ mod tests {
     fn no_worked_example_paraphrases_a_bench_goal() {
         let goals: Goals = toml::from_str(GOALS).unwrap();
         let held: Goals = toml::from_str(HELDOUT).unwrap();
-        for example in agentloop_agents::planner::example_goals() {
+        for example in agentloop_planner::example_goals() {
             for goal in goals.goal.iter().chain(&held.goal) {
                 let shared: Vec<String> = harness::content_words(example).intersection(&harness::content_words(&goal.goal)).cloned().collect();
                 assert!(shared.len() <= 3, "the worked example {example:?} shares {shared:?} with the bench goal {:?}", goal.goal);

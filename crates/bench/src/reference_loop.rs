@@ -19,10 +19,10 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use agentloop_agents::registry::env::AgentEnv;
-use agentloop_agents::registry::settings::NoSettings;
-use agentloop_agents::registry::spec::AgentSpec;
-use agentloop_agents::registry::summary::Summary;
+use agentloop_agent::registry::env::AgentEnv;
+use agentloop_agent::registry::settings::NoSettings;
+use agentloop_agent::registry::spec::AgentSpec;
+use agentloop_agent::registry::summary::Summary;
 
 pub const AGENT: &str = "bench-engine";
 pub const MESSAGE_BYTES: usize = 400;

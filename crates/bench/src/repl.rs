@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentloop_agents::repl::{self, ReplSettings, ReplState};
 use agentloop_core::{Models, StartOptions, Store};
+use agentloop_repl::{self as repl, ReplSettings, ReplState};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{Context, Result};
 use serde::Deserialize;

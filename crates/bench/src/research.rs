@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentloop_agents::research::{self, ResearchSettings, ResearchState};
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_llm::catalog::models_dir;
+use agentloop_research::{self as research, ResearchSettings, ResearchState};
 use agentloop_retrieval::{bundled, Corpus, Embedder};
 use agentloop_store::{Durability, SqliteStore};
 use anyhow::{bail, Context, Result};
@@ -497,7 +497,7 @@ mod tests {
 
     #[test]
     fn no_worked_decomposition_paraphrases_a_bench_question() {
-        for example in agentloop_agents::research::example_questions() {
+        for example in agentloop_research::example_questions() {
             for suite in ["wiki", "phantom"] {
                 for q in questions(suite, "tuning").unwrap().into_iter().chain(questions(suite, "heldout").unwrap()) {
                     let shared: Vec<String> = harness::content_words(example).intersection(&harness::content_words(&q.question)).cloned().collect();

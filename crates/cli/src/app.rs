@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentloop_agents::registry::{Agent, AgentEnv, Preparing, Registry};
+use agentloop_agent::registry::{Agent, AgentEnv, Preparing, Registry};
 use agentloop_core::{Models, Store, TokenSink};
 use agentloop_llm::build_models;
 use agentloop_store::{PostgresStore, SqliteStore};

@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentloop_agents::registry::Registry;
+use agentloop_agent::registry::Registry;
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches};
 
@@ -26,6 +26,15 @@ pub use cli::Globals;
 use cli::{Cli, Command, ModelsCommand, SessionsCommand};
 use commands::{corpus, models, run as run_agent, sandbox, serve, sessions, stats, worker};
 use config::Config;
+
+/// The agents that ship: coder, planner, repl and research.
+pub fn standard() -> Registry {
+    Registry::new()
+        .with_spec::<agentloop_coder::Coder>()
+        .with_spec::<agentloop_planner::Planner>()
+        .with_spec::<agentloop_repl::Repl>()
+        .with_spec::<agentloop_research::Research>()
+}
 
 /// Runs the command line `args` (the program's name first) over
 /// `registry`, and returns the process's exit code; an error is printed

@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use agentloop_agents::registry::Registry;
+use agentloop_agent::registry::Registry;
 use agentloop_core::{Controller, EngineEvent, Outcome, SessionHandle};
 use anyhow::Result;
 use serde_json::Value;

@@ -1,11 +1,9 @@
 //! `agentloop`: the command line over the agents that ship
-//! (`agentloop_agents::registry::Registry::standard`).
+//! (`agentloop_cli::standard`).
 
 use std::process::ExitCode;
 
-use agentloop_agents::registry::Registry;
-
 #[tokio::main]
 async fn main() -> ExitCode {
-    agentloop_cli::main(Registry::standard(), std::env::args_os()).await
+    agentloop_cli::main(agentloop_cli::standard(), std::env::args_os()).await
 }

@@ -1,6 +1,6 @@
 //! Human-readable lines for sessions and events.
 
-use agentloop_agents::registry::{Registry, Summary};
+use agentloop_agent::registry::{Registry, Summary};
 use agentloop_core::journal::{InterruptRecord, SessionMeta};
 use agentloop_core::{EngineEvent, Event, Outcome, Session};
 
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn an_iteration_shows_its_count_and_a_bar_when_the_limit_is_known() {
-        let registry = Registry::standard();
+        let registry = crate::standard();
         let at = "2026-01-01T00:00:00Z";
         let line = event_line(&registry, &event("agent:iteration:start", serde_json::json!({"iteration": 2, "maxIterations": 5, "timestamp": at}))).unwrap();
         assert_eq!(line, format!("iteration 2/5 [{}{}]", "█".repeat(8), "░".repeat(12)));

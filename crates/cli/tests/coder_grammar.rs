@@ -9,7 +9,7 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agentloop_agents::coder::{change_grammar, read_change, EditFormat};
+use agentloop_coder::{change_grammar, read_change, EditFormat};
 use agentloop_core::{ChatModel, ChatRequest, FinishReason, Message};
 use agentloop_llm::catalog::{default_data_dir, DEFAULT_MODEL};
 use agentloop_llm::{LlamaConfig, LlamaModel};

@@ -5,10 +5,10 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agentloop_agents::planner::{plan_schema, read_plan, Action};
 use agentloop_core::{ChatModel, ChatRequest, Message};
 use agentloop_llm::catalog::{default_data_dir, SMALL_MODEL};
 use agentloop_llm::{LlamaConfig, LlamaModel};
+use agentloop_planner::{plan_schema, read_plan, Action};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_action_a_constrained_model_writes_parses() {

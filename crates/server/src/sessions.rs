@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentloop_agents::registry::Launch;
+use agentloop_agent::registry::Launch;
 use agentloop_core::journal::SessionMeta;
 use agentloop_core::SessionStatus;
 use axum::body::Bytes;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use agentloop_agents::registry::{Agent, AgentEnv, Registry};
+use agentloop_agent::registry::{Agent, AgentEnv, Registry};
 use agentloop_core::{Controller, Event, Models, Result, Store};
 use serde_json::json;
 use tokio::sync::{broadcast, OnceCell};

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::registry::Registry;
+use agentloop_agent::registry::Registry;
 use agentloop_core::{ChatRequest, ChatResponse, Models, Store};
 use agentloop_llm::ScriptedModel;
 use agentloop_server::{router, ServerConfig};
@@ -58,13 +58,22 @@ fn planner_model_with(steps: Value) -> ScriptedModel {
     })
 }
 
+/// The agents that ship, as the binary puts them together.
+fn standard() -> Registry {
+    Registry::new()
+        .with_spec::<agentloop_coder::Coder>()
+        .with_spec::<agentloop_planner::Planner>()
+        .with_spec::<agentloop_repl::Repl>()
+        .with_spec::<agentloop_research::Research>()
+}
+
 async fn start_server(model: ScriptedModel, token: Option<&str>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("agentloop.sqlite");
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, Default::default()).unwrap());
     let model = Arc::new(model);
     let config = ServerConfig {
-        registry: Arc::new(Registry::standard()),
+        registry: Arc::new(standard()),
         reads: Arc::new(SqliteStore::open(&db, Default::default()).unwrap()),
         store,
         data_dir: dir.path().to_path_buf(),
@@ -368,7 +377,7 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
     let s = start_server(planner_model(Duration::ZERO), None).await;
     // Another process: its own store on the same file, its own runner.
     let other: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
-    let env = agentloop_agents::registry::AgentEnv {
+    let env = agentloop_agent::registry::AgentEnv {
         store: other,
         models: Models::new(Arc::new(planner_model(Duration::from_millis(150)))),
         data_dir: s.dir.path().to_path_buf(),
@@ -380,7 +389,7 @@ async fn a_session_another_process_runs_on_the_same_store_is_followed_live() {
     let root = s.dir.path().join("cli");
     std::fs::create_dir_all(&root).unwrap();
     let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});
-    let registry = Registry::standard();
+    let registry = standard();
     let handle = registry.get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
     let id = handle.id().to_string();
     let (_, list) = s.get("/api/sessions").await;
@@ -409,7 +418,7 @@ async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
     let other: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
     // A model slow enough that the session is still running when it is looked at.
     let models = Models::new(Arc::new(planner_model(Duration::from_secs(3))));
-    let env = agentloop_agents::registry::AgentEnv {
+    let env = agentloop_agent::registry::AgentEnv {
         store: other,
         models,
         data_dir: s.dir.path().to_path_buf(),
@@ -421,7 +430,7 @@ async fn a_session_whose_process_died_is_interrupted_and_taken_up_here() {
     let root = s.dir.path().join("elsewhere");
     std::fs::create_dir_all(&root).unwrap();
     let input = json!({"root": root, "goal": "Create the folders alpha and beta.", "approve": "all"});
-    let handle = Registry::standard().get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
+    let handle = standard().get("planner").unwrap().start(&env, &input, Default::default()).unwrap();
     let id = handle.id().to_string();
     // Passed on to the process that runs it, not run here too.
     let (status, v) = s.post(&format!("/api/sessions/{id}/resume"), json!({})).await;
@@ -564,7 +573,7 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
     // A worker (here, another store on the same file) claims it and runs it to the end.
     let worker: Arc<dyn Store> = Arc::new(SqliteStore::open(&s.db, Default::default()).unwrap());
     assert_eq!(worker.claim().unwrap().as_deref(), Some(id.as_str()));
-    let env = agentloop_agents::registry::AgentEnv {
+    let env = agentloop_agent::registry::AgentEnv {
         store: worker.clone(),
         models: Models::new(Arc::new(planner_model(Duration::ZERO))),
         data_dir: s.dir.path().to_path_buf(),
@@ -573,7 +582,7 @@ async fn a_session_asked_for_with_queue_is_stored_for_a_worker_and_not_run_here(
         mcp_servers: Default::default(),
         preparing: None,
     };
-    let registry = Registry::standard();
+    let registry = standard();
     let meta = worker.load(&id).unwrap().meta;
     let out = registry.resume(&env, &meta, true).unwrap().wait().await.unwrap();
     assert_eq!(out.status, agentloop_core::SessionStatus::Completed);

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::fence::fences;
+use agentloop_agent::fence::fences;
 use agentloop_core::{ChatRequest, CompiledGraph, Fields, Graph, Message, Models, Result, Runner, State, Step, Store, Termination, Tools, END};
 use agentloop_tools::{Python, Sandbox};
 use futures::future::BoxFuture;

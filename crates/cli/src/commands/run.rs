@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-use agentloop_agents::registry::{Agent, Launch, Registry, Summary};
+use agentloop_agent::registry::{Agent, Launch, Registry, Summary};
 use agentloop_core::{Outcome, SessionHandle, Store, TokenSink};
 use anyhow::{Context, Result};
 use clap::{Arg, ArgAction, ArgMatches, Command};

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_agents::registry::AgentEnv;
+use agentloop_agent::registry::AgentEnv;
 use agentloop_core::{Outcome, SessionHandle, Store};
 use anyhow::Result;
 use tokio::task::JoinSet;

@@ -1,0 +1,406 @@
+//! A change out of a model's answer: each file as its path followed by a
+//! fenced block holding its new content.
+//!
+//! Small models write code far better in a fenced block than escaped inside
+//! a JSON string (where a small model drifts into repeating itself until the
+//! token limit), so CODE and FIX answer in this plain shape:
+//!
+//! ````text
+//! intervals.py
+//! ```python
+//! def merge(intervals): ...
+//! ```
+//! ````
+//!
+//! Deliberate choices for the awkward cases:
+//! - The path is taken from the fence's info string (```` ```python a.py ````)
+//!   or else from the nearest non-empty line above the fence ("Here is the
+//!   updated `a.py`:"), preferring a word that names a file that exists.
+//! - A block with no path goes to the existing file sharing the most
+//!   top-level definitions with it; with none shared it is not applied.
+//! - A Python block that redefines only some of a file's top-level functions
+//!   and classes replaces just those (the model often answers with the one
+//!   function it changed); anything else replaces the whole file.
+//! - Blocks of other kinds (`text`, `output`, `sh`, `console`) are not files.
+
+use std::collections::BTreeSet;
+
+use super::hunks;
+use super::state::EditFormat;
+use agentloop_agent::fence::fences;
+
+/// The change format as a grammar (llguidance's Lark dialect), so a model
+/// that can be held to it always answers with blocks `read` can place: at
+/// most two lines of prose first (held to prose — they need a space and
+/// do not declare a new file — so a path line is never taken for one),
+/// then each file as a path — one of `files` (those it may change, with
+/// their content) or, declared as `new file PATH`, a new relative path
+/// that cannot climb out of the root — on its own line and a fenced block.
+/// No block without a path, nothing after the last block.
+///
+/// In `EditFormat::Whole` the block is the file's new content, running to
+/// the first closing fence; in `EditFormat::Hunks` a block for an existing
+/// file holds search/replace hunks whose lines to find are the file's own
+/// (`hunks::grammar_rules`), and only a new file is given whole.
+///
+/// A new file has to be declared because a bare new path is the easiest
+/// way for a small model to go wrong: a heading or a numbered step
+/// ("File_a.py", "2.2.0") taken as a path writes a stray file while the
+/// file that needed the change is left as it was.
+pub fn grammar(files: &[(&str, &str)], format: EditFormat) -> String {
+    let files: Vec<&(&str, &str)> = files.iter().filter(|(p, _)| !p.chars().any(char::is_control)).collect();
+    let mut rules = String::new();
+    let mut alternatives = vec!["new_file".to_string()];
+    match format {
+        EditFormat::Whole if !files.is_empty() => {
+            let named: Vec<String> = files.iter().map(|(p, _)| format!("{p:?}")).collect();
+            rules.push_str(&format!("whole_file: ({}) \"\\n```\" LANG \"\\n\" BODY\n", named.join(" | ")));
+            alternatives.insert(0, "whole_file".into());
+        }
+        EditFormat::Whole => {}
+        EditFormat::Hunks => {
+            for (i, (path, content)) in files.iter().enumerate() {
+                rules.push_str(&format!("edit_{i}: {path:?} \"\\n```\" LANG \"\\n\" hunk_{i}+ \"```\"\n"));
+                rules.push_str(&hunks::grammar_rules(&format!("hunk_{i}"), content));
+                alternatives.insert(i, format!("edit_{i}"));
+            }
+            rules.push_str(hunks::REPLACED_TERMINAL);
+            rules.push('\n');
+        }
+    }
+    format!(
+        r#"start: INTRO? INTRO? file (SEP file)* SEP?
+file: {alternatives}
+new_file: "new file " NEW_PATH "\n```" LANG "\n" BODY
+{rules}INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/new file (?s:.*)/
+NEW_PATH: /[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}){{0,7}}\.[A-Za-z0-9]{{1,8}}/
+LANG: /[a-z0-9+]{{0,12}}/
+BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/
+SEP: /\n+/
+"#,
+        alternatives = alternatives.join(" | ")
+    )
+}
+
+/// The files a change writes: (path, new content), in answer order, one
+/// entry per path (a later block for the same path wins).
+pub type Files = Vec<(String, String)>;
+
+/// Reads the files out of `answer`. `existing` lists the workspace's files
+/// with their current content. Errs with a sentence for REFLECT (and the
+/// next prompt) when nothing usable was found.
+pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String> {
+    let mut files: Files = Vec::new();
+    let mut unplaced = 0;
+    for block in blocks(answer) {
+        if matches!(block.tag.as_str(), "text" | "output" | "console" | "sh" | "bash" | "shell" | "diff") {
+            continue;
+        }
+        let path = block.path(existing).or_else(|| owner_by_definitions(&block.body, existing));
+        let Some(path) = path else {
+            unplaced += 1;
+            continue;
+        };
+        // Hunks edit the file as an earlier block of this answer left it.
+        let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
+        let content = match (current, hunks::parse(&block.body)) {
+            (Some(old), Some(edits)) => agentloop_tools::apply_edits(old, &edits?).map_err(|why| format!("the edits to {path}: {why}"))?,
+            (None, Some(_)) => return Err(format!("{path} does not exist, so it cannot be edited: give a new file's whole content")),
+            (Some(old), None) if path.ends_with(".py") => splice_python(old, &block.body).unwrap_or_else(|| block.body.clone()),
+            (_, None) => block.body.clone(),
+        };
+        // A block cut off by the token limit never replaces a whole one.
+        if !block.closed && files.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        files.retain(|(p, _)| *p != path);
+        files.push((path, content));
+    }
+    if files.is_empty() {
+        return Err(if unplaced > 0 {
+            "the answer had code but no file path: put the file's path on the line before its fenced block".into()
+        } else {
+            "the answer had no fenced code block: give each changed file as its path, then its whole content in a ``` block".into()
+        });
+    }
+    Ok(files)
+}
+
+struct Block {
+    tag: String,
+    /// Words of the fence's info string after the language.
+    info_words: Vec<String>,
+    /// The nearest non-empty line above the fence.
+    above: String,
+    body: String,
+    /// The closing fence was there (not cut off by the token limit).
+    closed: bool,
+}
+
+impl Block {
+    fn path(&self, existing: &[(String, String)]) -> Option<String> {
+        let mut words: Vec<String> = self.info_words.clone();
+        if looks_like_path(&self.tag) {
+            words.insert(0, self.tag.clone());
+        }
+        words.extend(self.above.split_whitespace().map(clean_word));
+        let exists = |w: &String| existing.iter().any(|(p, _)| p == w || p.ends_with(&format!("/{w}")));
+        if let Some(w) = words.iter().find(|w| exists(w)) {
+            // A bare file name that exists deeper in the tree means that file.
+            return existing.iter().find(|(p, _)| p == w || p.ends_with(&format!("/{w}"))).map(|(p, _)| p.clone());
+        }
+        words.into_iter().find(|w| looks_like_path(w))
+    }
+}
+
+/// The fenced blocks of `answer`, in order; an unterminated last block runs
+/// to the end (the answer hit its token limit; the tests will say so).
+fn blocks(answer: &str) -> Vec<Block> {
+    fences(answer)
+        .into_iter()
+        .filter(|f| f.lines.iter().any(|l| !l.trim().is_empty()))
+        .map(|f| {
+            let mut words = f.info.split_whitespace().map(str::to_string);
+            let tag = words.next().unwrap_or_default().to_ascii_lowercase();
+            let info_words = words.map(|w| clean_word(&w)).collect();
+            Block { tag, info_words, above: f.above.to_string(), body: f.body(), closed: f.closed }
+        })
+        .collect()
+}
+
+/// Whether `path` is a test file by the usual conventions: `test_*.py`,
+/// `*_test.{py,go,rs}`, `*.test.*`, `*.spec.*`, or anything under a `tests`,
+/// `test` or `__tests__` folder.
+pub fn is_test_file(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    let stem = name.split('.').next().unwrap_or_default();
+    parts.iter().any(|p| matches!(*p, "tests" | "test" | "__tests__"))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+/// A word of prose stripped of markdown and punctuation: "`a.py`:" → "a.py".
+fn clean_word(word: &str) -> String {
+    let word = word.trim_matches(|c: char| "`*'\"()[]<>,;".contains(c));
+    let word = word.trim_end_matches([':', '.']);
+    let word = word.trim_matches(|c: char| "`*'\"".contains(c));
+    word.strip_prefix("./").unwrap_or(word).to_string()
+}
+
+/// `src/a.py`, `Cargo.toml`: a name with an extension of letters, no spaces.
+fn looks_like_path(word: &str) -> bool {
+    let Some((stem, ext)) = word.rsplit_once('.') else { return false };
+    !stem.is_empty()
+        && !stem.ends_with('/')
+        && (1..=5).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && ext.chars().any(|c| c.is_ascii_alphabetic())
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c))
+}
+
+/// The names a file defines at top level: Python `def`/`class`, Rust `fn`,
+/// `struct`, `enum`, `impl`, JavaScript `function`.
+fn definitions(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let mut words = line.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
+        while let Some(w) = words.next() {
+            if matches!(w, "def" | "class" | "fn" | "struct" | "enum" | "impl" | "function" | "trait") {
+                if let Some(name) = words.next() {
+                    names.insert(name.to_string());
+                }
+                break;
+            }
+            if !matches!(w, "pub" | "async" | "export" | "crate" | "unsafe") {
+                break;
+            }
+        }
+    }
+    names
+}
+
+/// The existing file sharing the most top-level definitions with `body`.
+fn owner_by_definitions(body: &str, existing: &[(String, String)]) -> Option<String> {
+    let defined = definitions(body);
+    existing
+        .iter()
+        .map(|(path, text)| (definitions(text).intersection(&defined).count(), path))
+        .filter(|(shared, _)| *shared > 0)
+        .max_by_key(|(shared, _)| *shared)
+        .map(|(_, path)| path.clone())
+}
+
+/// `old` with the top-level functions and classes `new` redefines replaced
+/// by `new`'s versions, when `new` redefines only some of them; `None` when
+/// `new` should replace the whole file.
+fn splice_python(old: &str, new: &str) -> Option<String> {
+    let old_defs = definitions(old);
+    let new_defs = definitions(new);
+    if new_defs.is_empty() || !new_defs.is_subset(&old_defs) || new_defs == old_defs {
+        return None;
+    }
+    let new_units = top_level_units(new);
+    let mut out = String::new();
+    // Imports the fragment needs that the file lacks go first.
+    for line in new.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")) {
+        if !old.lines().any(|o| o == line) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    for (name, text) in top_level_units(old) {
+        match name.as_ref().and_then(|n| new_units.iter().find(|(m, _)| m.as_ref() == Some(n))) {
+            // The old unit's trailing blank lines keep the file's spacing.
+            Some((_, replacement)) => {
+                let blank_lines = text.len() - text.trim_end_matches('\n').len();
+                out.push_str(replacement.trim_end_matches('\n'));
+                out.push_str(&"\n".repeat(blank_lines.max(1)));
+            }
+            None => out.push_str(&text),
+        }
+    }
+    Some(out)
+}
+
+/// A Python file cut into top-level units: each `def`/`class` (with its
+/// decorators and body) named, everything between them unnamed.
+fn top_level_units(text: &str) -> Vec<(Option<String>, String)> {
+    let mut units: Vec<(Option<String>, String)> = Vec::new();
+    let mut pending_decorators = String::new();
+    for line in text.lines() {
+        let top = !line.starts_with(char::is_whitespace) && !line.trim().is_empty();
+        let defined = if top { definitions(line).into_iter().next() } else { None };
+        if top && line.starts_with('@') {
+            pending_decorators.push_str(line);
+            pending_decorators.push('\n');
+            continue;
+        }
+        if defined.is_some() {
+            units.push((defined, std::mem::take(&mut pending_decorators)));
+        } else if top && units.last().is_some_and(|(name, _)| name.is_some()) {
+            // Top-level code after a definition ends it.
+            units.push((None, std::mem::take(&mut pending_decorators)));
+        } else if units.is_empty() {
+            units.push((None, std::mem::take(&mut pending_decorators)));
+        }
+        if let Some((_, unit)) = units.last_mut() {
+            unit.push_str(line);
+            unit.push('\n');
+        }
+    }
+    units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect()
+    }
+
+    #[test]
+    fn path_on_the_line_above() {
+        let got = read("intervals.py\n```python\ndef merge(x):\n    return x\n```", &[]).unwrap();
+        assert_eq!(got, files(&[("intervals.py", "def merge(x):\n    return x\n")]));
+    }
+
+    #[test]
+    fn path_in_prose_or_the_info_string_preferring_existing_files() {
+        let existing = files(&[("src/lib.rs", "fn a() {}\n")]);
+        let got = read("Here is the fixed `lib.rs`:\n```rust\nfn a() { 1; }\n```", &existing).unwrap();
+        assert_eq!(got[0].0, "src/lib.rs");
+        let got = read("```python calc.py\nx = 1\n```", &[]).unwrap();
+        assert_eq!(got[0].0, "calc.py");
+    }
+
+    #[test]
+    fn no_path_goes_to_the_file_with_the_same_definitions() {
+        let existing = files(&[("a.py", "def f():\n    pass\n"), ("b.py", "def g():\n    pass\n")]);
+        let got = read("The fix:\n```python\ndef g():\n    return 2\n```", &existing).unwrap();
+        assert_eq!(got[0].0, "b.py");
+    }
+
+    #[test]
+    fn a_fragment_replaces_only_its_functions() {
+        let old = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nX = 3\n";
+        let existing = files(&[("m.py", old)]);
+        let got = read("m.py\n```python\nimport re\n\ndef g():\n    return 20\n```", &existing).unwrap();
+        assert_eq!(got[0].1, "import re\nimport os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 20\n\n\nX = 3\n");
+    }
+
+    #[test]
+    fn a_whole_file_replaces_the_file() {
+        let existing = files(&[("m.py", "def f():\n    return 1\n")]);
+        let got = read("m.py\n```python\ndef f():\n    return 2\n```", &existing).unwrap();
+        assert_eq!(got[0].1, "def f():\n    return 2\n");
+    }
+
+    #[test]
+    fn nothing_usable_says_what_to_do() {
+        assert!(read("I would sort the list first.", &[]).unwrap_err().contains("no fenced code block"));
+        assert!(read("```python\nx = 1\n```", &[]).unwrap_err().contains("no file path"));
+        assert!(read("a.py\n```text\nsome output\n```", &[]).is_err());
+    }
+
+    #[test]
+    fn later_blocks_for_a_path_win_unless_cut_off() {
+        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n```", &[]).unwrap();
+        assert_eq!(got, files(&[("a.py", "x = 2\n")]));
+        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n", &[]).unwrap();
+        assert_eq!(got, files(&[("a.py", "x = 1\n")]), "a cut-off block does not replace a whole one");
+        let got = read("a.py\n```python\nx = 3\n", &[]).unwrap();
+        assert_eq!(got, files(&[("a.py", "x = 3\n")]), "a cut-off block alone is still tried");
+    }
+
+    #[test]
+    fn test_files_by_convention() {
+        for path in ["test_intervals.py", "tests/lib.rs", "pkg/a_test.go", "src/app.test.ts", "web/__tests__/x.js", "b.spec.js"] {
+            assert!(is_test_file(path), "{path}");
+        }
+        for path in ["intervals.py", "src/lib.rs", "contest.py", "latest_tests.md"] {
+            assert!(!is_test_file(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_declared_new_file_is_read_by_its_path() {
+        let existing = files(&[("a.py", "x = 1\n")]);
+        let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing).unwrap();
+        assert_eq!(got, files(&[("pkg/b.py", "y = 2\n")]));
+        let lark = grammar(&[("a.py", "x = 1\n")], EditFormat::Whole);
+        assert!(lark.contains(r#"whole_file: ("a.py") "\n```" LANG "\n" BODY"#) && lark.contains("file: whole_file | new_file"), "{lark}");
+    }
+
+    #[test]
+    fn hunks_edit_an_existing_file_in_place() {
+        let existing = files(&[("a.py", "def f(a, b):\n    return a < b\n")]);
+        let answer = "a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
+        assert_eq!(read(answer, &existing).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]));
+        let missing = "a.py\n```python\n<<<<<<< SEARCH\n    return b\n=======\n    return a\n>>>>>>> REPLACE\n```";
+        let err = read(missing, &existing).unwrap_err();
+        assert!(err.contains("the edits to a.py: block 1 did not match"), "{err}");
+        let new = "b.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```";
+        assert!(read(new, &existing).unwrap_err().contains("b.py does not exist"));
+    }
+
+    #[test]
+    fn the_hunks_grammar_names_each_file_with_its_own_lines() {
+        let lark = grammar(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")], EditFormat::Hunks);
+        assert!(lark.contains("file: edit_0 | edit_1 | new_file"), "{lark}");
+        assert!(lark.contains(r#"edit_1: "b.py" "\n```" LANG "\n" hunk_1+ "```""#), "{lark}");
+        assert!(lark.contains(r#"hunk_1_from_0: "y = 2\n""#) && lark.contains("REPLACED: "), "{lark}");
+    }
+
+    #[test]
+    fn paths_that_leave_the_root_are_still_read_so_the_jail_can_refuse_them() {
+        let got = read("../escaped.py\n```python\nx = 1\n```", &[]).unwrap();
+        assert_eq!(got[0].0, "../escaped.py");
+    }
+}

@@ -1,0 +1,186 @@
+//! The coder on a workspace larger than its model's context: it is shown
+//! the code the task and the tests point at, as regions, not the files in
+//! path order, and its change may touch only what it was shown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentloop_coder::{self as coder, CoderSettings, CoderState};
+use agentloop_core::{ChatRequest, ChatResponse, Models, SessionStatus, StartOptions, Store};
+use agentloop_llm::ScriptedModel;
+use agentloop_store::SqliteStore;
+use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
+
+const TESTS: &str = "import unittest\nfrom zz_calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n";
+
+/// A dozen helper modules, each larger than the one that holds the bug and
+/// sorting before it, with a licence and a manifest: together far over an
+/// 8,192-token context.
+fn seed(root: &std::path::Path, faulty: &str) {
+    seed_with(root, faulty, TESTS);
+}
+
+fn seed_with(root: &std::path::Path, faulty: &str, tests: &str) {
+    std::fs::write(root.join("LICENSE.txt"), "Permission is hereby granted, free of charge, to any person. ".repeat(300)).unwrap();
+    std::fs::write(root.join("MANIFEST.in"), "include *.txt\n".repeat(100)).unwrap();
+    for i in 0..12 {
+        let body: String = (0..60)
+            .map(|j| format!("def helper_{i}_{j}(values):\n    total = 0\n    for v in values:\n        total += v * {j}\n    return total\n\n"))
+            .collect();
+        std::fs::write(root.join(format!("a{i:02}_helpers.py")), body).unwrap();
+    }
+    std::fs::write(root.join("zz_calc.py"), faulty).unwrap();
+    std::fs::write(root.join("test_calc.py"), tests).unwrap();
+}
+
+type Sent = Arc<Mutex<Vec<ChatRequest>>>;
+
+/// A model that plans, then answers CODE and FIX with `changes` in turn,
+/// and accepts a review; every request is kept.
+fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
+    planning(r#"{"steps": ["make add return the sum"]}"#, changes)
+}
+
+/// `model`, planning with `plan`.
+fn planning(plan: &'static str, changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
+    let sent: Sent = Arc::default();
+    let seen = sent.clone();
+    let changes = Mutex::new(changes.into_iter());
+    let model = ScriptedModel::with(move |req| {
+        seen.lock().unwrap().push(req.clone());
+        let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+        let text = if prompt.contains("Write a short plan") {
+            plan.to_string()
+        } else if prompt.contains("Carry out the plan") || prompt.contains("What to fix") {
+            changes.lock().unwrap().next().unwrap_or("nothing").to_string()
+        } else if prompt.contains("The last attempt failed") {
+            r#"{"diagnosis": "add subtracts", "rootCause": "code", "recommendation": "fix", "feedback": "use +", "confidence": 0.9}"#.to_string()
+        } else {
+            r#"{"accept": true, "objection": ""}"#.to_string()
+        };
+        Ok(ChatResponse::text(text))
+    });
+    (model, sent)
+}
+
+async fn run(root: &std::path::Path, model: ScriptedModel) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    run_with(root, model, "python3 -m unittest -q").await
+}
+
+async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &str) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    let workspace = Workspace::new(root).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
+    let config = CoderSettings { candidates: 1, max_iterations: 3, ..CoderSettings::default() };
+    let runner = coder::runner(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let state = CoderState::new(&workspace, "make add() return the sum", test_command, config.clone(), Approvals::new(ApprovalPolicy::Never));
+    let mut options = StartOptions::new(coder::termination(&config));
+    options.exit_when_paused = true;
+    (runner.start(state, options).unwrap().wait().await.unwrap(), store)
+}
+
+const HUNK: &str = "zz_calc.py\n```python\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a + b\n>>>>>>> REPLACE\n```\n";
+
+fn code_prompts(sent: &Sent) -> Vec<String> {
+    sent.lock().unwrap().iter().map(|r| r.messages.last().map(|m| m.content.clone()).unwrap_or_default()).filter(|p| p.contains("Carry out the plan")).collect()
+}
+
+#[tokio::test]
+async fn the_faulty_function_in_a_file_that_sorts_after_a_dozen_larger_ones_is_shown_and_fixed() {
+    let ws = tempfile::tempdir().unwrap();
+    seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
+    let (model, sent) = model(vec![HUNK]);
+    let (out, _) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let prompt = &code_prompts(&sent)[0];
+    assert!(prompt.contains("zz_calc.py lines 5-6 (add)"), "the faulty function is shown as a region:\n{prompt}");
+    assert!(!prompt.contains("Permission is hereby granted"), "a licence never takes the place of code");
+    assert!(prompt.len() / 3 < 8192, "the prompt fits the context: {} chars", prompt.len());
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a + b\n");
+}
+
+#[tokio::test]
+async fn a_five_thousand_line_module_is_edited_through_a_region_never_whole() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut module: String = (0..1000).map(|i| format!("def f{i}(x):\n    y = x + {i}\n    return y\n\n")).collect();
+    module.push_str("def add(a, b):\n    return a - b\n");
+    assert!(module.lines().count() >= 4000);
+    seed(ws.path(), &module);
+    // First a whole new file (it rewrites lines never shown), then the hunk.
+    let whole =
+        format!("zz_calc.py\n```python\n{}```\n", module.replace("def f0(x):\n    y = x + 0", "def f0(x):\n    y = x").replace("return a - b", "return a + b"));
+    let whole: &'static str = Box::leak(whole.into_boxed_str());
+    let (model, sent) = model(vec![whole, HUNK]);
+    let (out, store) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    let refused = events.iter().find(|e| e.name == "coder:refused").map(|e| e.payload["reason"].to_string()).unwrap_or_default();
+    assert!(refused.contains("outside what was shown"), "the whole-file answer is refused: {refused}");
+    for prompt in code_prompts(&sent) {
+        assert!(!prompt.contains("def f500(x):\n    y = x + 500"), "the module is never shown whole");
+    }
+    let after = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
+    assert_eq!(after, module.replace("return a - b", "return a + b"), "only the region changed");
+}
+
+/// Tests that fail on an assertion in the test itself: no frame names the
+/// code at fault, and neither does the task. A passing test runs the
+/// module's other function.
+const ASSERTING: &str = "import unittest\nimport zz_calc\n\nclass T(unittest.TestCase):\n    def test_numbers(self):\n        self.assertEqual(zz_calc.scaled([1, 2]), [10, 20])\n\n    def test_other(self):\n        self.assertEqual(zz_calc.offset([1]), [2])\n";
+const SCALED: &str =
+    "def offset(xs):\n    return [x + 1 for x in xs]\n\n\ndef scaled(xs):\n    out = []\n    for x in xs:\n        out.append(x * 100)\n    return out\n";
+const SCALED_FIX: &str = "zz_calc.py\n```python\n<<<<<<< SEARCH\n        out.append(x * 100)\n=======\n        out.append(x * 10)\n>>>>>>> REPLACE\n```\n";
+
+fn notices(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<String> {
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    events.iter().filter(|e| e.name == "coder:notice").map(|e| e.payload["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_failure_no_frame_explains_is_localized_by_the_tests_line_coverage_run_in_the_sandbox() {
+    let ws = tempfile::tempdir().unwrap();
+    seed_with(ws.path(), SCALED, ASSERTING);
+    let (model, sent) = model(vec![SCALED_FIX]);
+    let (out, store) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let said = notices(&store, &out);
+    assert!(said.iter().any(|n| n == "line coverage: 1 failing and 1 passing tests traced"), "{said:?}");
+    let prompt = &code_prompts(&sent)[0];
+    let shown = prompt.find("zz_calc.py lines 5-9 (scaled)").unwrap_or_else(|| panic!("the function the failing test ran is shown:\n{prompt}"));
+    assert!(prompt.find("(offset)").is_none_or(|o| o > shown), "the passing test's function ranks below it");
+    let after = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
+    assert!(after.contains("x * 10)"), "{after}");
+}
+
+#[tokio::test]
+async fn the_coverage_run_reads_pytest_too_where_pytest_is() {
+    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pytest-deps");
+    assert!(deps.join("pytest").is_dir(), "pytest for this test is installed by scripts/setup.sh --no-run into {}", deps.display());
+    let ws = tempfile::tempdir().unwrap();
+    seed_with(ws.path(), SCALED, ASSERTING);
+    let (model, _) = model(vec![SCALED_FIX]);
+    let command = format!("PYTHONPATH={} python3 -m pytest -q", deps.canonicalize().unwrap().display());
+    let (out, store) = run_with(ws.path(), model, &command).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let said = notices(&store, &out);
+    assert!(said.iter().any(|n| n == "line coverage: 1 failing and 1 passing tests traced"), "{said:?}");
+}
+
+#[tokio::test]
+async fn a_plan_may_open_more_code_and_search_it_and_later_prompts_show_what_it_found() {
+    let ws = tempfile::tempdir().unwrap();
+    seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
+    let plan = r#"{"steps": ["make add return the sum"], "open": ["helper_3_7", "nothing_by_this_name"], "search": "total += v * 59"}"#;
+    let (model, sent) = planning(plan, vec![HUNK]);
+    let (out, store) = run(ws.path(), model).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let prompt = &code_prompts(&sent)[0];
+    assert!(prompt.contains("a03_helpers.py lines 43-47 (helper_3_7, as asked)"), "the definition asked for is opened:\n{prompt}");
+    assert!(prompt.contains("open `nothing_by_this_name` → nothing by that name or range"), "{prompt}");
+    assert!(prompt.contains("search `total += v * 59`") && prompt.contains("a00_helpers.py:"), "the search's hits are shown:\n{prompt}");
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    let asked: Vec<&str> = events.iter().filter(|e| e.name == "coder:tool").filter_map(|e| e.payload["tool"].as_str()).collect();
+    assert_eq!(asked, vec!["open", "open", "search"], "each request is in the journal");
+}
