@@ -3,7 +3,7 @@
 //! their hints, each step of a trial with its time, what the trial changed,
 //! and what applying it did.
 
-use agentloop_core::{EventKind, JsonSchema};
+use agentloop_core::{EventKind, JsonSchema, Step};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -177,4 +177,9 @@ fn outcome_text(outcome: &serde_json::Value) -> String {
         out.push_str(&format!("  {n}\n"));
     }
     out
+}
+
+/// Says which phase the planner is in, for the live view.
+pub fn phase(step: &mut Step, name: &str) {
+    step.emit(PlannerEvent::Phase { phase: name.to_string() });
 }

@@ -77,7 +77,7 @@ pub fn run<'a>(
                 }
             }
             // Its effects lie outside the root, so a trial cannot hold them:
-            // the call is made once the outcome is approved (`nodes::apply`).
+            // the call is made once the outcome is approved (`apply.rs`).
             Action::CallTool { server, tool, .. } => Ok(format!("not made in the trial: {server} {tool} acts outside the root, so it is made after approval")),
         };
         outcome.map(|s| shorten(&s, OUTPUT_SHOWN))

@@ -12,17 +12,20 @@
 //! unless `agentloop.toml` names a chain) writes plans in a strict JSON
 //! contract of single-line actions (`action.rs`), its prompt shaped by the
 //! assists (`assist/`). Every plan passes every rule (`rules/`) before it
-//! runs at all. A valid plan then runs whole in a scratch copy of
-//! the root (`trial.rs`), and its outcome there is verified against the
-//! goal (`verify.rs`) and shown to the user, who approves a result rather
-//! than a guess. Only then does `apply.rs` carry the copy's changes over
+//! runs at all. Each phase is a folder or a file with its own nodes: the
+//! plan proposed and validated (`plan/`), run whole in a scratch copy of
+//! the root (`trial/`), its outcome there verified against the goal
+//! (`verify/`) and shown to the user, who approves a result rather than a
+//! guess (`approve.rs`). Only then does `apply.rs` carry the copy's changes over
 //! to the root: a session that ends any other way leaves the root as it
 //! found it. A plan may also CALL_TOOL the tools of the session's MCP
 //! servers; those calls act outside the root, so they are made after the
-//! approval, once the changes are applied (`nodes::apply`).
+//! approval, once the changes are applied (`apply.rs`).
 
 mod action;
 mod agent;
+mod apply;
+mod approve;
 mod assist;
 mod checklist;
 mod events;
@@ -30,7 +33,6 @@ mod evidence;
 mod execute;
 mod goal;
 mod goal_paths;
-mod nodes;
 mod observe;
 mod plan;
 mod prompts;
@@ -52,14 +54,14 @@ use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 pub use action::Shell;
 pub use action::{Action, Vars, VERBS};
 pub use agent::{Planner, PlannerFlags, PlannerInput};
+pub use approve::confidence;
 pub use assist::examples::goals as example_goals;
 pub use assist::switches::{parse_without as parse_without_assist, Assist};
 pub use checklist::{CheckRun, Item, ItemVerdict, Judged};
 pub use events::{question as question_text, PlanProposed, PlannerEvent};
 pub use evidence::{Evidence, Kind};
-pub use nodes::{confidence, plan_diff};
 pub use observe::Observed;
-pub use plan::{read as read_plan, schema_for as plan_schema, Plan, PlanStep};
+pub use plan::{plan_diff, read as read_plan, schema_for as plan_schema, Plan, PlanStep};
 pub use rejection::{Context, Rejection, Rule};
 pub use rules::validate;
 pub use state::{ApproveMode, PlannerSettings, PlannerState, Proposal, Restatement, StepRun};
@@ -85,24 +87,24 @@ pub const ROLES: &[Role] =
 /// The planner's graph.
 pub fn graph() -> Result<CompiledGraph<PlannerState>> {
     Graph::new(AGENT)
-        .node("restate", nodes::restate)
-        .node("plan", nodes::plan)
-        .node("validate", nodes::validate)
-        .node("diagnose", nodes::diagnose)
-        .node("try", nodes::trial::trial)
-        .node("verify", nodes::verify::verify)
-        .node("approve", nodes::approve)
-        .node("apply", nodes::apply::apply)
-        .node("reflect", nodes::verify::reflect)
+        .node("restate", plan::propose::restate)
+        .node("plan", plan::propose::plan)
+        .node("validate", plan::propose::validate)
+        .node("diagnose", plan::propose::diagnose)
+        .node("try", trial::run::trial)
+        .node("verify", verify::judge::verify)
+        .node("approve", approve::approve)
+        .node("apply", apply::apply)
+        .node("reflect", verify::judge::reflect)
         .entry("restate")
         .edge("restate", "plan")
         .edge("plan", "validate")
         .route("validate", &["try", "diagnose"], |s: &PlannerState| if s.running.is_some() { "try".into() } else { "diagnose".into() })
         .edge("diagnose", "plan")
-        .route("try", &["verify", "plan"], nodes::trial::after_trial)
-        .route("verify", &["approve", "reflect", agentloop_core::END], nodes::verify::after_verify)
-        .route("approve", &["apply", "plan", agentloop_core::END], nodes::after_approval)
-        .route("apply", &["plan", agentloop_core::END], nodes::apply::after_apply)
+        .route("try", &["verify", "plan"], trial::run::after_trial)
+        .route("verify", &["approve", "reflect", agentloop_core::END], verify::judge::after_verify)
+        .route("approve", &["apply", "plan", agentloop_core::END], approve::after_approval)
+        .route("apply", &["plan", agentloop_core::END], apply::after_apply)
         .edge("reflect", "plan")
         .compile()
 }

@@ -5,6 +5,8 @@
 //! small model makes (a fence, a trailing comma, a missing closing brace)
 //! and parses strictly: an unknown key is a rejection, not ignored.
 
+pub mod propose;
+
 use agentloop_core::JsonSchema;
 use agentloop_tools::mcp::Listing;
 use serde::{Deserialize, Serialize};
@@ -182,6 +184,17 @@ pub fn parse(plan: &Plan) -> Vec<Result<Action, String>> {
 /// Every action, when every step parses.
 pub fn all_parsed(actions: &[Result<Action, String>]) -> Option<Vec<Action>> {
     actions.iter().map(|a| a.as_ref().ok().cloned()).collect()
+}
+
+/// The action lines removed (`-`) and added (`+`) since the previous plan.
+pub fn plan_diff(before: Option<&Plan>, after: Option<&Plan>) -> Vec<String> {
+    let (old, new) = (before.map(Plan::actions).unwrap_or_default(), after.map(Plan::actions).unwrap_or_default());
+    if before.is_none() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = old.iter().filter(|l| !new.contains(l)).map(|l| format!("- {l}")).collect();
+    out.extend(new.iter().filter(|l| !old.contains(l)).map(|l| format!("+ {l}")));
+    out
 }
 
 #[cfg(test)]

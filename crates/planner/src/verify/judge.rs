@@ -5,8 +5,8 @@
 use agentloop_core::{Result, Step};
 use futures::future::BoxFuture;
 
-use super::phase;
 use crate::checklist::{ItemVerdict, Judged};
+use crate::events::phase;
 use crate::events::PlannerEvent;
 use crate::evidence::Evidence;
 use crate::state::PlannerState;

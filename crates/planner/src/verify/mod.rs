@@ -1,4 +1,4 @@
-//! What VERIFY judges a trial's outcome by (`nodes::verify` asks): the
+//! What VERIFY judges a trial's outcome by (`judge.rs` asks): the
 //! checks read off the goal, and the verification of one trial.
 //!
 //! A plan that ran is not a goal met: a small model writes `ls | wc -l` as
@@ -10,6 +10,8 @@
 //! of the goal's checklist (`checklist.rs`) twice, independently, beside
 //! the item's own command. Only an outcome that passes all of it is offered
 //! for approval, and only an approved one reaches the root.
+
+pub mod judge;
 
 use agentloop_tools::Entry;
 use serde::{Deserialize, Serialize};

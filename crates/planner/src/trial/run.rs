@@ -5,9 +5,9 @@ use agentloop_core::{Error, Result, Step};
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::phase;
 use crate::action::Action;
 use crate::checklist::Checklist;
+use crate::events::phase;
 use crate::events::PlannerEvent;
 use crate::state::{PlannerState, StepRun};
 use crate::trial::{Trial, TryPlan};

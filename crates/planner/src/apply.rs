@@ -18,8 +18,8 @@ use agentloop_tools::{ApplyPatch, Entry};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::phase;
 use crate::action::Action;
+use crate::events::phase;
 use crate::events::PlannerEvent;
 use crate::observe::ObserveRoot;
 use crate::state::PlannerState;
