@@ -2,15 +2,15 @@
 //! typed description an agent gives of itself (`AgentSpec`), tool calls
 //! through the approval policy (`approved`), MCP tools called from a
 //! session (`mcp_calls`), fenced blocks in a model's answer (`fence`),
-//! which programs a shell knows (`shell`), a workspace's test command
+//! which programs a shell knows (`known_programs`), a workspace's test command
 //! (`test_command`) and small text helpers (`text`). Each agent is a crate
 //! of its own over this kit (`agentloop-coder`, `agentloop-planner`,
 //! `agentloop-repl`, `agentloop-research`), and none imports another.
 
 pub mod approved;
 pub mod fence;
+pub mod known_programs;
 pub mod mcp_calls;
 pub mod registry;
-pub mod shell;
 pub mod test_command;
 pub mod text;

@@ -4,7 +4,7 @@
 //! and then as a journaled tool step.
 
 use agentloop_core::{Effect, Error, Message, Result, Role, Step, ToolCall, ToolSpec};
-use agentloop_tools::mcp::{split_tool_name, tool_name, Listing, LIST_TOOL};
+use agentloop_tools::mcp_client::{split_tool_name, tool_name, Listing, LIST_TOOL};
 use agentloop_tools::{Approvals, Verdict};
 use serde_json::{json, Value};
 

@@ -38,7 +38,7 @@ fn src_layout(root: &Path) -> bool {
 pub fn missing_program(command: &str) -> Option<String> {
     let program = command.split_whitespace().find(|w| !w.contains('='))?.to_string();
     // If sh itself cannot start, the test run will say so better than we can.
-    let unknown = crate::shell::unknown_to_sh(std::slice::from_ref(&program), None).unwrap_or_default();
+    let unknown = crate::known_programs::unknown_to_sh(std::slice::from_ref(&program), None).unwrap_or_default();
     unknown.contains(&program).then_some(program)
 }
 

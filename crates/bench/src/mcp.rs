@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop_core::Tool;
-use agentloop_tools::mcp::{McpServerConfig, McpServers};
+use agentloop_tools::mcp_client::{McpServerConfig, McpServers};
 use agentloop_tools::{Sandbox, SandboxConfig};
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use agentloop_core::DEFAULT_ROLE;
 use agentloop_llm::ModelSpec;
 use agentloop_store::Durability;
-use agentloop_tools::mcp::{check_name, McpServerConfig};
+use agentloop_tools::mcp_client::{check_name, McpServerConfig};
 use agentloop_tools::SandboxConfig;
 use anyhow::{Context, Result};
 use serde::Deserialize;

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
-use agentloop_tools::mcp::{McpHub, McpServerConfig};
+use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
 use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agentloop_core::{Fields, JsonSchema, State};
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 use agentloop_tools::{ApprovalPolicy, Approvals, Workspace};
 use serde::{Deserialize, Serialize};
 

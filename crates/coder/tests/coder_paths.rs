@@ -663,8 +663,10 @@ async fn with_mcp_tools_the_plan_starts_from_what_the_model_looked_up() {
     let exe = std::env::current_exe().unwrap();
     let fixture = exe.parent().and_then(|d| d.parent()).unwrap().join("mcp-fixture");
     assert!(fixture.exists(), "{} is missing: build the test binaries with `cargo test --workspace`", fixture.display());
-    let mcp =
-        BTreeMap::from([("fx".to_string(), agentloop_tools::mcp::McpServerConfig { command: Some(fixture.display().to_string()), ..Default::default() })]);
+    let mcp = BTreeMap::from([(
+        "fx".to_string(),
+        agentloop_tools::mcp_client::McpServerConfig { command: Some(fixture.display().to_string()), ..Default::default() },
+    )]);
     let looked = Arc::new(Mutex::new(0));
     let sent = Sent::default();
     let (seen, count) = (sent.clone(), looked.clone());

@@ -9,11 +9,11 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::command::{Command, Ending};
 use crate::event::Event;
 use crate::journal::InterruptRecord;
 use crate::progress::Progress;
 use crate::status::SessionStatus;
+use crate::steering::{Command, Ending};
 use crate::store::Store;
 use crate::{Error, Result};
 

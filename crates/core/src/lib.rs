@@ -25,7 +25,6 @@
 //! until answered, [`Step::emit`] adds typed events ([`EventKind`]), and
 //! [`Controller`] pauses, resumes or terminates a running session.
 
-pub mod command;
 pub mod control;
 pub mod detectors;
 pub mod error;
@@ -41,13 +40,13 @@ pub mod runner;
 pub mod session;
 pub mod state;
 pub mod status;
+pub mod steering;
 pub mod step;
 pub mod store;
 pub mod telemetry;
 pub mod termination;
 pub mod tool;
 
-pub use command::{Command, Ending};
 pub use control::{Controller, Outcome, SessionHandle};
 pub use error::{Error, Result};
 pub use event::{EngineEvent, Event, EventDraft, EventKind};
@@ -61,6 +60,7 @@ pub use runner::{create_session, Runner, StartOptions};
 pub use schemars::{self, JsonSchema};
 pub use session::{Iteration, MessageRecord, MessageUsage, Session, SessionStatus, ToolCallRecord};
 pub use state::{Fields, Marks, State};
+pub use steering::{Command, Ending};
 pub use step::{json_schema_of, parse_json, reply_is, Step};
 pub use store::{interrupted, Store};
 pub use termination::{Budget, Stop, Termination, Verdict};

@@ -10,7 +10,6 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::command::{Command, Ending};
 use crate::control::{Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{EngineEvent, EventDraft, EventKind};
@@ -20,6 +19,7 @@ use crate::models::Models;
 use crate::progress::Progress;
 use crate::state::{Marks, State};
 use crate::status::SessionStatus;
+use crate::steering::{Command, Ending};
 use crate::step::{close_iteration, reply_is, Env, IterationClock, Pending, Running, Step};
 use crate::store::Store;
 use crate::telemetry::RunTrace;

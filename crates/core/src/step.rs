@@ -16,13 +16,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::command::Command;
 use crate::event::{self, EngineEvent, Event, EventDraft, EventKind, IterationOutcome};
 use crate::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, StepRecords, Write};
 use crate::model::{ChatRequest, ChatResponse};
 use crate::models::{Models, DEFAULT_ROLE};
 use crate::progress::{Progress, Signals};
 use crate::session::millis_between;
+use crate::steering::Command;
 use crate::store::Store;
 use crate::termination::{Termination, Verdict};
 use crate::tool::{Effect, Tools};

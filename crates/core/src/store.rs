@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::command::Command;
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use crate::session::{Session, SessionStatus};
+use crate::steering::Command;
 use crate::Result;
 
 pub trait Store: Send + Sync {

@@ -13,7 +13,7 @@
 //! trial began, and is refused whole if the root no longer holds that.
 
 use agentloop_core::{Error, Result, Step};
-use agentloop_tools::mcp::tool_name;
+use agentloop_tools::mcp_client::tool_name;
 use agentloop_tools::{ApplyPatch, Entry};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};

@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
 use agentloop_llm::{Role, RoleDefault};
-use agentloop_tools::mcp::{McpHub, McpServerConfig};
+use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
 use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::Shell;
@@ -91,7 +91,7 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .node("plan", plan::propose::plan)
         .node("validate", plan::propose::validate)
         .node("diagnose", plan::propose::diagnose)
-        .node("try", trial::run::trial)
+        .node("try", trial::node::trial)
         .node("verify", verify::judge::verify)
         .node("approve", approve::approve)
         .node("apply", apply::apply)
@@ -101,7 +101,7 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .edge("plan", "validate")
         .route("validate", &["try", "diagnose"], |s: &PlannerState| if s.running.is_some() { "try".into() } else { "diagnose".into() })
         .edge("diagnose", "plan")
-        .route("try", &["verify", "plan"], trial::run::after_trial)
+        .route("try", &["verify", "plan"], trial::node::after_trial)
         .route("verify", &["approve", "reflect", agentloop_core::END], verify::judge::after_verify)
         .route("approve", &["apply", "plan", agentloop_core::END], approve::after_approval)
         .route("apply", &["plan", agentloop_core::END], apply::after_apply)

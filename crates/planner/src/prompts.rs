@@ -1,7 +1,7 @@
 //! What the planner says to its models.
 
 use agentloop_core::{ChatRequest, Message};
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 
 use super::action::Shell;
 use super::assist::examples;

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 use agentloop_tools::Workspace;
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! and what the user said.
 
 use agentloop_core::{Fields, JsonSchema, State};
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 use serde::{Deserialize, Serialize};
 
 use super::checklist::Item;

@@ -11,7 +11,7 @@ use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, Sess
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_planner::{self as planner, ApproveMode, PlannerSettings, PlannerState, Rule, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
 use agentloop_store::SqliteStore;
-use agentloop_tools::mcp::McpServerConfig;
+use agentloop_tools::mcp_client::McpServerConfig;
 use agentloop_tools::{Sandbox, Workspace};
 use serde_json::{json, Value};
 

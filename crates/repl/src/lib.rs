@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
-use agentloop_tools::mcp::{McpHub, McpServerConfig};
+use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
 use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFlags, ReplInput};

@@ -5,7 +5,7 @@
 //! state keeps its folder.
 
 use agentloop_core::{Fields, JsonSchema, Message, Role, State, ToolCall};
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 use agentloop_tools::Approvals;
 
 use super::extract::code_blocks;

@@ -13,7 +13,7 @@ mod auth;
 mod control;
 mod error;
 mod events;
-mod mcp;
+mod mcp_server;
 mod sessions;
 mod state;
 
@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::ApiError;
-pub use mcp::AgentloopMcp;
+pub use mcp_server::AgentloopMcp;
 pub use state::{AppState, ModelsFactory, ServerConfig};
 
 /// The largest request body taken (a new session's input, an answer).
@@ -34,7 +34,7 @@ pub(crate) const BODY_LIMIT: usize = 256 * 1024;
 pub fn router(config: ServerConfig) -> Router {
     let app = AppState::new(config);
     Router::new()
-        .nest_service("/mcp", mcp::http_service(app.clone()))
+        .nest_service("/mcp", mcp_server::http_service(app.clone()))
         .route("/", get(assets::index))
         .route("/ui/{file}", get(assets::asset))
         .route("/login", get(auth::login))
@@ -75,7 +75,7 @@ pub async fn serve(listener: tokio::net::TcpListener, config: ServerConfig) -> s
 /// client goes away; sessions it started run on in the store, to be
 /// resumed.
 pub async fn serve_mcp_stdio(config: ServerConfig) -> std::io::Result<()> {
-    mcp::serve_stdio(AppState::new(config)).await
+    mcp_server::serve_stdio(AppState::new(config)).await
 }
 
 /// A fresh random token, made at each start.

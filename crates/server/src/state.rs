@@ -38,7 +38,7 @@ pub struct ServerConfig {
     /// `[sandbox]`: how the commands of sessions started here are confined.
     pub sandbox: agentloop_tools::SandboxConfig,
     /// `[mcp_servers]`: the MCP servers sessions started here may call.
-    pub mcp_servers: std::collections::BTreeMap<String, agentloop_tools::mcp::McpServerConfig>,
+    pub mcp_servers: std::collections::BTreeMap<String, agentloop_tools::mcp_client::McpServerConfig>,
 }
 
 /// Shared by every handler.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentloop_core::{Effect, Tool};
-use agentloop_tools::mcp::{McpServerConfig, McpServers};
+use agentloop_tools::mcp_client::{McpServerConfig, McpServers};
 use agentloop_tools::{Sandbox, SandboxConfig};
 use serde_json::json;
 

@@ -6,15 +6,15 @@
 
 mod approval;
 mod beneath;
-mod command;
 mod edit;
 mod files;
 mod jail;
-pub mod mcp;
+pub mod mcp_client;
 mod patch;
 mod python;
 pub mod sandbox;
 mod scratch;
+mod shell;
 pub mod tls;
 mod try_change;
 
@@ -23,7 +23,6 @@ use std::time::Duration;
 use agentloop_core::Tools;
 
 pub use approval::{ApprovalPolicy, Approvals, Verdict};
-pub use command::{head_and_tail, run as run_command, RunCommand};
 pub use edit::{apply_edits, Edit};
 pub use files::{read_text, CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::{Entry, Open, OpenError, Workspace};
@@ -31,6 +30,7 @@ pub use patch::{fingerprint, ApplyPatch, Content, Patch, PatchStep};
 pub use python::{Execution, PyError, Python, PythonSession};
 pub use sandbox::{Sandbox, SandboxConfig};
 pub use scratch::{Change, ScratchCopy};
+pub use shell::{head_and_tail, run as run_command, RunCommand};
 pub use try_change::TryChange;
 
 /// The file tools (`create_dir` included) and `run_command` for one

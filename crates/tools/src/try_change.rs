@@ -11,10 +11,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::command::run;
 use crate::jail::Workspace;
 use crate::sandbox::Sandbox;
 use crate::scratch::ScratchCopy;
+use crate::shell::run;
 
 pub struct TryChange {
     workspace: Workspace,

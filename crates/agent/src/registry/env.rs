@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentloop_core::{Models, Result, Store, TokenSink};
-use agentloop_tools::mcp::McpServerConfig;
+use agentloop_tools::mcp_client::McpServerConfig;
 use agentloop_tools::{Sandbox, SandboxConfig};
 
 /// What an agent needs from its surroundings to run a session.

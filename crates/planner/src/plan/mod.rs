@@ -8,7 +8,7 @@
 pub mod propose;
 
 use agentloop_core::JsonSchema;
-use agentloop_tools::mcp::Listing;
+use agentloop_tools::mcp_client::Listing;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

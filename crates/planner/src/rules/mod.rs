@@ -11,7 +11,7 @@ mod shell_check;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_tools::mcp::{argument_problems, Listing};
+use agentloop_tools::mcp_client::{argument_problems, Listing};
 use agentloop_tools::Workspace;
 
 pub use shell_check::shell_check;

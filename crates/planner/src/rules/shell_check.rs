@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use agentloop_tools::Sandbox;
 
-use agentloop_agent::shell;
+use agentloop_agent::known_programs;
 
 use crate::action::Shell;
 
@@ -28,7 +28,7 @@ pub fn shell_check(command: &str, shell: Shell, sandbox: Option<&Sandbox>) -> Re
                 let err = String::from_utf8_lossy(&syntax.stderr).trim().to_string();
                 return Err(format!("the command is not valid POSIX sh ({err})"));
             }
-            let missing = shell::unknown_to_sh(&command_words(command), sandbox)?;
+            let missing = known_programs::unknown_to_sh(&command_words(command), sandbox)?;
             if missing.is_empty() {
                 Ok(())
             } else {
@@ -38,7 +38,7 @@ pub fn shell_check(command: &str, shell: Shell, sandbox: Option<&Sandbox>) -> Re
         Shell::Powershell => {
             let words = command_words(command);
             let script = "foreach ($c in $args) { if (-not (Get-Command $c -ErrorAction SilentlyContinue)) { $c } }";
-            let missing = shell::unknown_to("pwsh", &["-NoProfile", "-Command", script], &words, sandbox)
+            let missing = known_programs::unknown_to("pwsh", &["-NoProfile", "-Command", script], &words, sandbox)
                 .map_err(|_| "PowerShell is the configured shell but `pwsh` is not installed here: install it or set shell = \"sh\"".to_string())?;
             if missing.is_empty() {
                 Ok(())

@@ -12,7 +12,7 @@
 //! again in a fresh copy on resume (it changes nothing outside its copy),
 //! and after it the recorded outcome and patch are replayed as they were.
 
-pub mod run;
+pub mod node;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

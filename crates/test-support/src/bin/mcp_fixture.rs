@@ -130,7 +130,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn hold_a_server(workspace: &str, pid_file: &str, sandbox: &str) -> Result<(), Box<dyn std::error::Error>> {
-    use agentloop_tools::mcp::{McpServerConfig, McpServers};
+    use agentloop_tools::mcp_client::{McpServerConfig, McpServers};
     use agentloop_tools::sandbox::Mode;
     let me = std::env::current_exe()?.to_string_lossy().into_owned();
     let config = McpServerConfig {
