@@ -1,5 +1,6 @@
-//! The README's picture of the crates is the workspace: every crate in
-//! `Cargo.toml` is drawn, and everything drawn is a crate.
+//! The design's picture of the crates (`docs/design.md`) is the
+//! workspace: every crate in `Cargo.toml` is drawn, and everything drawn
+//! is a crate.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,12 +17,12 @@ fn members() -> BTreeSet<String> {
     manifest["workspace"]["members"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().trim_start_matches("crates/").to_string()).collect()
 }
 
-/// The crate names the README's architecture picture draws: each line's
+/// The crate names the design's picture draws: each line's
 /// left column, before the first double space, less the tree's lines and
 /// what a name says in brackets.
 fn drawn() -> BTreeSet<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme.split("## Architecture").nth(1).unwrap();
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let section = design.split("## The crates").nth(1).unwrap();
     let picture = section.split("```").nth(1).unwrap();
     let mut names = BTreeSet::new();
     for line in picture.lines() {
@@ -38,9 +39,9 @@ fn drawn() -> BTreeSet<String> {
 }
 
 #[test]
-fn the_readme_draws_every_crate_of_the_workspace_and_no_other() {
+fn the_design_draws_every_crate_of_the_workspace_and_no_other() {
     let (members, drawn) = (members(), drawn());
     let missing: Vec<&String> = members.difference(&drawn).collect();
     let extra: Vec<&String> = drawn.difference(&members).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "crates not drawn in the README: {missing:?}; drawn but not in the workspace: {extra:?}");
+    assert!(missing.is_empty() && extra.is_empty(), "crates not drawn in docs/design.md: {missing:?}; drawn but not in the workspace: {extra:?}");
 }
