@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side engine benchmark: LangGraph's reference loop (../shared/bench)
+# Side-by-side engine benchmark: LangGraph's reference loop (benchsuite/langgraph_loop.py)
 # against `agentloop-bench engine` in both durability modes, on the same
 # machine in one run. Each agentloop figure is the median of RUNS runs (the
 # disk of a shared VM is noisy); LangGraph runs once (it takes seconds).
@@ -24,7 +24,7 @@ print(json.dumps(rows[len(rows) // 2]))'; }
 
 lg=""
 if python3 -c "import langgraph.checkpoint.sqlite" 2>/dev/null; then
-  lg=$(python3 "$here/../shared/bench/langgraph_loop.py" --iterations "$iterations" --db "$scratch/lg.sqlite" | tail -n 1)
+  lg=$(python3 "$here/benchsuite/langgraph_loop.py" --iterations "$iterations" --db "$scratch/lg.sqlite" | tail -n 1)
   echo "$lg"
 else
   echo "langgraph is not installed (pip install langgraph langgraph-checkpoint-sqlite): comparing agentloop only" >&2
