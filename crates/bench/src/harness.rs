@@ -64,6 +64,15 @@ fn records(text: &str) -> Vec<Value> {
 
 /// A bar over `len` items with the current item's name (hidden when stderr
 /// is not a terminal).
+/// A file of the benchmarks' data (`crates/bench/data/NAME`), read from
+/// the checkout when the bench runs: the sets are never compiled into a
+/// binary.
+pub fn data(name: &str) -> Result<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name);
+    std::fs::read_to_string(&path)
+        .with_context(|| format!("the benchmark data {} cannot be read: run agentloop-bench from a checkout of agentloop", path.display()))
+}
+
 pub fn bar(len: usize) -> ProgressBar {
     let bar = ProgressBar::new(len as u64);
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()));

@@ -52,10 +52,10 @@ pub struct PlannerArgs {
     pub resume: bool,
 }
 
-/// The tuning goals, shipped in the binary.
-const GOALS: &str = include_str!("../data/planner-goals.toml");
+/// The tuning goals.
+const GOALS: &str = "planner-goals.toml";
 /// The held-out goals.
-const HELDOUT: &str = include_str!("../data/planner-heldout.toml");
+const HELDOUT: &str = "planner-heldout.toml";
 
 #[derive(Deserialize)]
 struct Goals {
@@ -92,8 +92,8 @@ struct Expect {
 }
 
 pub async fn run(config: &BenchEnv, args: PlannerArgs) -> Result<()> {
-    let text = if args.set == "heldout" { HELDOUT } else { GOALS };
-    let mut goals: Goals = toml::from_str(text).context("the shipped planner goals do not parse")?;
+    let text = harness::data(if args.set == "heldout" { HELDOUT } else { GOALS })?;
+    let mut goals: Goals = toml::from_str(&text).context("the planner goals do not parse")?;
     if !args.only.is_empty() {
         goals.goal.retain(|g| picked(&g.goal, &args.only));
         if goals.goal.is_empty() {
@@ -379,17 +379,17 @@ mod tests {
 
     #[test]
     fn the_shipped_goals_parse_thirty_to_tune_on_and_forty_held_out() {
-        let goals: Goals = toml::from_str(GOALS).unwrap();
+        let goals: Goals = toml::from_str(&harness::data(GOALS).unwrap()).unwrap();
         assert!(goals.goal.len() >= 30, "{}", goals.goal.len());
-        let held: Goals = toml::from_str(HELDOUT).unwrap();
+        let held: Goals = toml::from_str(&harness::data(HELDOUT).unwrap()).unwrap();
         assert!(held.goal.len() >= 40, "{}", held.goal.len());
         assert!(held.goal.iter().all(|g| !g.expect.is_empty()), "every held-out goal has a check on disk");
     }
 
     #[test]
     fn no_worked_example_paraphrases_a_bench_goal() {
-        let goals: Goals = toml::from_str(GOALS).unwrap();
-        let held: Goals = toml::from_str(HELDOUT).unwrap();
+        let goals: Goals = toml::from_str(&harness::data(GOALS).unwrap()).unwrap();
+        let held: Goals = toml::from_str(&harness::data(HELDOUT).unwrap()).unwrap();
         for example in agentloop_planner::example_goals() {
             for goal in goals.goal.iter().chain(&held.goal) {
                 let shared: Vec<String> = harness::content_words(example).intersection(&harness::content_words(&goal.goal)).cloned().collect();
@@ -418,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_resumed_run_counts_each_kept_goal_of_its_set_once_and_runs_the_rest() {
-        let goals: Goals = toml::from_str(HELDOUT).unwrap();
+        let goals: Goals = toml::from_str(&harness::data(HELDOUT).unwrap()).unwrap();
         let (first, second) = (&goals.goal[0].goal, &goals.goal[1].goal);
         let earlier = vec![
             json!({"goal": first, "executedOk": true, "verified": true, "seconds": 10.0}),

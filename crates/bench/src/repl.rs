@@ -36,9 +36,10 @@ pub struct ReplArgs {
     pub settings: ReplSettings,
 }
 
-const QUESTIONS: &str = include_str!("../data/repl-questions.toml");
+/// The tuning questions.
+const QUESTIONS: &str = "repl-questions.toml";
 /// The held-out questions (`repl-heldout.py` wrote them with their answers).
-const HELDOUT: &str = include_str!("../data/repl-heldout.toml");
+const HELDOUT: &str = "repl-heldout.toml";
 
 #[derive(Deserialize)]
 struct Questions {
@@ -52,8 +53,8 @@ struct Question {
 }
 
 pub async fn run(config: &BenchEnv, args: ReplArgs) -> Result<()> {
-    let text = if args.set == "heldout" { HELDOUT } else { QUESTIONS };
-    let mut questions: Questions = toml::from_str(text).context("the shipped repl questions do not parse")?;
+    let text = harness::data(if args.set == "heldout" { HELDOUT } else { QUESTIONS })?;
+    let mut questions: Questions = toml::from_str(&text).context("the repl questions do not parse")?;
     if let Some(n) = args.limit {
         questions.question.truncate(n);
     }
@@ -188,7 +189,7 @@ mod tests {
 
     #[test]
     fn the_shipped_questions_parse_and_are_at_least_twenty() {
-        let q: Questions = toml::from_str(QUESTIONS).unwrap();
+        let q: Questions = toml::from_str(&harness::data(QUESTIONS).unwrap()).unwrap();
         assert!(q.question.len() >= 20);
     }
 
@@ -220,8 +221,8 @@ mod tests {
 
     #[test]
     fn the_held_out_set_has_eighty_questions_none_of_them_a_tuning_question() {
-        let held: Questions = toml::from_str(HELDOUT).unwrap();
-        let tuning: Questions = toml::from_str(QUESTIONS).unwrap();
+        let held: Questions = toml::from_str(&harness::data(HELDOUT).unwrap()).unwrap();
+        let tuning: Questions = toml::from_str(&harness::data(QUESTIONS).unwrap()).unwrap();
         assert!(held.question.len() >= 80, "{}", held.question.len());
         assert!(held.question.iter().all(|h| tuning.question.iter().all(|t| t.prompt != h.prompt)));
     }

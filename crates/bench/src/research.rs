@@ -53,8 +53,8 @@ pub struct ResearchArgs {
     pub resume: bool,
 }
 
-const WIKI_QUESTIONS: &str = include_str!("../data/research/wiki-two-hop.json");
-const PHANTOM_QUESTIONS: &str = include_str!("../data/research/phantom/questions.json");
+const WIKI_QUESTIONS: &str = "research/wiki-two-hop.json";
+const PHANTOM_QUESTIONS: &str = "research/phantom/questions.json";
 
 /// The corpus names the suites search.
 pub const WIKI_CORPUS: &str = "wiki";
@@ -77,8 +77,8 @@ pub struct Question {
 /// The suite's questions of `set`.
 pub fn questions(suite: &str, set: &str) -> Result<Vec<Question>> {
     let all: Vec<Question> = match suite {
-        "wiki" => serde_json::from_str(WIKI_QUESTIONS).context("the wiki questions do not parse")?,
-        _ => serde_json::from_str(PHANTOM_QUESTIONS).context("the PhantomWiki questions do not parse")?,
+        "wiki" => serde_json::from_str(&harness::data(WIKI_QUESTIONS)?).context("the wiki questions do not parse")?,
+        _ => serde_json::from_str(&harness::data(PHANTOM_QUESTIONS)?).context("the PhantomWiki questions do not parse")?,
     };
     Ok(all.into_iter().filter(|q| q.set == set).collect())
 }
