@@ -51,6 +51,10 @@ pub struct CoderArgs {
     /// coder and the peer alike; past it, the case is unsolved.
     #[arg(long, default_value_t = 900)]
     pub budget_seconds: u64,
+    /// Real suite only: keep the cases an earlier run wrote to `--out` and
+    /// run the rest; the figures printed count them all.
+    #[arg(long)]
+    pub resume: bool,
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
@@ -89,6 +93,9 @@ pub fn projects(set: &str) -> Result<Vec<PathBuf>> {
 pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     if args.suite == "real" {
         return crate::coder_real::run(config, args).await;
+    }
+    if args.resume {
+        anyhow::bail!("--resume is for the real suite's long runs: add --suite real, or leave --resume out");
     }
     let mut projects = projects(&args.set)?;
     if !args.only.is_empty() {
@@ -205,7 +212,7 @@ impl Changes {
 /// The model calls of one session that its context could not hold:
 /// prompts refused before any answer, and answers cut off at their token
 /// budget. A coder that fits its prompts to the model has none of either.
-#[derive(Clone, Copy, Default, serde::Serialize)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Lengths {
     pub refused: u32,
@@ -236,10 +243,10 @@ impl Lengths {
 /// Per phase of a session (the node that asked), its model calls' prompt
 /// tokens and how many of them the provider kept from an earlier call: a
 /// warm phase pays prefill only for what is new.
-#[derive(Clone, Default, serde::Serialize)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Prefill(std::collections::BTreeMap<String, PhasePrefill>);
 
-#[derive(Clone, Copy, Default, serde::Serialize)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PhasePrefill {
     pub calls: u64,

@@ -89,24 +89,31 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     let budget = Duration::from_secs(args.budget_seconds);
     // The peer on the same weights: the stronger model the coder's chain
     // escalates to, served as an OpenAI-compatible endpoint.
-    let mut peer = match (&models, args.peer) {
+    let peer = match (&models, args.peer) {
         (Some(models), true) => {
             let model = models.get(agentloop_llm::roles::STRONG_ROLE).or_else(|_| models.get(agentloop_core::DEFAULT_ROLE))?.clone();
             let mini = peer::installed(&std::env::temp_dir().join("agentloop-bench-mini"))?;
-            Some(Peer { endpoint: peer::serve(model.clone()).await?, mini, model: model.name().to_string(), budget, tally: PeerTally::default() })
+            Some(Peer { endpoint: peer::serve(model.clone()).await?, mini, model: model.name().to_string(), budget })
         }
         _ => None,
     };
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
-    let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?;
+    // A record an earlier run left counts only if it was made the same way:
+    // with the model (and the peer) when this run has them.
+    let (with_model, with_peer) = (models.is_some(), peer.is_some());
+    let same_kind = |r: &serde_json::Value| r["case"].is_string() && (!with_model || r["solved"].is_boolean()) && (!with_peer || r["peer"].is_object());
+    let (mut out, earlier) = if args.resume {
+        Results::resume(args.out.as_deref(), &config.data_dir, "coder-real", same_kind)?
+    } else {
+        (Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?, Vec::new())
+    };
+    let mut tally = Tally::default();
+    let done: std::collections::BTreeSet<String> = earlier.iter().filter_map(|r| r["case"].as_str().map(str::to_string)).collect();
+    for record in earlier.iter().filter(|r| cases.iter().any(|c| r["case"] == c.id.as_str())) {
+        tally.add(record);
+    }
+    let cases: Vec<Case> = cases.into_iter().filter(|c| !done.contains(&c.id)).collect();
     let bar = harness::bar(cases.len());
-    let (mut top1, mut top5, mut verified, mut solved, mut false_completions) = (0u32, 0u32, 0u32, 0u32, 0u32);
-    // Top-1 and top-5 hits with each signal left out, to say which earn their place.
-    let mut without: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
-    let (mut seconds, mut calls, mut prompt_tokens) = (Vec::new(), 0u64, 0u64);
-    let mut served = Served::default();
-    let mut lengths = crate::coder::Lengths::default();
-    let mut prefill = crate::coder::Prefill::default();
     for case in &cases {
         bar.set_message(case.id.clone());
         let project =
@@ -121,7 +128,6 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let bug_line = inject(&ws, case)?;
         let (red_passed, output) = run_tests(&sandbox, &command)?;
         let ok = green.unwrap_or(true) && !red_passed;
-        verified += u32::from(ok);
         let files = coder::workspace_text_files(&Workspace::new(&ws)?)?;
         let root = ws.display().to_string();
         let evidence = agentloop_codemap::Evidence::read(&output, &root);
@@ -132,14 +138,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let faulty = |view: &agentloop_codemap::View| view.regions.iter().position(|r| r.covers(&case.file, bug_line, bug_line));
         let view = coder::view_of(&files, &clues, Weights::default(), VIEW_BUDGET);
         let rank = faulty(&view);
-        top1 += u32::from(rank == Some(0));
-        top5 += u32::from(rank.is_some_and(|r| r < 5));
         let mut without_ranks = serde_json::Map::new();
         for (signal, weights) in without_each() {
             let r = faulty(&coder::view_of(&files, &clues, weights, VIEW_BUDGET));
-            let hits = without.entry(signal).or_default();
-            hits.0 += u32::from(r == Some(0));
-            hits.1 += u32::from(r.is_some_and(|r| r < 5));
             without_ranks.insert(signal.into(), json!(r.map(|r| r + 1)));
         }
         let mut record = json!({
@@ -157,15 +158,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                 Ok(run) => {
                     let run = run?;
                     let took = started.elapsed().as_secs_f64();
-                    solved += u32::from(run.solved);
-                    false_completions += u32::from(run.said_passed && !run.solved);
-                    seconds.push(took);
                     let n: u64 = run.served.values().sum();
-                    calls += n;
-                    prompt_tokens += run.prompt_tokens;
-                    served.add(&run.served);
-                    lengths.add(run.lengths);
-                    prefill.add(&run.prefill);
+                    record["served"] = json!(run.served);
                     record["lengths"] = json!(run.lengths);
                     record["prefill"] = json!(run.prefill);
                     record["solved"] = json!(run.solved);
@@ -178,7 +172,6 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                 }
                 // Out of time: unsolved, as the peer is when it runs out.
                 Err(_) => {
-                    seconds.push(budget.as_secs_f64());
                     record["solved"] = json!(false);
                     record["finishReason"] = json!("budget");
                     record["seconds"] = json!(budget.as_secs());
@@ -187,70 +180,58 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
                     if let Some(session) = store.list()?.into_iter().find(|m| m.agent == agentloop_coder::AGENT && m.started_at >= since) {
                         let journaled = store.calls(&session.id)?;
                         let n = journaled.iter().filter(|c| c.kind == agentloop_core::journal::CallKind::Model).count() as u64;
-                        let (lengths_here, prefill_here) = (crate::coder::Lengths::count(&journaled), crate::coder::Prefill::count(&journaled));
-                        calls += n;
-                        lengths.add(lengths_here);
-                        prefill.add(&prefill_here);
                         record["modelCalls"] = json!(n);
-                        record["lengths"] = json!(lengths_here);
-                        record["prefill"] = json!(prefill_here);
+                        record["lengths"] = json!(crate::coder::Lengths::count(&journaled));
+                        record["prefill"] = json!(crate::coder::Prefill::count(&journaled));
                     }
                 }
             }
-            if let Some(peer) = &mut peer {
+            if let Some(peer) = &peer {
                 let ws = scratch.join(format!("{}-peer", case.id));
                 record["peer"] = peer.solve(&tarball, &ws, case, &command, config).await?;
             }
         }
         out.write(&record)?;
+        tally.add(&record);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let n = cases.len();
-    let mut report = json!({
-        "suite": "real",
-        "set": args.set,
-        "cases": n,
-        "projects": cases.iter().map(|c| c.project.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
-        "verified": fraction(verified, n),
-        "view_budget_tokens": VIEW_BUDGET,
-        "localized_top1": fraction(top1, n),
-        "localized_top5": fraction(top5, n),
-        "localized_without": without.iter().map(|(k, (t1, t5))| (k.to_string(), json!({"top1": fraction(*t1, n), "top5": fraction(*t5, n)}))).collect::<serde_json::Map<_, _>>(),
-        "results": out.path,
-    });
-    if models.is_some() {
-        report["solved"] = json!(fraction(solved, n));
-        report["solved_95"] = json!(harness::wilson(solved, n));
-        report["false_completions"] = json!(false_completions);
-        report["median_seconds"] = json!(harness::round(harness::median(seconds.iter().copied()), 1));
-        report["model_calls_per_case"] = json!(if n == 0 { 0.0 } else { harness::round(calls as f64 / n as f64, 1) });
-        report["prompt_tokens_per_call"] = json!(prompt_tokens.checked_div(calls).unwrap_or(0));
-        report["model_calls"] = served.report();
-        report["calls_over_length"] = json!(lengths);
-        report["prefill_by_phase"] = prefill.report();
+    let mut report = tally.report(with_model);
+    report["set"] = json!(args.set);
+    report["results"] = json!(out.path);
+    if with_model {
         report["candidates"] = json!(args.settings.candidates);
         report["budget_seconds"] = json!(args.budget_seconds);
     }
     if let Some(p) = &peer {
-        let t = &p.tally;
-        report["peer"] = json!({
-            "name": peer::PEER, "model": p.model, "solved": fraction(t.solved, n), "solved_95": harness::wilson(t.solved, n),
-            "ended_within_budget": t.finished, "median_seconds": harness::round(harness::median(t.seconds.iter().copied()), 1),
-        });
+        report["peer"]["name"] = json!(peer::PEER);
+        report["peer"]["model"] = json!(p.model);
     }
     println!("{report}");
     Ok(())
 }
 
-/// The peer, served and installed once for the whole run, with the
-/// coder's budget, and how it did so far.
-struct Peer {
-    endpoint: peer::Endpoint,
-    mini: PathBuf,
-    model: String,
-    budget: Duration,
-    tally: PeerTally,
+/// The run's figures, summed from its records: this run's and, with
+/// `--resume`, those an earlier run left in the same file, so a set too
+/// long for one sitting is reported whole.
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    projects: std::collections::BTreeSet<String>,
+    verified: u32,
+    top1: u32,
+    top5: u32,
+    /// Per signal left out: top-1 and top-5 hits.
+    without: BTreeMap<String, (u32, u32)>,
+    solved: u32,
+    false_completions: u32,
+    seconds: Vec<f64>,
+    calls: u64,
+    prompt_tokens: u64,
+    served: Served,
+    lengths: crate::coder::Lengths,
+    prefill: crate::coder::Prefill,
+    peer: Option<PeerTally>,
 }
 
 #[derive(Default)]
@@ -260,19 +241,94 @@ struct PeerTally {
     seconds: Vec<f64>,
 }
 
+impl Tally {
+    fn add(&mut self, r: &serde_json::Value) {
+        let top = |rank: &serde_json::Value, within: u64| rank.as_u64().is_some_and(|r| r <= within);
+        self.cases += 1;
+        self.projects.insert(r["project"].as_str().unwrap_or_default().to_string());
+        self.verified += u32::from(r["verified"] == true);
+        self.top1 += u32::from(top(&r["faultyRank"], 1));
+        self.top5 += u32::from(top(&r["faultyRank"], 5));
+        for (signal, rank) in r["faultyRankWithout"].as_object().into_iter().flatten() {
+            let hits = self.without.entry(signal.clone()).or_default();
+            hits.0 += u32::from(top(rank, 1));
+            hits.1 += u32::from(top(rank, 5));
+        }
+        let solved = r["solved"] == true;
+        self.solved += u32::from(solved);
+        self.false_completions += u32::from(r["saidPassed"] == true && !solved);
+        self.seconds.extend(r["seconds"].as_f64());
+        self.calls += r["modelCalls"].as_u64().unwrap_or(0);
+        self.prompt_tokens += r["promptTokens"].as_u64().unwrap_or(0);
+        if let Ok(served) = serde_json::from_value(r["served"].clone()) {
+            self.served.add(&served);
+        }
+        if let Ok(lengths) = serde_json::from_value(r["lengths"].clone()) {
+            self.lengths.add(lengths);
+        }
+        if let Ok(prefill) = serde_json::from_value(r["prefill"].clone()) {
+            self.prefill.add(&prefill);
+        }
+        if let Some(p) = r["peer"].as_object() {
+            let peer = self.peer.get_or_insert_with(PeerTally::default);
+            peer.solved += u32::from(p["solved"] == true);
+            peer.finished += u32::from(p["endedWithinBudget"] == true);
+            peer.seconds.extend(p["seconds"].as_f64());
+        }
+    }
+
+    fn report(&self, with_model: bool) -> serde_json::Value {
+        let n = self.cases;
+        let mut report = json!({
+            "suite": "real",
+            "cases": n,
+            "projects": self.projects.len(),
+            "verified": fraction(self.verified, n),
+            "view_budget_tokens": VIEW_BUDGET,
+            "localized_top1": fraction(self.top1, n),
+            "localized_top5": fraction(self.top5, n),
+            "localized_without": self.without.iter().map(|(k, (t1, t5))| (k.clone(), json!({"top1": fraction(*t1, n), "top5": fraction(*t5, n)}))).collect::<serde_json::Map<_, _>>(),
+        });
+        if with_model {
+            report["solved"] = json!(fraction(self.solved, n));
+            report["solved_95"] = json!(harness::wilson(self.solved, n));
+            report["false_completions"] = json!(self.false_completions);
+            report["median_seconds"] = json!(harness::round(harness::median(self.seconds.iter().copied()), 1));
+            report["model_calls_per_case"] = json!(if n == 0 { 0.0 } else { harness::round(self.calls as f64 / n as f64, 1) });
+            report["prompt_tokens_per_call"] = json!(self.prompt_tokens.checked_div(self.calls).unwrap_or(0));
+            report["model_calls"] = self.served.report();
+            report["calls_over_length"] = json!(self.lengths);
+            report["prefill_by_phase"] = self.prefill.report();
+        }
+        if let Some(t) = &self.peer {
+            report["peer"] = json!({
+                "solved": fraction(t.solved, n), "solved_95": harness::wilson(t.solved, n),
+                "ended_within_budget": t.finished, "median_seconds": harness::round(harness::median(t.seconds.iter().copied()), 1),
+            });
+        }
+        report
+    }
+}
+
+/// The peer, served and installed once for the whole run, with the
+/// coder's budget.
+struct Peer {
+    endpoint: peer::Endpoint,
+    mini: PathBuf,
+    model: String,
+    budget: Duration,
+}
+
 impl Peer {
     /// The peer on one case, in `ws`: a fresh copy with the same bug, the
     /// same task (told the test command, as the coder is), the same budget;
     /// the bench runs the tests after it, under the sandbox, as for the coder.
-    async fn solve(&mut self, tarball: &Path, ws: &Path, case: &Case, command: &str, config: &BenchEnv) -> Result<serde_json::Value> {
+    async fn solve(&self, tarball: &Path, ws: &Path, case: &Case, command: &str, config: &BenchEnv) -> Result<serde_json::Value> {
         unpack(tarball, ws)?;
         inject(ws, case)?;
         let task = format!("{}\n\nThe tests run with `{command}`.", case.task);
         let run = peer::run(&self.mini, &self.endpoint, ws, &task, self.budget).await?;
         let (solved, _) = run_tests(&config.sandbox(ws)?, command)?;
-        self.tally.solved += u32::from(solved);
-        self.tally.finished += u32::from(run.finished);
-        self.tally.seconds.push(run.seconds);
         Ok(json!({"solved": solved, "endedWithinBudget": run.finished, "seconds": harness::round(run.seconds, 1), "modelCalls": run.calls, "tail": run.tail}))
     }
 }
@@ -402,5 +458,33 @@ mod tests {
                 assert_ne!(c.find, c.replace, "{}", c.id);
             }
         }
+    }
+
+    #[test]
+    fn the_figures_are_summed_from_the_records_so_a_resumed_run_reports_the_whole_set() {
+        let earlier = json!({"case": "a", "project": "p", "verified": true, "faultyRank": 1, "faultyRankWithout": {"words": 6},
+            "solved": true, "seconds": 100.0, "modelCalls": 4, "promptTokens": 8000, "served": {"m": 4},
+            "lengths": {"refused": 0, "cutOff": 1}, "peer": {"solved": false, "endedWithinBudget": true, "seconds": 50.0}});
+        let now = json!({"case": "b", "project": "q", "verified": true, "faultyRank": 4, "faultyRankWithout": {"words": 2},
+            "solved": false, "saidPassed": true, "seconds": 600, "modelCalls": 6, "served": {"m": 6},
+            "peer": {"solved": true, "endedWithinBudget": false, "seconds": 600.0}});
+        let mut tally = Tally::default();
+        tally.add(&earlier);
+        tally.add(&now);
+        let report = tally.report(true);
+        assert_eq!(report["cases"], 2);
+        assert_eq!(report["projects"], 2);
+        assert_eq!(report["localized_top1"], 0.5);
+        assert_eq!(report["localized_top5"], 1.0);
+        assert_eq!(report["localized_without"]["words"]["top1"], 0.0);
+        assert_eq!(report["localized_without"]["words"]["top5"], 0.5);
+        assert_eq!(report["solved"], 0.5);
+        assert_eq!(report["false_completions"], 1);
+        assert_eq!(report["median_seconds"], 350.0);
+        assert_eq!(report["model_calls_per_case"], 5.0);
+        assert_eq!(report["model_calls"]["calls"]["m"], 10);
+        assert_eq!(report["calls_over_length"]["cutOff"], 1);
+        assert_eq!(report["peer"]["solved"], 0.5);
+        assert_eq!(report["peer"]["ended_within_budget"], 1);
     }
 }
