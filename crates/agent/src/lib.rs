@@ -3,7 +3,8 @@
 //! through the approval policy (`approved`), MCP tools called from a
 //! session (`mcp_calls`), fenced blocks in a model's answer (`fence`),
 //! which programs a shell knows (`known_programs`), a workspace's test command
-//! (`test_command`) and small text helpers (`text`). Each agent is a crate
+//! (`test_command`), small text helpers (`text`) and how a runner is put
+//! together (`wiring`). Each agent is a crate
 //! of its own over this kit (`agentloop-coder`, `agentloop-planner`,
 //! `agentloop-repl`, `agentloop-research`), and none imports another.
 
@@ -14,3 +15,6 @@ pub mod mcp_calls;
 pub mod registry;
 pub mod test_command;
 pub mod text;
+pub mod wiring;
+
+pub use wiring::Wiring;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentloop_agent::test_command;
+use agentloop_agent::Wiring;
 use agentloop_coder::{self as coder, CoderEvent, CoderSettings, CoderState};
 use agentloop_core::journal::{CallKind, CallStatus};
 use agentloop_core::{CallRecord, Models, StartOptions, Store};
@@ -314,7 +315,7 @@ pub(crate) async fn solve_task(
     command: &str,
 ) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
-    let runner = coder::runner(&workspace, sandbox, models.clone(), store.clone(), Duration::from_secs(config.command_timeout))?;
+    let runner = coder::runner(&Wiring::new(models.clone(), store.clone()), &workspace, sandbox, Duration::from_secs(config.command_timeout))?;
     let state = CoderState::new(&workspace, task, command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentloop_agent::Wiring;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_planner::{self as planner, ApproveMode, CheckRun, PlannerSettings, PlannerState, Trial, Verification};
 use agentloop_store::{Durability, SqliteStore};
@@ -154,7 +155,7 @@ async fn run_goal(goal: &Goal, root: &Path, env: &BenchEnv, models: &Models, sto
     // The root as seeded, to replay each trial's patch on for the oracle.
     let seeded = ScratchCopy::of(&workspace)?;
     let config = settings.clone();
-    let runner = planner::runner(&workspace, &env.sandbox(workspace.root())?, models.clone(), store.clone(), Duration::from_secs(30))?;
+    let runner = planner::runner(&Wiring::new(models.clone(), store.clone()), &workspace, &env.sandbox(workspace.root())?, Duration::from_secs(30))?;
     let state = PlannerState::new(workspace.root().display().to_string(), &goal.goal, ApproveMode::All, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agentloop_agent::Wiring;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_repl::{self as repl, ReplSettings, ReplState};
 use agentloop_store::{Durability, SqliteStore};
@@ -121,7 +122,7 @@ struct Answered {
 async fn answer(q: &Question, config: &ReplSettings, folder: &std::path::Path, env: &BenchEnv, models: &Models, store: Arc<dyn Store>) -> Result<Answered> {
     std::fs::create_dir_all(folder)?;
     let python = repl::python(env.sandbox(folder)?, config);
-    let runner = repl::runner(python, models.clone(), store.clone(), None)?;
+    let runner = repl::runner(&Wiring::new(models.clone(), store.clone()), python)?;
     let state = ReplState::new(&q.prompt, folder.display().to_string(), config.clone());
     let outcome = runner.start(state, StartOptions::new(repl::termination(config)))?.wait().await?;
     let s: ReplState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use agentloop_agent::Wiring;
 use agentloop_core::{Models, StartOptions, Store};
 use agentloop_llm::catalog::models_dir;
 use agentloop_research::{self as research, ResearchSettings, ResearchState};
@@ -289,7 +290,7 @@ async fn answer(
     vocabulary: &BTreeSet<String>,
 ) -> Result<Answered> {
     let started = Instant::now();
-    let runner = research::runner(corpus.clone(), embedder.clone(), models.clone(), store.clone())?;
+    let runner = research::runner(&Wiring::new(models.clone(), store.clone()), corpus.clone(), embedder.clone())?;
     let name = if suite == "wiki" { WIKI_CORPUS } else { PHANTOM_CORPUS };
     let state = ResearchState::new(&q.question, name, config.clone());
     let outcome = runner.start(state, StartOptions::new(research::termination(&config)))?.wait().await?;

@@ -13,6 +13,7 @@ use agentloop_agent::registry::env::AgentEnv;
 use agentloop_agent::registry::spec::AgentSpec;
 use agentloop_agent::registry::summary::{FileChange, Patch, Summary};
 use agentloop_agent::test_command;
+use agentloop_agent::Wiring;
 
 pub struct Coder;
 
@@ -92,7 +93,7 @@ impl AgentSpec for Coder {
     fn runner(env: &AgentEnv, input: &CoderInput) -> Result<Runner<CoderState>> {
         let workspace = Workspace::new(&input.workspace)?;
         let sandbox = env.sandbox(workspace.root())?;
-        super::with_mcp(&workspace, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout), &env.mcp_servers)
+        super::runner(&Wiring::of(env), &workspace, &sandbox, Duration::from_secs(input.settings.command_timeout))
     }
 
     fn initial(input: &CoderInput) -> Result<(CoderState, Termination)> {

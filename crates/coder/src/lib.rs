@@ -36,12 +36,10 @@ mod nodes;
 mod prompts;
 mod state;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, END};
-use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
+use agentloop_agent::Wiring;
+use agentloop_core::{CompiledGraph, Graph, Result, Runner, Termination, END};
 use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};
@@ -85,26 +83,12 @@ pub fn graph() -> Result<CompiledGraph<CoderState>> {
         .compile()
 }
 
-/// A runner for the coder on `workspace` with `models` and `store`, its
-/// commands confined by `sandbox`.
-pub fn runner(workspace: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<CoderState>> {
-    with_mcp(workspace, sandbox, models, store, command_timeout, &BTreeMap::new())
-}
-
-/// `runner`, with the tools of the MCP servers in `mcp` to look things up
-/// before planning (started on the first plan, confined like its commands).
-pub fn with_mcp(
-    workspace: &Workspace,
-    sandbox: &Sandbox,
-    models: Models,
-    store: Arc<dyn Store>,
-    command_timeout: Duration,
-    mcp: &BTreeMap<String, McpServerConfig>,
-) -> Result<Runner<CoderState>> {
-    let mut tools =
-        workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
-    McpHub::register(&mut tools, mcp, sandbox);
-    Ok(Runner::new(graph()?, store).models(models).tools(tools))
+/// A runner for the coder on `workspace`, its commands confined by
+/// `sandbox`; the MCP servers of `wiring` are there to look things up
+/// before planning.
+pub fn runner(wiring: &Wiring, workspace: &Workspace, sandbox: &Sandbox, command_timeout: Duration) -> Result<Runner<CoderState>> {
+    let tools = workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
+    Ok(wiring.runner(graph()?, tools, Some(sandbox)))
 }
 
 /// The coder's termination: `max_iterations` and `stuck` from the engine.

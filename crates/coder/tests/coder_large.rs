@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentloop_agent::Wiring;
 use agentloop_coder::{self as coder, CoderSettings, CoderState};
 use agentloop_core::{ChatRequest, ChatResponse, Models, SessionStatus, StartOptions, Store};
 use agentloop_llm::ScriptedModel;
@@ -74,7 +75,7 @@ async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &s
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
     let config = CoderSettings { candidates: 1, max_iterations: 3, ..CoderSettings::default() };
-    let runner = coder::runner(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60)).unwrap();
+    let runner = coder::runner(&Wiring::new(Models::new(Arc::new(model)), store.clone()), &workspace, &sandbox, Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", test_command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;

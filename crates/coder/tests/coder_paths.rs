@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentloop_agent::Wiring;
 use agentloop_coder::{self as coder, CoderSettings, CoderState};
 use agentloop_core::{ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::ScriptedModel;
@@ -160,7 +161,7 @@ async fn run_models(models: Models, config: CoderSettings, tests: &str, home: Op
     let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), home, None).unwrap();
-    let runner = coder::runner(&workspace, &sandbox, models, store.clone(), Duration::from_secs(60)).unwrap();
+    let runner = coder::runner(&Wiring::new(models, store.clone()), &workspace, &sandbox, Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
@@ -690,7 +691,9 @@ async fn with_mcp_tools_the_plan_starts_from_what_the_model_looked_up() {
     let workspace = Workspace::new(ws.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
-    let runner = coder::with_mcp(&workspace, &sandbox, Models::new(Arc::new(model)), store.clone(), Duration::from_secs(60), &mcp).unwrap();
+    let runner =
+        coder::runner(&Wiring { mcp_servers: mcp, ..Wiring::new(Models::new(Arc::new(model)), store.clone()) }, &workspace, &sandbox, Duration::from_secs(60))
+            .unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", "python3 -m unittest -q", single(), Approvals::new(ApprovalPolicy::Never));
     let out = runner.start(state, StartOptions::new(coder::termination(&single()))).unwrap().wait().await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");

@@ -14,6 +14,7 @@ use super::state::{PlannerSettings, PlannerState};
 use agentloop_agent::registry::env::AgentEnv;
 use agentloop_agent::registry::spec::AgentSpec;
 use agentloop_agent::registry::summary::Summary;
+use agentloop_agent::Wiring;
 
 pub struct Planner;
 
@@ -71,7 +72,7 @@ impl AgentSpec for Planner {
     fn runner(env: &AgentEnv, input: &PlannerInput) -> Result<Runner<PlannerState>> {
         let root = Workspace::new(&input.root)?;
         let sandbox = env.sandbox(root.root())?;
-        super::with_mcp(&root, &sandbox, env.models.clone(), env.store.clone(), Duration::from_secs(input.settings.command_timeout), &env.mcp_servers)
+        super::runner(&Wiring::of(env), &root, &sandbox, Duration::from_secs(input.settings.command_timeout))
     }
 
     fn initial(input: &PlannerInput) -> Result<(PlannerState, Termination)> {

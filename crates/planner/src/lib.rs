@@ -42,13 +42,11 @@ mod state;
 mod trial;
 mod verify;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination};
+use agentloop_agent::Wiring;
+use agentloop_core::{CompiledGraph, Graph, Result, Runner, Termination};
 use agentloop_llm::{Role, RoleDefault};
-use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
 use agentloop_tools::{workspace_tools, ApplyPatch, Sandbox, Workspace};
 
 pub use action::Shell;
@@ -109,29 +107,15 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
         .compile()
 }
 
-/// A runner for the planner in `root` with `models` and `store`, its
-/// commands (and their checks) confined by `sandbox`.
-pub fn runner(root: &Workspace, sandbox: &Sandbox, models: Models, store: Arc<dyn Store>, command_timeout: Duration) -> Result<Runner<PlannerState>> {
-    with_mcp(root, sandbox, models, store, command_timeout, &BTreeMap::new())
-}
-
-/// `runner`, with the tools of the MCP servers in `mcp` for CALL_TOOL
-/// (started on the first plan, confined like the plan's commands).
-pub fn with_mcp(
-    root: &Workspace,
-    sandbox: &Sandbox,
-    models: Models,
-    store: Arc<dyn Store>,
-    command_timeout: Duration,
-    mcp: &BTreeMap<String, McpServerConfig>,
-) -> Result<Runner<PlannerState>> {
-    let mut tools = workspace_tools(root, sandbox, command_timeout)
+/// A runner for the planner in `root`, its commands (and their checks)
+/// confined by `sandbox`; the MCP servers of `wiring` serve CALL_TOOL.
+pub fn runner(wiring: &Wiring, root: &Workspace, sandbox: &Sandbox, command_timeout: Duration) -> Result<Runner<PlannerState>> {
+    let tools = workspace_tools(root, sandbox, command_timeout)
         .with(observe::ObserveRoot(root.clone()))
         .with(observe::CheckCommand(sandbox.clone()))
         .with(trial::TryPlan::new(root, sandbox, command_timeout))
         .with(ApplyPatch(root.clone()));
-    McpHub::register(&mut tools, mcp, sandbox);
-    Ok(Runner::new(graph()?, store).models(models).tools(tools))
+    Ok(wiring.runner(graph()?, tools, Some(sandbox)))
 }
 
 /// The planner's termination: at most `max_iterations` plans. The engine's

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentloop_agent::Wiring;
 use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store};
 use agentloop_llm::{FallbackChain, ScriptedModel};
 use agentloop_planner::{self as planner, ApproveMode, PlannerSettings, PlannerState, Rule, FAST_ROLE, PLANNER_ROLE, VERIFY_ROLE};
@@ -137,7 +138,9 @@ impl Run {
         let workspace = Workspace::new(self.root.path()).unwrap();
         let sandbox = Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
         let mcp = self.script.lock().unwrap().mcp.clone();
-        let runner = planner::with_mcp(&workspace, &sandbox, self.models(), self.store.clone(), Duration::from_secs(30), &mcp).unwrap();
+        let runner =
+            planner::runner(&Wiring { mcp_servers: mcp, ..Wiring::new(self.models(), self.store.clone()) }, &workspace, &sandbox, Duration::from_secs(30))
+                .unwrap();
         self.out = runner.resume(&self.out.session_id, true).unwrap().wait().await.unwrap();
     }
 }
@@ -223,7 +226,8 @@ async fn run_in(root: tempfile::TempDir, script: Script, approve: ApproveMode, c
     let mcp = script.mcp.clone();
     let (asked, prompts, patterns, script) = (Arc::default(), Arc::default(), Arc::default(), Arc::new(Mutex::new(script)));
     let models = Models::new(Arc::new(scripted(Arc::clone(&script), Arc::clone(&asked), Arc::clone(&prompts), Arc::clone(&patterns))));
-    let runner = planner::with_mcp(&workspace, &sandbox, models_for(models), store.clone(), Duration::from_secs(30), &mcp).unwrap();
+    let runner =
+        planner::runner(&Wiring { mcp_servers: mcp, ..Wiring::new(models_for(models), store.clone()) }, &workspace, &sandbox, Duration::from_secs(30)).unwrap();
     let state = PlannerState::new(workspace.root().display().to_string(), goal, approve, config.clone());
     let mut options = StartOptions::new(planner::termination(&config));
     options.exit_when_paused = true;

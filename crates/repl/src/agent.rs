@@ -15,6 +15,7 @@ use super::state::{ReplSettings, ReplState};
 use agentloop_agent::registry::env::AgentEnv;
 use agentloop_agent::registry::spec::{start_session, AgentSpec, Conversation, Launch};
 use agentloop_agent::registry::summary::Summary;
+use agentloop_agent::Wiring;
 
 pub struct Repl;
 
@@ -90,7 +91,7 @@ impl AgentSpec for Repl {
     /// into it on its first execution.
     fn runner(env: &AgentEnv, input: &ReplInput) -> Result<Runner<ReplState>> {
         let python = Arc::new(Python::new(env.sandbox(&input.folder)?, Duration::from_secs(input.settings.timeout)));
-        super::with_mcp(python, env.models.clone(), env.store.clone(), env.tokens.clone(), &env.mcp_servers)
+        super::runner(&Wiring::of(env), python)
     }
 
     fn initial(input: &ReplInput) -> Result<(ReplState, Termination)> {
@@ -132,7 +133,7 @@ impl Conversation for ReplConversation {
     fn ask(&mut self, env: &AgentEnv, question: &str, launch: Launch) -> Result<SessionHandle> {
         let mut input = self.input.clone();
         input.prompt = question.to_string();
-        let runner = super::with_mcp(self.python.clone(), env.models.clone(), env.store.clone(), env.tokens.clone(), &env.mcp_servers)?;
+        let runner = super::runner(&Wiring::of(env), self.python.clone())?;
         let (state, termination) = Repl::initial(&input)?;
         start_session(&runner, state, termination, serde_json::to_value(&input)?, launch)
     }

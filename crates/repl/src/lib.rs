@@ -29,12 +29,11 @@ mod nodes;
 mod prompts;
 mod state;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::{CompiledGraph, Graph, Models, Result, Runner, Store, Termination, TokenSink, Tools, END};
-use agentloop_tools::mcp_client::{McpHub, McpServerConfig};
+use agentloop_agent::Wiring;
+use agentloop_core::{CompiledGraph, Graph, Result, Runner, Termination, TokenSink, Tools, END};
 use agentloop_tools::{Python, Sandbox};
 
 pub use agent::{Exchange, Repl, ReplFlags, ReplInput};
@@ -87,24 +86,14 @@ pub fn python(sandbox: Sandbox, config: &ReplSettings) -> Arc<Python> {
     Arc::new(Python::new(sandbox, Duration::from_secs(config.timeout)))
 }
 
-/// A runner for the repl with `models`, `store` and a Python session.
-pub fn runner(python: Arc<Python>, models: Models, store: Arc<dyn Store>, sink: Option<TokenSink>) -> Result<Runner<ReplState>> {
-    with_mcp(python, models, store, sink, &BTreeMap::new())
-}
-
-/// `runner`, with the tools of the MCP servers in `mcp` besides Python
-/// (started on the session's first turn, confined like its code).
-pub fn with_mcp(
-    python: Arc<Python>,
-    models: Models,
-    store: Arc<dyn Store>,
-    sink: Option<TokenSink>,
-    mcp: &BTreeMap<String, McpServerConfig>,
-) -> Result<Runner<ReplState>> {
+/// A runner for the repl over a Python session; the MCP servers of
+/// `wiring` offer their tools besides Python, confined like its code, and
+/// its stream hears the answers as they are written.
+pub fn runner(wiring: &Wiring, python: Arc<Python>) -> Result<Runner<ReplState>> {
+    let sandbox = python.sandbox().clone();
     let mut tools = Tools::new();
-    McpHub::register(&mut tools, mcp, python.sandbox());
     tools.add(python);
-    Ok(Runner::new(graph(sink)?, store).models(models).tools(tools))
+    Ok(wiring.runner(graph(wiring.tokens.clone())?, tools, Some(&sandbox)))
 }
 
 /// At most `max_turns` turns; the graph itself ends there, this is the

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use agentloop_agent::Wiring;
 use agentloop_core::{ChatRequest, ChatResponse, Models, Outcome, SessionStatus, StartOptions, Store, TokenSink};
 use agentloop_llm::ScriptedModel;
 use agentloop_repl::{self as repl, ReplSettings, ReplState};
@@ -48,7 +49,7 @@ async fn run(answers: Vec<String>, verdicts: Vec<String>, config: ReplSettings) 
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     std::fs::create_dir_all(dir.path().join("py")).unwrap();
     let python = repl::python(agentloop_tools::Sandbox::new(&dir.path().join("py"), &Default::default(), None, None).unwrap(), &config);
-    let runner = repl::runner(python, Models::new(model.clone()), store.clone(), Some(sink)).unwrap();
+    let runner = repl::runner(&Wiring { tokens: Some(sink), ..Wiring::new(Models::new(model.clone()), store.clone()) }, python).unwrap();
     let state = ReplState::new("What is the sum of the squares of 1 to 10?", dir.path().join("py").display().to_string(), config.clone());
     let out = runner.start(state, StartOptions::new(repl::termination(&config))).unwrap().wait().await.unwrap();
     let streamed = streamed.lock().unwrap().clone();

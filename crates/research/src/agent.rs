@@ -14,6 +14,7 @@ use super::state::{ResearchSettings, ResearchState};
 use agentloop_agent::registry::env::AgentEnv;
 use agentloop_agent::registry::spec::AgentSpec;
 use agentloop_agent::registry::summary::{Citation, Summary};
+use agentloop_agent::Wiring;
 
 pub struct Research;
 
@@ -100,7 +101,7 @@ impl AgentSpec for Research {
         }
         let embedder = Embedder::installed(&models_dir(&env.data_dir)).map_err(|e| Error::other(e.to_string()))?;
         let corpus = corpus(env, &input.settings.corpus, &embedder).map_err(|e| Error::other(e.to_string()))?;
-        super::runner(Arc::new(corpus), Arc::new(embedder), env.models.clone(), env.store.clone())
+        super::runner(&Wiring::of(env), Arc::new(corpus), Arc::new(embedder))
     }
 
     fn initial(input: &ResearchInput) -> Result<(ResearchState, Termination)> {

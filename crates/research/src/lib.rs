@@ -35,7 +35,8 @@ mod state;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::{Budget, CompiledGraph, Graph, Models, Result, Runner, Store, Termination, Tools, END};
+use agentloop_agent::Wiring;
+use agentloop_core::{Budget, CompiledGraph, Graph, Result, Runner, Termination, Tools, END};
 use agentloop_retrieval::{Corpus, Embedder};
 
 pub use agent::{Research, ResearchFlags, ResearchInput};
@@ -99,10 +100,11 @@ pub fn graph() -> Result<CompiledGraph<ResearchState>> {
         .compile()
 }
 
-/// A runner searching `corpus` with `embedder`.
-pub fn runner(corpus: Arc<Corpus>, embedder: Arc<Embedder>, models: Models, store: Arc<dyn Store>) -> Result<Runner<ResearchState>> {
+/// A runner searching `corpus` with `embedder`. It runs no command, so it
+/// offers no MCP tool.
+pub fn runner(wiring: &Wiring, corpus: Arc<Corpus>, embedder: Arc<Embedder>) -> Result<Runner<ResearchState>> {
     let tools = Tools::new().with(Search::new(corpus.clone(), embedder)).with(CorpusTerms::new(corpus));
-    Ok(Runner::new(graph()?, store).models(models).tools(tools))
+    Ok(wiring.runner(graph()?, tools, None))
 }
 
 /// The limits users asked for: iterations enough for every phase, draft and

@@ -120,7 +120,7 @@ pub fn runner(models: Models, store: Arc<dyn Store>, sandbox: Sandbox) -> Result
     let python = Arc::new(Python::new(sandbox, Duration::from_secs(VISIBLE_TIMEOUT_SECS)));
     let mut tools = Tools::new();
     tools.add(python);
-    Ok(Runner::new(graph()?, store).models(models).tools(tools))
+    Ok(agentloop_agent::Wiring::new(models, store).runner(graph()?, tools, None))
 }
 
 /// At most `attempts` answers.
