@@ -128,6 +128,7 @@ pub fn event_line(registry: &Registry, e: &Event) -> Option<String> {
         EngineEvent::Fix { fix } => format!("    fix {fix}"),
         EngineEvent::ModelSwitched { role, from, to } => format!("  ⇪ {role}: {from} → {to} (escalated after misses)"),
         EngineEvent::StepError { node, error } => format!("  ✗ {node}: {error}"),
+        EngineEvent::CheckpointsOff { reason } => format!("  ! no more checkpoints this run (it cannot be rewound or forked past here): {reason}"),
         // The summary printed at the end says how the session ended.
         EngineEvent::SessionStart { .. } | EngineEvent::SessionComplete { .. } => return None,
         EngineEvent::SessionPause { .. } => "paused".to_string(),

@@ -85,10 +85,11 @@ pub fn graph() -> Result<CompiledGraph<CoderState>> {
 
 /// A runner for the coder on `workspace`, its commands confined by
 /// `sandbox`; the MCP servers of `wiring` are there to look things up
-/// before planning.
+/// before planning. The workspace is checkpointed as the session goes.
 pub fn runner(wiring: &Wiring, workspace: &Workspace, sandbox: &Sandbox, command_timeout: Duration) -> Result<Runner<CoderState>> {
     let tools = workspace_tools(workspace, sandbox, command_timeout).with(agentloop_tools::TryChange::new(workspace.clone(), sandbox.clone(), command_timeout));
-    Ok(wiring.runner(graph()?, tools, Some(sandbox)))
+    let files = std::sync::Arc::new(agentloop_tools::checkpoint_files::CheckpointFiles::new(workspace));
+    Ok(wiring.runner(graph()?, tools, Some(sandbox)).workspace_files(files))
 }
 
 /// The coder's termination: `max_iterations` and `stuck` from the engine.

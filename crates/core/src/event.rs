@@ -118,6 +118,10 @@ pub enum EngineEvent {
     /// escalated after its model's misses.
     #[serde(rename = "agent:model:switched")]
     ModelSwitched { role: String, from: String, to: String },
+    /// The workspace could not be checkpointed (too large, unreadable): the
+    /// session runs on, but cannot be rewound or forked past this step.
+    #[serde(rename = "agent:checkpoints:off")]
+    CheckpointsOff { reason: String },
 }
 
 impl EventKind for EngineEvent {}

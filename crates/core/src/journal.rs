@@ -165,6 +165,9 @@ pub enum Write {
         step: u64,
         state: String,
     },
+    /// The state and the workspace's files after a step, kept whole (never
+    /// compacted) so the session can be rewound or forked there.
+    Checkpoint(Box<crate::checkpoint::Checkpoint>),
 }
 
 /// What a step needs to re-run exactly once after a crash, pause or interrupt.

@@ -25,6 +25,7 @@
 //! until answered, [`Step::emit`] adds typed events ([`EventKind`]), and
 //! [`Controller`] pauses, resumes or terminates a running session.
 
+pub mod checkpoint;
 pub mod control;
 pub mod detectors;
 pub mod error;

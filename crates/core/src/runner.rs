@@ -10,6 +10,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
+use crate::checkpoint::{self, WorkspaceFiles};
 use crate::control::{Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{EngineEvent, EventDraft, EventKind};
@@ -59,11 +60,20 @@ pub struct Runner<S: State> {
     store: Arc<dyn Store>,
     models: Models,
     tools: Tools,
+    files: Option<Arc<dyn WorkspaceFiles>>,
 }
 
 impl<S: State> Runner<S> {
     pub fn new(graph: CompiledGraph<S>, store: Arc<dyn Store>) -> Self {
-        Self { graph: Arc::new(graph), store, models: Models::none(), tools: Tools::new() }
+        Self { graph: Arc::new(graph), store, models: Models::none(), tools: Tools::new(), files: None }
+    }
+
+    /// The session's workspace: checkpointed at the start and after every
+    /// step that called a tool able to change it, so the session can be
+    /// rewound or forked there (`checkpoint`).
+    pub fn workspace_files(mut self, files: Arc<dyn WorkspaceFiles>) -> Self {
+        self.files = Some(files);
+        self
     }
 
     pub fn models(mut self, models: Models) -> Self {
@@ -88,12 +98,19 @@ impl<S: State> Runner<S> {
         });
         // A new session has no steering requests yet.
         let (handle, env) = self.handle(&id, &meta.termination, (0, 0), trace);
-        let machine = env
-            .commit(0, first_batch(&meta, snapshot.clone()), false)
+        let mut batch = first_batch(&meta, snapshot.clone());
+        let checkpoints_on = self.files.as_ref().map(|files| {
+            let (write, on) = checkpoint::pending(files.as_ref(), &*self.store, 0, meta.next_node.clone(), snapshot.clone(), &meta.progress);
+            batch.push(write);
+            on
+        });
+        let mut machine = env
+            .commit(0, batch, false)
             .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, exit_when_paused))
             .inspect_err(|_| {
                 let _ = self.store.release(&id);
             })?;
+        machine.checkpoints_off = checkpoints_on == Some(false);
         Ok(handle.spawn(machine))
     }
 
@@ -172,6 +189,7 @@ impl<S: State> Runner<S> {
             answered: answered.clone(),
             seq: AtomicU64::new(seq),
             trace,
+            files: self.files.clone(),
         });
         (HandleParts { id: id.to_string(), control_tx, events, answered, store: self.store.clone(), steered }, env)
     }
@@ -275,6 +293,8 @@ struct Machine<S: State> {
     meta_written: (u64, Progress),
     /// When the run last let other tasks on its thread go first.
     last_yield: std::time::Instant,
+    /// The workspace could not be captured: no more checkpoints this run.
+    checkpoints_off: bool,
 }
 
 /// How long a run keeps its thread before the tasks its commits woke (the
@@ -309,6 +329,7 @@ impl<S: State> Machine<S> {
             message: None,
             meta_written,
             last_yield: std::time::Instant::now(),
+            checkpoints_off: false,
         })
     }
 
@@ -436,7 +457,7 @@ impl<S: State> Machine<S> {
         }
         let mut progress = step.progress;
         progress.consecutive_timeouts = 0;
-        self.advance(number, next, patch, progress, step.started.elapsed(), batch).await?;
+        self.advance(number, next, patch, progress, (step.started.elapsed(), step.touched), batch).await?;
         Ok(StepEnd::Committed)
     }
 
@@ -462,7 +483,7 @@ impl<S: State> Machine<S> {
         let number = step.number();
         let batch = std::mem::take(&mut step.pending);
         let next = self.meta.next_node.clone();
-        self.advance(number, next, None, step.progress, step.started.elapsed(), batch).await?;
+        self.advance(number, next, None, step.progress, (step.started.elapsed(), step.touched), batch).await?;
         Ok(StepEnd::Committed)
     }
 
@@ -472,7 +493,7 @@ impl<S: State> Machine<S> {
         next: Option<String>,
         patch: Option<String>,
         mut progress: Progress,
-        took: Duration,
+        (took, touched): (Duration, bool),
         mut batch: Vec<Pending>,
     ) -> Result<()> {
         progress.steps += 1;
@@ -481,6 +502,12 @@ impl<S: State> Machine<S> {
         self.meta.next_node = next.clone();
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
+        if let Some(files) = self.env.files.as_ref().filter(|_| touched && !self.checkpoints_off) {
+            let (write, on) =
+                checkpoint::pending(files.as_ref(), &*self.env.store, number, next.clone(), serde_json::to_string(&self.state)?, &self.meta.progress);
+            batch.push(write);
+            self.checkpoints_off = !on;
+        }
         // The step entry says where the session is, and holds the counters
         // when they changed: the session row (another page to write) is
         // rewritten only now and then, to keep its running time roughly

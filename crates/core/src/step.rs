@@ -42,6 +42,8 @@ pub(crate) struct Env {
     pub seq: AtomicU64,
     /// This run's spans, when telemetry is on.
     pub trace: Option<crate::telemetry::RunTrace>,
+    /// The session's workspace, checkpointed after steps that may change it.
+    pub files: Option<Arc<dyn crate::checkpoint::WorkspaceFiles>>,
 }
 
 /// Runs under way in this process.
@@ -158,6 +160,8 @@ pub struct Step {
     /// `begin_iteration` then reuses it instead of opening an empty one.
     pub(crate) retry_iteration: bool,
     pub(crate) iteration_clock: IterationClock,
+    /// A tool that may change the workspace was called (or replayed).
+    pub(crate) touched: bool,
 }
 
 /// When the open iteration began, shared with the runner while a node runs:
@@ -216,6 +220,7 @@ impl Step {
             started: Instant::now(),
             retry_iteration: false,
             iteration_clock,
+            touched: false,
         }
     }
 
@@ -507,6 +512,7 @@ impl Step {
         let recorded = self.recorded(index);
         // A recorded result needs no tool (one from a source need not be reached).
         if let Some(rec) = recorded.as_ref().filter(|r| r.status != CallStatus::Pending) {
+            self.touched = true;
             return self.tool_result(name, replayed(rec, Ok));
         }
         let tool = self.env.tools.find(name).await?.ok_or_else(|| Error::NotFound(format!("no tool named `{name}` is available")))?;
@@ -522,6 +528,7 @@ impl Step {
         let started_at = Utc::now();
         self.emit(EngineEvent::ToolCalled { tool_name: name.to_string(), iteration });
         if tool.effect() != Effect::ReadOnly {
+            self.touched = true;
             let intent = CallRecord {
                 step: self.number,
                 index,

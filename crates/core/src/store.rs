@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::checkpoint::{Blob, Checkpoint};
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use crate::session::{Session, SessionStatus};
@@ -69,6 +70,16 @@ pub trait Store: Send + Sync {
         let _ = timeout;
         None
     }
+    /// Stores workspace contents by hash; one already stored is left as it is.
+    fn put_blobs(&self, blobs: &[Blob]) -> Result<()>;
+    /// Which of `hashes` the store holds no content for.
+    fn missing_blobs(&self, hashes: &[String]) -> Result<Vec<String>>;
+    /// The content stored under `hash`.
+    fn blob(&self, hash: &str) -> Result<Vec<u8>>;
+    /// The steps the session has checkpoints of, oldest first.
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>>;
+    /// The session's checkpoint of `step`; `NotFound` names the steps it has.
+    fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint>;
 }
 
 /// A session stored as running that no live process holds: its process

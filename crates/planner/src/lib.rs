@@ -108,14 +108,16 @@ pub fn graph() -> Result<CompiledGraph<PlannerState>> {
 }
 
 /// A runner for the planner in `root`, its commands (and their checks)
-/// confined by `sandbox`; the MCP servers of `wiring` serve CALL_TOOL.
+/// confined by `sandbox`; the MCP servers of `wiring` serve CALL_TOOL. The
+/// root is checkpointed as the session goes.
 pub fn runner(wiring: &Wiring, root: &Workspace, sandbox: &Sandbox, command_timeout: Duration) -> Result<Runner<PlannerState>> {
     let tools = workspace_tools(root, sandbox, command_timeout)
         .with(observe::ObserveRoot(root.clone()))
         .with(observe::CheckCommand(sandbox.clone()))
         .with(trial::TryPlan::new(root, sandbox, command_timeout))
         .with(ApplyPatch(root.clone()));
-    Ok(wiring.runner(graph()?, tools, Some(sandbox)))
+    let files = std::sync::Arc::new(agentloop_tools::checkpoint_files::CheckpointFiles::new(root));
+    Ok(wiring.runner(graph()?, tools, Some(sandbox)).workspace_files(files))
 }
 
 /// The planner's termination: at most `max_iterations` plans. The engine's

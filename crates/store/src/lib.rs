@@ -2,7 +2,6 @@
 //! is the default; Postgres is the store many machines share;
 //! `SqliteStore::in_memory()` is the store for tests.
 
-mod checkpoint;
 mod codec;
 mod durability;
 mod lease;
@@ -10,6 +9,7 @@ mod migrate;
 mod pg;
 mod row_id;
 mod sqlite;
+mod wal_checkpoint;
 
 pub use durability::Durability;
 pub use sqlite::{default_path, SqliteStore};

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_integer_keys.sql"),
     include_str!("../migrations/0003_leases.sql"),
     include_str!("../migrations/0004_queue_and_steering.sql"),
+    include_str!("../migrations/0005_checkpoints.sql"),
 ];
 
 /// Why opening stopped: SQLite said something, or the file is not one we may use.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use agentloop_core::checkpoint::{Blob, Checkpoint};
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
 use agentloop_core::journal::{CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Command, Error, Result, Session, Store};
@@ -16,12 +17,12 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 use crate::codec::{decode, encode, loaded, to_i64, up_to_date};
 use crate::durability::Durability;
 use crate::lease::{busy, busy_for_delete, may_run_sql, taken_over, Holder, RENEW_EVERY, TTL_MS};
 use crate::migrate::{check_ours, migrate, Refusal};
 use crate::row_id::{row_id, span};
+use crate::wal_checkpoint::{passive_checkpoint, Checkpointer, COMMITS_PER_CATCH_UP, COMMITS_PER_CHECKPOINT};
 
 /// WAL pages after which an `fsync`-mode commit checkpoints (see `setup`).
 const FSYNC_WAL_PAGES: i64 = 200;
@@ -287,6 +288,9 @@ impl SqliteStore {
                 run("DELETE FROM snapshots WHERE session = ?1", &[&key])?;
                 run("DELETE FROM steps WHERE id >= ?1 AND id < ?2", &[&span(key).0, &row_id(key, *step)?])?;
                 run("INSERT INTO snapshots (session, step, state) VALUES (?1, ?2, ?3)", &[&key, &to_i64(*step), state])
+            }
+            Write::Checkpoint(c) => {
+                run("INSERT OR REPLACE INTO checkpoints (session, step, record) VALUES (?1, ?2, ?3)", &[&key, &to_i64(c.step), &encode(c.as_ref())?])
             }
         }
     }
@@ -701,6 +705,66 @@ impl Store for SqliteStore {
         rows.into_iter().map(|(key, text)| self.up_to_date(&guard.conn, key, decode(&self.what, "session row", "(any)", &text)?)).collect()
     }
 
+    fn put_blobs(&self, blobs: &[Blob]) -> Result<()> {
+        let mut guard = self.lock()?;
+        let tx = guard.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(self.err("store file contents"))?;
+        for blob in blobs {
+            tx.prepare_cached("INSERT OR IGNORE INTO blobs (hash, bytes) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![blob.hash, blob.bytes]))
+                .map_err(self.err("store file contents"))?;
+        }
+        tx.commit().map_err(self.err("store file contents"))
+    }
+
+    fn missing_blobs(&self, hashes: &[String]) -> Result<Vec<String>> {
+        let guard = self.lock()?;
+        let mut stmt = guard.conn.prepare_cached("SELECT 1 FROM blobs WHERE hash = ?1").map_err(self.err("read file contents"))?;
+        let mut missing = Vec::new();
+        for hash in hashes {
+            if !stmt.exists([hash]).map_err(self.err("read file contents"))? {
+                missing.push(hash.clone());
+            }
+        }
+        Ok(missing)
+    }
+
+    fn blob(&self, hash: &str) -> Result<Vec<u8>> {
+        let guard = self.lock()?;
+        guard
+            .conn
+            .query_row("SELECT bytes FROM blobs WHERE hash = ?1", [hash], |r| r.get(0))
+            .optional()
+            .map_err(self.err("read file contents"))?
+            .ok_or_else(|| Error::Store(format!("{} holds no content with hash {hash}: the checkpoint that names it cannot be restored", self.what)))
+    }
+
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>> {
+        let mut guard = self.lock()?;
+        let inner = &mut *guard;
+        let key = self.key(inner, session_id)?;
+        let mut stmt = inner.conn.prepare_cached("SELECT step FROM checkpoints WHERE session = ?1 ORDER BY step").map_err(self.err("read checkpoints"))?;
+        let steps =
+            stmt.query_map([key], |r| r.get::<_, i64>(0)).and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()).map_err(self.err("read checkpoints"))?;
+        Ok(steps.into_iter().map(|s| u64::try_from(s).unwrap_or(0)).collect())
+    }
+
+    fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint> {
+        let found: Option<String> = {
+            let mut guard = self.lock()?;
+            let inner = &mut *guard;
+            let key = self.key(inner, session_id)?;
+            inner
+                .conn
+                .query_row("SELECT record FROM checkpoints WHERE session = ?1 AND step = ?2", params![key, to_i64(step)], |r| r.get(0))
+                .optional()
+                .map_err(self.err("read a checkpoint"))?
+        };
+        match found {
+            Some(text) => decode(&self.what, "checkpoint", session_id, &text),
+            None => Err(agentloop_core::checkpoint::not_found(session_id, step, &self.checkpoints(session_id)?)),
+        }
+    }
+
     fn acquire(&self, session_id: &str) -> Result<()> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
@@ -747,7 +811,7 @@ impl Store for SqliteStore {
         for table in ["leases", "steering"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [session_id]).map_err(self.err("delete a session"))?;
         }
-        for table in ["snapshots", "calls", "interrupts"] {
+        for table in ["snapshots", "calls", "interrupts", "checkpoints"] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [key]).map_err(self.err("delete a session"))?;
         }
         for table in ["steps", "events"] {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use agentloop_core::checkpoint::{Blob, Checkpoint, FileEntry, Manifest};
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, SessionMeta, Write};
 use agentloop_core::{Command, Ending, Event, SessionStatus, Store};
 use agentloop_store::{Durability, PostgresStore, SqliteStore};
@@ -91,6 +92,7 @@ on_both!(
     a_queued_session_whose_holder_is_gone_is_claimed_again,
     a_session_queued_again_while_its_run_ends_stays_queued,
     a_session_that_ended_is_not_claimed_before_it_leaves_the_queue,
+    checkpoints_outlive_compaction_and_name_contents_stored_once,
 );
 
 fn seeded(store: &dyn Store, id: &str) {
@@ -372,6 +374,44 @@ fn a_session_that_ended_is_not_claimed_before_it_leaves_the_queue(b: &Backend) {
 }
 
 /// Runs `sql` on the database at `url`, off the test's thread.
+fn checkpoint(step: u64, files: &[(&str, &str)]) -> Write {
+    let files = files.iter().map(|(path, hash)| FileEntry { path: path.to_string(), hash: hash.to_string(), size: 1, executable: false }).collect();
+    Write::Checkpoint(Box::new(Checkpoint {
+        step,
+        next: Some("a".into()),
+        iteration: 1,
+        state: format!("{{\"n\":{step}}}"),
+        progress: Default::default(),
+        files: Manifest { files },
+        at: chrono::Utc::now(),
+    }))
+}
+
+fn checkpoints_outlive_compaction_and_name_contents_stored_once(b: &Backend) {
+    let store = b.open();
+    seeded(&*store, "s1");
+    store.put_blobs(&[Blob { hash: "h1".into(), bytes: b"one".to_vec() }, Blob { hash: "h2".into(), bytes: b"two".to_vec() }]).unwrap();
+    // Stored again: left as it is, not an error.
+    store.put_blobs(&[Blob { hash: "h1".into(), bytes: b"one".to_vec() }]).unwrap();
+    assert_eq!(store.missing_blobs(&["h1".into(), "h3".into(), "h2".into()]).unwrap(), vec!["h3".to_string()]);
+    assert_eq!(store.blob("h2").unwrap(), b"two");
+    assert!(store.blob("h3").unwrap_err().to_string().contains("no content with hash h3"));
+    store.write("s1", &[step(1), checkpoint(1, &[("a.txt", "h1")])], false).unwrap();
+    store.write("s1", &[step(2), checkpoint(2, &[("a.txt", "h1"), ("b.txt", "h2")])], false).unwrap();
+    // A snapshot compacts the journal's older states, never the checkpoints.
+    store.write("s1", &[step(3), Write::Snapshot { step: 3, state: "{\"n\":3}".into() }], false).unwrap();
+    let other = b.open();
+    assert_eq!(other.checkpoints("s1").unwrap(), vec![1, 2]);
+    let at_one = other.checkpoint("s1", 1).unwrap();
+    assert_eq!((at_one.state.as_str(), at_one.files.files.len(), at_one.next.as_deref()), ("{\"n\":1}", 1, Some("a")));
+    let missing = other.checkpoint("s1", 3).unwrap_err().to_string();
+    assert!(missing.contains("no checkpoint after step 3") && missing.contains("steps 1, 2"), "{missing}");
+    assert!(matches!(other.checkpoints("nobody"), Err(agentloop_core::Error::UnknownSession(_))));
+    store.delete("s1").unwrap();
+    seeded(&*store, "s1");
+    assert!(store.checkpoints("s1").unwrap().is_empty(), "a deleted session's checkpoints go with it");
+}
+
 fn run_sql(url: &str, sql: &'static str) {
     let url = url.to_string();
     std::thread::spawn(move || postgres::Client::connect(&url, postgres::NoTls).unwrap().batch_execute(sql).unwrap()).join().unwrap();

@@ -6,6 +6,7 @@
 
 mod approval;
 mod beneath;
+pub mod checkpoint_files;
 mod edit;
 mod files;
 mod jail;

@@ -19,9 +19,9 @@ use crate::jail::Workspace;
 use crate::patch::{fingerprint, Content, Patch, PatchStep};
 
 /// Folders a trial rebuilds: left out of the copy.
-const SKIPPED: [&str; 4] = ["target", "__pycache__", ".pytest_cache", ".mypy_cache"];
+pub(crate) const SKIPPED: [&str; 4] = ["target", "__pycache__", ".pytest_cache", ".mypy_cache"];
 /// Folders a trial reads but should not change: linked from the copy.
-const LINKED: [&str; 4] = ["node_modules", ".venv", "venv", ".git"];
+pub(crate) const LINKED: [&str; 4] = ["node_modules", ".venv", "venv", ".git"];
 /// A copy larger than this is refused: trials are for projects, not disks.
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Lines and characters of a file shown in a preview.
@@ -253,7 +253,7 @@ fn tree(root: &Path) -> Result<BTreeMap<String, Node>> {
 }
 
 /// The first lines of a file, for a person to see what it holds.
-fn preview(bytes: &[u8]) -> String {
+pub(crate) fn preview(bytes: &[u8]) -> String {
     if bytes.contains(&0) {
         return format!("({} bytes, binary)", bytes.len());
     }

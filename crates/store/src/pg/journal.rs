@@ -116,6 +116,13 @@ impl Commit {
                     tx.execute("DELETE FROM agentloop.steps WHERE session = $1 AND step < $2", &[&id, &to_i64(*step)])?;
                     tx.execute("INSERT INTO agentloop.snapshots (session, step, state) VALUES ($1, $2, $3)", &[&id, &to_i64(*step), state])?;
                 }
+                Write::Checkpoint(c) => {
+                    tx.execute(
+                        "INSERT INTO agentloop.checkpoints (session, step, record) VALUES ($1, $2, $3)
+                         ON CONFLICT (session, step) DO UPDATE SET record = excluded.record",
+                        &[&id, &to_i64(c.step), &encode(c.as_ref())?],
+                    )?;
+                }
             }
         }
         if batch.iter().any(|w| matches!(w, Write::Event(_) | Write::Meta(_))) {
@@ -148,7 +155,7 @@ fn records<T: DeserializeOwned>(rows: &[Row], what: &str, id: &str, kind: &str) 
 }
 
 /// Fails with the usual sentence when no session `id` exists.
-fn known(client: &mut impl GenericClient, id: &str) -> Result<(), Failure> {
+pub(crate) fn known(client: &mut impl GenericClient, id: &str) -> Result<(), Failure> {
     match client.query_opt("SELECT 1 FROM agentloop.sessions WHERE id = $1", &[&id])? {
         Some(_) => Ok(()),
         None => Err(Error::UnknownSession(id.to_string()).into()),
@@ -240,7 +247,7 @@ pub(crate) fn answer(conn: &mut Conn, what: &str, id: &str, interrupt_id: &str, 
 /// Deletes every row of the session, in the caller's transaction.
 pub(crate) fn delete(tx: &mut Transaction<'_>, id: &str) -> Result<(), Failure> {
     known(tx, id)?;
-    for table in ["snapshots", "steps", "calls", "events", "interrupts", "leases", "steering", "sessions"] {
+    for table in ["snapshots", "steps", "calls", "events", "interrupts", "checkpoints", "leases", "steering", "sessions"] {
         let column = if table == "sessions" { "id" } else { "session" };
         tx.execute(format!("DELETE FROM agentloop.{table} WHERE {column} = $1").as_str(), &[&id])?;
     }

@@ -11,7 +11,7 @@ use super::link::Failure;
 /// The advisory lock all agentloop processes migrate under ('AGLP').
 const LOCK: i64 = 0x4147_4C50;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql"), include_str!("../../migrations/postgres/0002_checkpoints.sql")];
 
 /// Brings the schema up to date, or refuses a database whose `agentloop`
 /// schema another program made or a newer agentloop wrote.

@@ -3,6 +3,7 @@
 //! leases on the database's clock with a heartbeat, a queue that workers
 //! claim from with `SKIP LOCKED`, NOTIFY to wake them, and steering.
 
+mod checkpoints;
 mod journal;
 mod leases;
 mod link;
@@ -13,6 +14,7 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use agentloop_core::checkpoint::{Blob, Checkpoint};
 use agentloop_core::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Command, Error, Event, Result, Session, Store};
 use fallible_iterator::FallibleIterator;
@@ -214,6 +216,31 @@ impl Store for PostgresStore {
 
     fn list(&self) -> Result<Vec<SessionMeta>> {
         self.call("list sessions", journal::list)
+    }
+
+    fn put_blobs(&self, blobs: &[Blob]) -> Result<()> {
+        let blobs = blobs.to_vec();
+        self.call("store file contents", move |s, _| checkpoints::put_blobs(&mut s.client, &blobs))
+    }
+
+    fn missing_blobs(&self, hashes: &[String]) -> Result<Vec<String>> {
+        let hashes = hashes.to_vec();
+        self.call("read file contents", move |s, _| checkpoints::missing_blobs(&mut s.client, &hashes))
+    }
+
+    fn blob(&self, hash: &str) -> Result<Vec<u8>> {
+        let hash = hash.to_string();
+        self.call("read file contents", move |s, what| checkpoints::blob(&mut s.client, what, &hash))
+    }
+
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>> {
+        let id = session_id.to_string();
+        self.call("read checkpoints", move |s, _| checkpoints::steps(&mut s.client, &id))
+    }
+
+    fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint> {
+        let id = session_id.to_string();
+        self.call("read a checkpoint", move |s, what| checkpoints::checkpoint(&mut s.client, what, &id, step))
     }
 
     fn delete(&self, session_id: &str) -> Result<()> {

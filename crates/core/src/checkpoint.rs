@@ -1,0 +1,104 @@
+//! Checkpoints: a session's state and its workspace's files as they were
+//! after a step, so a user can go back to that step (rewind the files) or
+//! try again from it (fork a new session).
+//!
+//! The journal compacts a session's older states away and knows nothing of
+//! files, so a checkpoint keeps both whole: the state as JSON and a
+//! manifest of the workspace's files by content hash. The contents live
+//! once in the store, by hash, however many checkpoints name them, so an
+//! unchanged file costs a manifest line, not a copy. A step writes a
+//! checkpoint in the same transaction as its journal entry, after any step
+//! that called a tool able to change the workspace, and the session's
+//! start writes one of the files as they were found.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::event::{EngineEvent, EventKind};
+use crate::journal::Write;
+use crate::progress::Progress;
+use crate::step::Pending;
+use crate::store::Store;
+use crate::Result;
+
+/// One file of a workspace, by its path relative to the root.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    /// The content's SHA-256, hex: its blob's name in the store.
+    pub hash: String,
+    pub size: u64,
+    /// Whether the file is executable (the one mode bit worth restoring).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executable: bool,
+}
+
+/// A workspace's files at one moment, sorted by path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: Vec<FileEntry>,
+}
+
+impl Manifest {
+    pub fn get(&self, path: &str) -> Option<&FileEntry> {
+        self.files.binary_search_by(|f| f.path.as_str().cmp(path)).ok().and_then(|i| self.files.get(i))
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// A session as it was after a step: enough to fork a new session from it
+/// and to put its files back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub step: u64,
+    /// The node the session ran next; `None` once the graph had ended.
+    pub next: Option<String>,
+    /// The iteration the step was in.
+    pub iteration: u32,
+    /// The session's state, as JSON text.
+    pub state: String,
+    pub progress: Progress,
+    pub files: Manifest,
+    pub at: DateTime<Utc>,
+}
+
+/// The error for a checkpoint a session does not have, naming those it has.
+pub fn not_found(session_id: &str, step: u64, have: &[u64]) -> crate::Error {
+    let steps = if have.is_empty() {
+        "it has none (its agent keeps no workspace, or it ran before checkpoints were kept)".to_string()
+    } else {
+        format!("it has checkpoints after steps {}; pick one of them", have.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+    };
+    crate::Error::NotFound(format!("session `{session_id}` has no checkpoint after step {step}: {steps}"))
+}
+
+/// A content blob to store under its hash.
+#[derive(Clone)]
+pub struct Blob {
+    pub hash: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What a step adds to its commit for its checkpoint after `step`: the
+/// checkpoint, its files captured now; or, when they cannot be, the event
+/// that says checkpoints are off for the rest of the run (and `false`).
+pub(crate) fn pending(files: &dyn WorkspaceFiles, store: &dyn Store, step: u64, next: Option<String>, state: String, progress: &Progress) -> (Pending, bool) {
+    match files.capture(store) {
+        Ok(files) => {
+            let checkpoint = Checkpoint { step, next, iteration: progress.iterations, state, progress: progress.clone(), files, at: Utc::now() };
+            (Pending::Write(Write::Checkpoint(Box::new(checkpoint))), true)
+        }
+        Err(e) => (Pending::Event(EngineEvent::CheckpointsOff { reason: e.to_string() }.draft()), false),
+    }
+}
+
+/// The port through which the runner reads a session's workspace (the
+/// `tools` crate scans a folder): the files as they are now, with the
+/// contents the store does not hold yet put in it first.
+pub trait WorkspaceFiles: Send + Sync {
+    fn capture(&self, store: &dyn Store) -> Result<Manifest>;
+}

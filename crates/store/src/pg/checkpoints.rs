@@ -1,0 +1,45 @@
+//! Checkpoints and the file contents they name, in Postgres: each function
+//! one round of statements on the connection's thread.
+
+use agentloop_core::checkpoint::{not_found, Blob, Checkpoint};
+use agentloop_core::Error;
+use postgres::GenericClient;
+
+use super::journal::known;
+use super::link::Failure;
+use crate::codec::{decode, to_i64};
+
+pub(crate) fn put_blobs(client: &mut impl GenericClient, blobs: &[Blob]) -> Result<(), Failure> {
+    let mut tx = client.transaction()?;
+    for blob in blobs {
+        tx.execute("INSERT INTO agentloop.blobs (hash, bytes) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", &[&blob.hash, &blob.bytes])?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn missing_blobs(client: &mut impl GenericClient, hashes: &[String]) -> Result<Vec<String>, Failure> {
+    let held: Vec<String> = client.query("SELECT hash FROM agentloop.blobs WHERE hash = ANY($1)", &[&hashes])?.iter().map(|r| r.get(0)).collect();
+    Ok(hashes.iter().filter(|h| !held.contains(h)).cloned().collect())
+}
+
+pub(crate) fn blob(client: &mut impl GenericClient, what: &str, hash: &str) -> Result<Vec<u8>, Failure> {
+    match client.query_opt("SELECT bytes FROM agentloop.blobs WHERE hash = $1", &[&hash])? {
+        Some(row) => Ok(row.get(0)),
+        None => Err(Error::Store(format!("{what} holds no content with hash {hash}: the checkpoint that names it cannot be restored")).into()),
+    }
+}
+
+pub(crate) fn steps(client: &mut impl GenericClient, id: &str) -> Result<Vec<u64>, Failure> {
+    known(client, id)?;
+    let rows = client.query("SELECT step FROM agentloop.checkpoints WHERE session = $1 ORDER BY step", &[&id])?;
+    Ok(rows.iter().map(|r| u64::try_from(r.get::<_, i64>(0)).unwrap_or(0)).collect())
+}
+
+pub(crate) fn checkpoint(client: &mut impl GenericClient, what: &str, id: &str, step: u64) -> Result<Checkpoint, Failure> {
+    known(client, id)?;
+    match client.query_opt("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step = $2", &[&id, &to_i64(step)])? {
+        Some(row) => Ok(decode(what, "checkpoint", id, &row.get::<_, String>(0))?),
+        None => Err(not_found(id, step, &steps(client, id)?).into()),
+    }
+}
