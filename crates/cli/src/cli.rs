@@ -210,6 +210,44 @@ pub enum SessionsCommand {
         #[arg(long = "as", default_value = "terminated", value_parser = ["completed", "failed", "terminated", "stuck"])]
         ending: String,
     },
+    /// Put a session's workspace back as it was after step STEP (a
+    /// checkpoint): shows what will change, then changes it. The session
+    /// itself is not changed.
+    Rewind {
+        id: String,
+        /// The step whose checkpoint to restore (`sessions show ID` lists them).
+        #[arg(long)]
+        to: u64,
+        /// Do not ask before changing the files.
+        #[arg(long, short)]
+        yes: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// A new session from step STEP of another: its journal up to there,
+    /// its files as they were there, then it runs on. The original is
+    /// not changed.
+    Fork {
+        id: String,
+        /// The step whose checkpoint to start from (`sessions show ID` lists them).
+        #[arg(long)]
+        at: u64,
+        /// Your words for its next model call: what to do differently.
+        #[arg(long)]
+        hint: Option<String>,
+        /// Put the files in this new or empty folder and work there,
+        /// instead of rewinding the original workspace.
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Do not ask before changing the original workspace's files.
+        #[arg(long, short)]
+        yes: bool,
+        /// Store the fork without running it (run it with `sessions resume`).
+        #[arg(long)]
+        no_run: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Delete a session and its journal.
     Delete { id: String },
 }

@@ -24,7 +24,7 @@ use clap::{CommandFactory, FromArgMatches};
 use app::App;
 pub use cli::Globals;
 use cli::{Cli, Command, ModelsCommand, SessionsCommand};
-use commands::{corpus, models, run as run_agent, sandbox, serve, sessions, stats, worker};
+use commands::{checkpoints, corpus, models, run as run_agent, sandbox, serve, sessions, stats, worker};
 use config::Config;
 
 /// The agents that ship: coder, planner, repl and research.
@@ -88,6 +88,11 @@ async fn run(registry: Arc<Registry>, matches: &clap::ArgMatches) -> Result<Exit
                 sessions::steer(&*app.store()?, &id, agentloop_core::Command::Terminate(ending, reason)).await
             }
             SessionsCommand::Diff { id, attempt, candidate } => sessions::diff(&app, &*app.store()?, &id, attempt, candidate),
+            SessionsCommand::Rewind { id, to, yes, json } => checkpoints::rewind(&app, &*app.store()?, &id, to, yes, json.json),
+            SessionsCommand::Fork { id, at, hint, workspace, yes, no_run, json } => {
+                let fork = checkpoints::Fork { at, hint, workspace, yes, run: !no_run };
+                checkpoints::fork(&app, app.store()?, &id, fork, json.json).await
+            }
             SessionsCommand::Delete { id } => sessions::delete(&*app.store()?, &id),
         },
     }

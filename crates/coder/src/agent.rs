@@ -49,6 +49,7 @@ impl AgentSpec for Coder {
     const NAME: &'static str = super::AGENT;
     const ABOUT: &'static str = "Plan, code, test, reflect, fix or replan, review — until the tests pass.";
     const TITLE: Option<&'static str> = Some("task");
+    const WORKSPACE: Option<&'static str> = Some("workspace");
     const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = CoderInput;
     type Flags = CoderFlags;

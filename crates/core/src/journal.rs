@@ -138,6 +138,17 @@ pub struct SessionMeta {
     /// any worker) continue the same trace. Absent when telemetry was off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The session this one was forked from, and the step it was forked at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a fork began.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub step: u64,
 }
 
 /// One element of a commit batch.

@@ -30,6 +30,7 @@ pub mod control;
 pub mod detectors;
 pub mod error;
 pub mod event;
+pub mod fork;
 pub mod graph;
 pub mod journal;
 pub mod metrics;

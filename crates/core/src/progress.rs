@@ -50,6 +50,10 @@ pub struct Progress {
     pub served: BTreeMap<String, u64>,
     /// The model that last answered each role.
     pub role_models: BTreeMap<String, String>,
+    /// The user's words for the next model call (a fork's `--hint`): added
+    /// to it, then cleared, so later calls do not repeat them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// What nodes report about completion and failure; the detectors weigh them.

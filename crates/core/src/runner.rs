@@ -217,6 +217,7 @@ fn new_session<S: State>(store: &dyn Store, agent: &str, entry: Option<&str>, st
         termination: options.termination,
         input: options.input,
         traceparent: None,
+        forked_from: None,
     };
     let snapshot = serde_json::to_string(state)?;
     Ok((meta, snapshot))

@@ -359,7 +359,7 @@ impl Step {
     /// batch, an endpoint serves them in parallel. Each is journaled under its own
     /// call index, in order, so a replay returns the same answers without
     /// asking again. The first failure is returned once all are recorded.
-    pub async fn chat_all_as(&mut self, role: &str, requests: Vec<ChatRequest>) -> Result<Vec<ChatResponse>> {
+    pub async fn chat_all_as(&mut self, role: &str, mut requests: Vec<ChatRequest>) -> Result<Vec<ChatResponse>> {
         let first = self.calls;
         self.calls += requests.len() as u32;
         let recorded: Vec<Option<CallRecord>> = (0..requests.len() as u32).map(|i| self.recorded(first + i)).collect();
@@ -374,6 +374,10 @@ impl Step {
             traced = self.env.trace.is_some().then(|| model.clone());
             // Let watchers see what is happening before slow calls start.
             self.flush(false)?;
+            // A hint goes with the first fresh call, and is journaled with it.
+            if let Some(hint) = self.progress.hint.take() {
+                requests.iter_mut().zip(&recorded).filter(|(_, rec)| rec.is_none()).for_each(|(request, _)| with_hint(request, &hint));
+            }
             let asked: Vec<ChatRequest> = requests.iter().zip(&recorded).filter(|(_, rec)| rec.is_none()).map(|(request, _)| request.clone()).collect();
             let answers = self.cancellable(async { Ok(model.chat_many(&asked).await) }).await?;
             if answers.iter().any(|r| matches!(r, Err(Error::Cancelled))) {
@@ -752,4 +756,14 @@ pub fn parse_json<T: DeserializeOwned>(text: &str) -> std::result::Result<T, Str
     }
     let body = body.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     serde_json::from_str(body).map_err(|e| e.to_string())
+}
+
+/// The user's hint added to a request's last message (its own words are
+/// the prompt a node wrote; the hint comes after them, said as the user's).
+fn with_hint(request: &mut ChatRequest, hint: &str) {
+    let note = format!("\n\nA note from the user, who went back to this point to try again: {hint}");
+    match request.messages.last_mut() {
+        Some(last) => last.content.push_str(&note),
+        None => request.messages.push(crate::model::Message::user(note.trim_start().to_string())),
+    }
 }

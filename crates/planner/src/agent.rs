@@ -45,6 +45,7 @@ impl AgentSpec for Planner {
     const ABOUT: &'static str =
         "Restate a goal, write a validated plan of file and shell actions, try it in a copy of the folder, and apply the verified outcome with your approval.";
     const TITLE: Option<&'static str> = Some("goal");
+    const WORKSPACE: Option<&'static str> = Some("root");
     const ROLES: &'static [agentloop_llm::Role] = super::ROLES;
     type Input = PlannerInput;
     type Flags = PlannerFlags;

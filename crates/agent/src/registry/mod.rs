@@ -81,6 +81,24 @@ impl Registry {
         })
     }
 
+    /// The folder a stored session works in, when its agent keeps one.
+    pub fn workspace(&self, meta: &SessionMeta) -> Result<std::path::PathBuf> {
+        let field = self.agent_of(meta)?.workspace_field();
+        field.and_then(|f| meta.input.get(f)).and_then(Value::as_str).map(std::path::PathBuf::from).ok_or_else(|| {
+            agentloop_core::Error::NotFound(format!("session `{}` of agent `{}` keeps no workspace, so it has no files to rewind or fork", meta.id, meta.agent))
+        })
+    }
+
+    /// `meta`'s input with its workspace moved to `folder`.
+    pub fn input_in(&self, meta: &SessionMeta, folder: &std::path::Path) -> Result<Value> {
+        self.workspace(meta)?;
+        let mut input = meta.input.clone();
+        if let (Some(field), Some(map)) = (self.agent_of(meta)?.workspace_field(), input.as_object_mut()) {
+            map.insert(field.to_string(), json!(folder.display().to_string()));
+        }
+        Ok(input)
+    }
+
     /// Resumes a stored session with the agent that started it.
     pub fn resume(&self, env: &AgentEnv, meta: &SessionMeta, exit_when_paused: bool) -> Result<SessionHandle> {
         self.agent_of(meta)?.resume(env, meta, exit_when_paused)

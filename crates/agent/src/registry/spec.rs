@@ -37,6 +37,8 @@ pub trait Agent: Send + Sync {
     fn converses(&self) -> bool;
     /// Its sessions ask models; when false, `AgentEnv::models` may be empty.
     fn uses_models(&self) -> bool;
+    /// The input field naming its workspace (`AgentSpec::WORKSPACE`).
+    fn workspace_field(&self) -> Option<&'static str>;
     fn input_schema(&self) -> Schema;
     /// Lines to show before a run starts (the folder, the task, ...).
     fn intro(&self, input: &Value) -> Result<Vec<String>>;
@@ -89,6 +91,10 @@ pub trait AgentSpec: Send + Sync + 'static {
     /// The input field that says what a session is about (its task, goal
     /// or question), which lists and pages show as its title.
     const TITLE: Option<&'static str> = None;
+    /// The input field naming the folder a session works in, whose files
+    /// its checkpoints keep: a rewind puts them back there, and a fork may
+    /// name another folder in it. `None` for agents that keep no workspace.
+    const WORKSPACE: Option<&'static str> = None;
     /// What starts a session; saved with it, so it also resumes it.
     type Input: Serialize + DeserializeOwned + JsonSchema;
     /// The flags of `agentloop run NAME` that are not settings: what the
@@ -188,6 +194,10 @@ impl<A: AgentSpec> Agent for Registered<A> {
 
     fn uses_models(&self) -> bool {
         A::USES_MODELS
+    }
+
+    fn workspace_field(&self) -> Option<&'static str> {
+        A::WORKSPACE
     }
 
     fn input(&self, flags: &clap::ArgMatches, table: Option<&toml::Value>, data_dir: &Path) -> Result<Value> {

@@ -1,3 +1,4 @@
+pub mod checkpoints;
 pub mod corpus;
 pub mod models;
 pub mod run;

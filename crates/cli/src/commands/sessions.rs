@@ -36,13 +36,23 @@ pub fn show(app: &App, store: &dyn Store, id: &str, json: bool) -> Result<ExitCo
     let pending = store.pending_interrupt(id)?;
     let loaded = store.load(id)?;
     let summary = app.registry.summary(&loaded);
+    let checkpoints = store.checkpoints(id)?;
     if json {
         let mut v = serde_json::to_value(&session)?;
         v["pendingQuestion"] = serde_json::to_value(&pending)?;
         v["summary"] = serde_json::to_value(&summary)?;
+        v["forkedFrom"] = serde_json::to_value(&loaded.meta.forked_from)?;
+        v["checkpoints"] = json!(checkpoints);
         println!("{v}");
     } else {
         print!("{}", render::session(&app.registry, &session, &loaded.meta, &summary, pending.as_ref()));
+        if let Some(parent) = &loaded.meta.forked_from {
+            println!("forked from session {} at step {}", parent.session_id, parent.step);
+        }
+        if !checkpoints.is_empty() {
+            let steps: Vec<String> = checkpoints.iter().map(u64::to_string).collect();
+            println!("checkpoints after steps {} (`agentloop sessions rewind {id} --to STEP`, `sessions fork {id} --at STEP`)", steps.join(", "));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -20,5 +20,6 @@ pub fn meta(id: &str) -> SessionMeta {
         termination: Termination::defaults(3),
         input: serde_json::Value::Null,
         traceparent: None,
+        forked_from: None,
     }
 }
