@@ -1007,7 +1007,7 @@ mod tests {
             termination: agentloop_core::Termination::defaults(3),
             input: Value::Null,
             traceparent: None,
-        forked_from: None,
+            forked_from: None,
         }
     }
 
