@@ -72,7 +72,7 @@ async fn a_session_is_rewound_and_forked_with_its_files() {
     assert_eq!(read(&root.join("notes/a.txt")).as_deref(), Some("hello"));
 
     let shown = json_of(&agentloop(&base, &["sessions", "show", &id, "--json"]));
-    let steps: Vec<u64> = shown["checkpoints"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+    let steps: Vec<u64> = shown["checkpoints"].as_array().unwrap().iter().map(|c| c["step"].as_u64().unwrap()).collect();
     assert_eq!(steps.first(), Some(&0), "{steps:?}");
     let last = *steps.last().unwrap();
     assert!(last > 0, "a checkpoint after the plan was applied: {steps:?}");

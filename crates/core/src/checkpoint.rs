@@ -67,13 +67,21 @@ pub struct Checkpoint {
 }
 
 /// The error for a checkpoint a session does not have, naming those it has.
-pub fn not_found(session_id: &str, step: u64, have: &[u64]) -> crate::Error {
+pub fn not_found(session_id: &str, step: u64, have: &[CheckpointInfo]) -> crate::Error {
     let steps = if have.is_empty() {
         "it has none (its agent keeps no workspace, or it ran before checkpoints were kept)".to_string()
     } else {
-        format!("it has checkpoints after steps {}; pick one of them", have.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+        format!("it has checkpoints after steps {}; pick one of them", have.iter().map(|c| c.step.to_string()).collect::<Vec<_>>().join(", "))
     };
     crate::Error::NotFound(format!("session `{session_id}` has no checkpoint after step {step}: {steps}"))
+}
+
+/// A checkpoint as a list shows it: the step it was taken after, and the
+/// iteration that step was in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointInfo {
+    pub step: u64,
+    pub iteration: u32,
 }
 
 /// A content blob to store under its hash.

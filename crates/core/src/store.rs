@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::checkpoint::{Blob, Checkpoint};
+use crate::checkpoint::{Blob, Checkpoint, CheckpointInfo};
 use crate::event::Event;
 use crate::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use crate::session::{Session, SessionStatus};
@@ -76,8 +76,8 @@ pub trait Store: Send + Sync {
     fn missing_blobs(&self, hashes: &[String]) -> Result<Vec<String>>;
     /// The content stored under `hash`.
     fn blob(&self, hash: &str) -> Result<Vec<u8>>;
-    /// The steps the session has checkpoints of, oldest first.
-    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>>;
+    /// The session's checkpoints, oldest first.
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointInfo>>;
     /// The session's checkpoint of `step`; `NotFound` names the steps it has.
     fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint>;
 }

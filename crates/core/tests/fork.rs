@@ -40,7 +40,8 @@ async fn a_fork_runs_on_from_its_checkpoint_with_the_hint_in_its_next_model_call
     let parent = runner(&store, asked.clone(), tool.clone()).start(Loop::new(3), StartOptions::new(Termination::defaults(10))).unwrap().wait().await.unwrap();
     assert_eq!(parent.status, SessionStatus::Completed);
     // plan → act → reflect thrice: the start, and each act (a tool that changes things).
-    assert_eq!(store.checkpoints(&parent.session_id).unwrap(), vec![0, 2, 5, 8]);
+    let listed: Vec<(u64, u32)> = store.checkpoints(&parent.session_id).unwrap().iter().map(|c| (c.step, c.iteration)).collect();
+    assert_eq!(listed, vec![(0, 0), (2, 1), (5, 2), (8, 3)]);
     let calls_before = store.calls(&parent.session_id).unwrap();
     asked.lock().unwrap().clear();
 

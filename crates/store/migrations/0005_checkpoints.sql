@@ -5,8 +5,10 @@
 -- (agentloop_core::checkpoint::Checkpoint as JSON). Never compacted.
 CREATE TABLE checkpoints (
     session INTEGER NOT NULL,
-    step    INTEGER NOT NULL,
-    record  TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    -- The iteration the step was in, to list checkpoints by iteration.
+    iteration INTEGER NOT NULL,
+    record    TEXT    NOT NULL,
     PRIMARY KEY (session, step)
 );
 

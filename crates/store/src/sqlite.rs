@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentloop_core::checkpoint::{Blob, Checkpoint};
+use agentloop_core::checkpoint::{Blob, Checkpoint, CheckpointInfo};
 use agentloop_core::event::{Event, ITERATION_COMPLETE, ITERATION_START};
 use agentloop_core::journal::{CallRecord, InterruptRecord, IterationRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Command, Error, Result, Session, Store};
@@ -289,9 +289,10 @@ impl SqliteStore {
                 run("DELETE FROM steps WHERE id >= ?1 AND id < ?2", &[&span(key).0, &row_id(key, *step)?])?;
                 run("INSERT INTO snapshots (session, step, state) VALUES (?1, ?2, ?3)", &[&key, &to_i64(*step), state])
             }
-            Write::Checkpoint(c) => {
-                run("INSERT OR REPLACE INTO checkpoints (session, step, record) VALUES (?1, ?2, ?3)", &[&key, &to_i64(c.step), &encode(c.as_ref())?])
-            }
+            Write::Checkpoint(c) => run(
+                "INSERT OR REPLACE INTO checkpoints (session, step, iteration, record) VALUES (?1, ?2, ?3, ?4)",
+                &[&key, &to_i64(c.step), &c.iteration, &encode(c.as_ref())?],
+            ),
         }
     }
 
@@ -738,14 +739,17 @@ impl Store for SqliteStore {
             .ok_or_else(|| Error::Store(format!("{} holds no content with hash {hash}: the checkpoint that names it cannot be restored", self.what)))
     }
 
-    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>> {
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointInfo>> {
         let mut guard = self.lock()?;
         let inner = &mut *guard;
         let key = self.key(inner, session_id)?;
-        let mut stmt = inner.conn.prepare_cached("SELECT step FROM checkpoints WHERE session = ?1 ORDER BY step").map_err(self.err("read checkpoints"))?;
-        let steps =
-            stmt.query_map([key], |r| r.get::<_, i64>(0)).and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>()).map_err(self.err("read checkpoints"))?;
-        Ok(steps.into_iter().map(|s| u64::try_from(s).unwrap_or(0)).collect())
+        let mut stmt =
+            inner.conn.prepare_cached("SELECT step, iteration FROM checkpoints WHERE session = ?1 ORDER BY step").map_err(self.err("read checkpoints"))?;
+        let rows = stmt
+            .query_map([key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(self.err("read checkpoints"))?;
+        Ok(rows.into_iter().map(|(step, iteration)| CheckpointInfo { step: u64::try_from(step).unwrap_or(0), iteration }).collect())
     }
 
     fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use agentloop_core::checkpoint::{Blob, Checkpoint, FileEntry, Manifest};
+use agentloop_core::checkpoint::{Blob, Checkpoint, CheckpointInfo, FileEntry, Manifest};
 use agentloop_core::journal::{CallKind, CallRecord, CallStatus, InterruptRecord, SessionMeta, Write};
 use agentloop_core::{Command, Ending, Event, SessionStatus, Store};
 use agentloop_store::{Durability, PostgresStore, SqliteStore};
@@ -401,7 +401,7 @@ fn checkpoints_outlive_compaction_and_name_contents_stored_once(b: &Backend) {
     // A snapshot compacts the journal's older states, never the checkpoints.
     store.write("s1", &[step(3), Write::Snapshot { step: 3, state: "{\"n\":3}".into() }], false).unwrap();
     let other = b.open();
-    assert_eq!(other.checkpoints("s1").unwrap(), vec![1, 2]);
+    assert_eq!(other.checkpoints("s1").unwrap(), vec![CheckpointInfo { step: 1, iteration: 1 }, CheckpointInfo { step: 2, iteration: 1 }]);
     let at_one = other.checkpoint("s1", 1).unwrap();
     assert_eq!((at_one.state.as_str(), at_one.files.files.len(), at_one.next.as_deref()), ("{\"n\":1}", 1, Some("a")));
     let missing = other.checkpoint("s1", 3).unwrap_err().to_string();

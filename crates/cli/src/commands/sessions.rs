@@ -50,8 +50,9 @@ pub fn show(app: &App, store: &dyn Store, id: &str, json: bool) -> Result<ExitCo
             println!("forked from session {} at step {}", parent.session_id, parent.step);
         }
         if !checkpoints.is_empty() {
-            let steps: Vec<String> = checkpoints.iter().map(u64::to_string).collect();
-            println!("checkpoints after steps {} (`agentloop sessions rewind {id} --to STEP`, `sessions fork {id} --at STEP`)", steps.join(", "));
+            let steps: Vec<String> = checkpoints.iter().map(|c| format!("{} (iteration {})", c.step, c.iteration)).collect();
+            println!("checkpoints after steps {}", steps.join(", "));
+            println!("  go back with `agentloop sessions rewind {id} --to STEP` or `agentloop sessions fork {id} --at STEP`");
         }
     }
     Ok(ExitCode::SUCCESS)

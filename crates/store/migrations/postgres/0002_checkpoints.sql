@@ -2,8 +2,9 @@
 -- and the workspace contents they name (see the SQLite schema v5).
 CREATE TABLE agentloop.checkpoints (
     session TEXT   NOT NULL,
-    step    BIGINT NOT NULL,
-    record  TEXT   NOT NULL,
+    step      BIGINT  NOT NULL,
+    iteration INTEGER NOT NULL,
+    record    TEXT    NOT NULL,
     PRIMARY KEY (session, step)
 );
 

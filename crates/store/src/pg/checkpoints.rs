@@ -1,7 +1,7 @@
 //! Checkpoints and the file contents they name, in Postgres: each function
 //! one round of statements on the connection's thread.
 
-use agentloop_core::checkpoint::{not_found, Blob, Checkpoint};
+use agentloop_core::checkpoint::{not_found, Blob, Checkpoint, CheckpointInfo};
 use agentloop_core::Error;
 use postgres::GenericClient;
 
@@ -30,16 +30,19 @@ pub(crate) fn blob(client: &mut impl GenericClient, what: &str, hash: &str) -> R
     }
 }
 
-pub(crate) fn steps(client: &mut impl GenericClient, id: &str) -> Result<Vec<u64>, Failure> {
+pub(crate) fn list(client: &mut impl GenericClient, id: &str) -> Result<Vec<CheckpointInfo>, Failure> {
     known(client, id)?;
-    let rows = client.query("SELECT step FROM agentloop.checkpoints WHERE session = $1 ORDER BY step", &[&id])?;
-    Ok(rows.iter().map(|r| u64::try_from(r.get::<_, i64>(0)).unwrap_or(0)).collect())
+    let rows = client.query("SELECT step, iteration FROM agentloop.checkpoints WHERE session = $1 ORDER BY step", &[&id])?;
+    Ok(rows
+        .iter()
+        .map(|r| CheckpointInfo { step: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), iteration: u32::try_from(r.get::<_, i32>(1)).unwrap_or(0) })
+        .collect())
 }
 
 pub(crate) fn checkpoint(client: &mut impl GenericClient, what: &str, id: &str, step: u64) -> Result<Checkpoint, Failure> {
     known(client, id)?;
     match client.query_opt("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step = $2", &[&id, &to_i64(step)])? {
         Some(row) => Ok(decode(what, "checkpoint", id, &row.get::<_, String>(0))?),
-        None => Err(not_found(id, step, &steps(client, id)?).into()),
+        None => Err(not_found(id, step, &list(client, id)?).into()),
     }
 }

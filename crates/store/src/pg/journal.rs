@@ -118,9 +118,9 @@ impl Commit {
                 }
                 Write::Checkpoint(c) => {
                     tx.execute(
-                        "INSERT INTO agentloop.checkpoints (session, step, record) VALUES ($1, $2, $3)
-                         ON CONFLICT (session, step) DO UPDATE SET record = excluded.record",
-                        &[&id, &to_i64(c.step), &encode(c.as_ref())?],
+                        "INSERT INTO agentloop.checkpoints (session, step, iteration, record) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT (session, step) DO UPDATE SET iteration = excluded.iteration, record = excluded.record",
+                        &[&id, &to_i64(c.step), &i32::try_from(c.iteration).unwrap_or(i32::MAX), &encode(c.as_ref())?],
                     )?;
                 }
             }

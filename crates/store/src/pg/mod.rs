@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use agentloop_core::checkpoint::{Blob, Checkpoint};
+use agentloop_core::checkpoint::{Blob, Checkpoint, CheckpointInfo};
 use agentloop_core::journal::{CallRecord, InterruptRecord, LoadedSession, SessionMeta, StepRecords, Write};
 use agentloop_core::{Command, Error, Event, Result, Session, Store};
 use fallible_iterator::FallibleIterator;
@@ -233,9 +233,9 @@ impl Store for PostgresStore {
         self.call("read file contents", move |s, what| checkpoints::blob(&mut s.client, what, &hash))
     }
 
-    fn checkpoints(&self, session_id: &str) -> Result<Vec<u64>> {
+    fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointInfo>> {
         let id = session_id.to_string();
-        self.call("read checkpoints", move |s, _| checkpoints::steps(&mut s.client, &id))
+        self.call("read checkpoints", move |s, _| checkpoints::list(&mut s.client, &id))
     }
 
     fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint> {
