@@ -9,6 +9,7 @@
 //! `agentloop-repl`, `agentloop-research`), and none imports another.
 
 pub mod approved;
+pub mod checkpoints;
 pub mod fence;
 pub mod known_programs;
 pub mod mcp_calls;

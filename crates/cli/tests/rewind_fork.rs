@@ -86,7 +86,8 @@ async fn a_session_is_rewound_and_forked_with_its_files() {
 
     let out = agentloop(&base, &["sessions", "rewind", &id, "--to", "0", "--yes", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(json_of(&out)["changes"][0]["path"], "notes/a.txt");
+    let changed: Vec<Value> = json_of(&out)["changes"].as_array().unwrap().iter().map(|c| json!([c["kind"], c["path"]])).collect();
+    assert_eq!(changed, vec![json!(["folderDeleted", "notes"]), json!(["deleted", "notes/a.txt"])]);
     assert!(!root.join("notes").exists(), "the plan's file and its folder are undone");
 
     let out = agentloop(&base, &["sessions", "rewind", &id, "--to", "12345", "--yes"]);

@@ -33,10 +33,13 @@ pub struct FileEntry {
     pub executable: bool,
 }
 
-/// A workspace's files at one moment, sorted by path.
+/// A workspace's files at one moment, sorted by path, and its folders
+/// (an empty one a step made is undone like a file).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub files: Vec<FileEntry>,
+    #[serde(default)]
+    pub folders: Vec<String>,
 }
 
 impl Manifest {

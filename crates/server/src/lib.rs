@@ -10,6 +10,7 @@
 
 mod assets;
 mod auth;
+mod checkpoints;
 mod control;
 mod error;
 mod events;
@@ -49,6 +50,8 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/api/sessions/{id}/terminate", post(control::terminate))
         .route("/api/sessions/{id}/complete", post(control::complete))
         .route("/api/sessions/{id}/answer", post(control::answer))
+        .route("/api/sessions/{id}/rewind", post(checkpoints::rewind))
+        .route("/api/sessions/{id}/fork", post(checkpoints::fork))
         .fallback(|| async { ApiError::new(axum::http::StatusCode::NOT_FOUND, "no such route: the API is under /api (see the README's route table)") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth::guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

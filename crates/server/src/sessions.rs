@@ -105,6 +105,8 @@ pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
     v["summary"] = serde_json::to_value(app.config.registry.summary(&loaded))?;
     v["live"] = json!(app.live(&id).is_some());
     v["interrupted"] = json!(agentloop_core::interrupted(store.as_ref(), &loaded.meta));
+    v["forkedFrom"] = json!(loaded.meta.forked_from);
+    v["checkpoints"] = json!(store.checkpoints(&id)?);
     Ok(v)
 }
 

@@ -660,3 +660,53 @@ async fn streamed_events_carry_no_credentials() {
     assert!(text.contains("postgres://[REDACTED]@db/app"), "the step's output is streamed, blotted: {text}");
     assert!(!text.contains("hunter2secret") && !text.contains("ghp_abcdefghijklmnopqrstuvwx"), "{text}");
 }
+
+/// Rewind and fork over HTTP and MCP, with the CLI's checks: the session's
+/// own folder changes only when confirmed, a fork runs here in a folder
+/// of its own and names its parent.
+#[tokio::test]
+async fn a_session_is_rewound_and_forked_over_http_and_mcp() {
+    let s = start_server(planner_model(Duration::ZERO), None).await;
+    let id = s.start_planner("w", "all").await;
+    let v = s.until(&id, "completed", |v| is_status(v, "completed")).await;
+    let steps: Vec<u64> = v["checkpoints"].as_array().unwrap().iter().map(|c| c["step"].as_u64().unwrap()).collect();
+    let (first, last) = (steps[0], *steps.last().unwrap());
+    assert_eq!(first, 0, "{steps:?}");
+    let root = s.dir.path().join("w");
+
+    let (status, asked) = s.post(&format!("/api/sessions/{id}/rewind"), json!({"step": 0})).await;
+    assert_eq!(status, StatusCode::OK, "{asked}");
+    assert_eq!(asked["applied"], false);
+    assert!(root.join("alpha").is_dir(), "nothing changes unconfirmed");
+    let (status, done) = s.post(&format!("/api/sessions/{id}/rewind"), json!({"step": 0, "confirm": true})).await;
+    assert_eq!((status, &done["applied"]), (StatusCode::OK, &json!(true)), "{done}");
+    let (status, missing) = s.post(&format!("/api/sessions/{id}/rewind"), json!({"step": 9999, "confirm": true})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+
+    // Forked at the end, into a folder of its own: the outcome's files are there.
+    let elsewhere = s.dir.path().join("fork");
+    let (status, forked) = s.post(&format!("/api/sessions/{id}/fork"), json!({"step": last, "workspace": elsewhere, "hint": "again"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{forked}");
+    let fork = forked["sessionId"].as_str().unwrap().to_string();
+    let v = s.until(&fork, "ended", |v| matches!(v["status"].as_str(), Some("completed" | "terminated" | "error"))).await;
+    assert_eq!(v["forkedFrom"], json!({"sessionId": id, "step": last}));
+    assert!(elsewhere.join("alpha").is_dir() && elsewhere.join("beta").is_dir());
+    let (status, busy) = s.post(&format!("/api/sessions/{id}/fork"), json!({"step": last, "workspace": elsewhere})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a folder that is not empty is refused: {busy}");
+
+    // The same over MCP, into the session's own folder: asked first, then confirmed.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let (_, session, _) = mcp_post(&s, None, None, init).await;
+    let session = session.unwrap();
+    mcp_post(&s, None, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let call =
+        |n: u64, arguments: Value| json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "fork_session", "arguments": arguments}});
+    let (_, _, asked) = mcp_post(&s, None, Some(&session), call(2, json!({"sessionId": id, "step": last}))).await;
+    assert_eq!(asked["result"]["structuredContent"]["forked"], false, "{asked}");
+    assert!(!root.join("alpha").exists());
+    let (_, _, started) = mcp_post(&s, None, Some(&session), call(3, json!({"sessionId": id, "step": last, "confirm": true}))).await;
+    let mcp_fork = started["result"]["structuredContent"]["sessionId"].as_str().unwrap_or_else(|| panic!("{started}")).to_string();
+    assert!(root.join("alpha").is_dir(), "the step's files are back in the session's own folder");
+    s.until(&mcp_fork, "ended", |v| matches!(v["status"].as_str(), Some("completed" | "terminated" | "error"))).await;
+}

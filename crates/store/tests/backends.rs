@@ -382,7 +382,7 @@ fn checkpoint(step: u64, files: &[(&str, &str)]) -> Write {
         iteration: 1,
         state: format!("{{\"n\":{step}}}"),
         progress: Default::default(),
-        files: Manifest { files },
+        files: Manifest { files, folders: Vec::new() },
         at: chrono::Utc::now(),
     }))
 }

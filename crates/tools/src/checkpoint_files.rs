@@ -54,7 +54,8 @@ impl WorkspaceFiles for CheckpointFiles {
         let mut files = Vec::new();
         let mut fresh: Vec<Blob> = Vec::new();
         let mut now_seen = HashMap::new();
-        for (path, meta) in listed(root)? {
+        let (listing, folders) = listed(root)?;
+        for (path, meta) in listing {
             let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
             let hash = match seen.get(&path).filter(|s| s.size == meta.len() && s.modified == modified) {
                 Some(s) => s.hash.clone(),
@@ -74,15 +75,17 @@ impl WorkspaceFiles for CheckpointFiles {
         fresh.dedup_by(|a, b| a.hash == b.hash);
         store.put_blobs(&fresh)?;
         *seen = now_seen;
-        Ok(Manifest { files })
+        Ok(Manifest { files, folders })
     }
 }
 
 /// What putting `manifest`'s files back into `workspace` would change,
 /// file by file, in path order: what a user confirms before a rewind.
 pub fn changes_to(store: &dyn Store, workspace: &Workspace, manifest: &Manifest) -> Result<Vec<Change>> {
-    let now = current(workspace.root())?;
+    let (now, folders) = current(workspace.root())?;
     let mut out = Vec::new();
+    out.extend(manifest.folders.iter().filter(|f| !folders.contains(*f)).map(|f| Change::FolderCreated { path: f.clone() }));
+    out.extend(folders.iter().filter(|f| !manifest.folders.contains(*f)).map(|f| Change::FolderDeleted { path: f.clone() }));
     for entry in &manifest.files {
         match now.get(&entry.path) {
             Some((hash, _)) if *hash == entry.hash => {}
@@ -95,10 +98,11 @@ pub fn changes_to(store: &dyn Store, workspace: &Workspace, manifest: &Manifest)
     Ok(out)
 }
 
-/// Puts `manifest`'s files back into `workspace` through its jail: each
-/// file written with its content and executable bit, each file it did not
-/// hold removed (what is left out of checkpoints is never touched), and
-/// folders left empty by that removed. Every content is read from the
+/// Puts `manifest`'s files back into `workspace` through its jail: its
+/// folders made, each file written with its content and executable bit,
+/// each file it did not hold removed, then each folder it did not hold
+/// that is empty by then (what is left out of checkpoints is never
+/// touched, nor a folder that holds it). Every content is read from the
 /// store before anything is written, so a missing one changes nothing.
 /// Returns what changed.
 pub fn restore(store: &dyn Store, workspace: &Workspace, manifest: &Manifest) -> Result<Vec<Change>> {
@@ -110,6 +114,11 @@ pub fn restore(store: &dyn Store, workspace: &Workspace, manifest: &Manifest) ->
         }
     }
     for change in &changes {
+        if let Change::FolderCreated { path } = change {
+            workspace.create_dir_all(path).map_err(|e| e.for_tool("restore", path, "make"))?;
+        }
+    }
+    for change in changes.iter().filter(|c| matches!(c, Change::Created { .. } | Change::Changed { .. } | Change::Deleted { .. })) {
         let path = change.path();
         match contents.get(path) {
             Some(bytes) => {
@@ -120,11 +129,15 @@ pub fn restore(store: &dyn Store, workspace: &Workspace, manifest: &Manifest) ->
                 mode.set_mode(if executable { mode.mode() | 0o111 } else { mode.mode() & !0o111 });
                 std::fs::set_permissions(&full, mode).map_err(|e| Error::other(format!("cannot set the mode of {path} ({e})")))?;
             }
-            None => {
-                workspace.remove(path).map_err(|e| e.for_tool("restore", path, "remove"))?;
-                remove_empty_parents(workspace, path);
-            }
+            None => workspace.remove(path).map_err(|e| e.for_tool("restore", path, "remove"))?,
         }
+    }
+    let mut gone: Vec<&str> = changes.iter().filter(|c| matches!(c, Change::FolderDeleted { .. })).map(Change::path).collect();
+    // Deepest first, so a folder's subfolders are gone before it.
+    gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for folder in gone {
+        // One that still holds what checkpoints leave out stays.
+        let _ = std::fs::remove_dir(workspace.root().join(folder));
     }
     Ok(changes)
 }
@@ -137,32 +150,24 @@ fn sha256(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Removes the folders above `path` that its removal left empty.
-fn remove_empty_parents(workspace: &Workspace, path: &str) {
-    let mut parent = Path::new(path).parent();
-    while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
-        if std::fs::remove_dir(workspace.root().join(dir)).is_err() {
-            return;
-        }
-        parent = dir.parent();
-    }
-}
-
-/// Every file of the workspace now, with its hash and content.
-fn current(root: &Path) -> Result<BTreeMap<String, (String, Vec<u8>)>> {
+/// Every file of the workspace now, with its hash and content, and its folders.
+fn current(root: &Path) -> Result<(BTreeMap<String, (String, Vec<u8>)>, Vec<String>)> {
     let mut out = BTreeMap::new();
-    for (path, _) in listed(root)? {
+    let (files, folders) = listed(root)?;
+    for (path, _) in files {
         let bytes = std::fs::read(root.join(&path)).map_err(|e| Error::other(format!("cannot read {path} ({e})")))?;
         out.insert(path, (sha256(&bytes), bytes));
     }
-    Ok(out)
+    Ok((out, folders))
 }
 
 /// The regular files under `root` that checkpoints hold, by relative path
-/// in order, with their metadata; symlinks are neither followed nor held.
-fn listed(root: &Path) -> Result<Vec<(String, std::fs::Metadata)>> {
+/// in order, with their metadata, and the folders they hold, in order;
+/// symlinks are neither followed nor held.
+fn listed(root: &Path) -> Result<(Vec<(String, std::fs::Metadata)>, Vec<String>)> {
     let ignored = Ignored::read(root);
     let mut out = Vec::new();
+    let mut folders = Vec::new();
     let mut bytes = 0u64;
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -175,6 +180,7 @@ fn listed(root: &Path) -> Result<Vec<(String, std::fs::Metadata)>> {
             if kind.is_dir() {
                 if !SKIPPED.contains(&name.as_str()) && !LINKED.contains(&name.as_str()) && !ignored.matches(&path, &name, true) {
                     stack.push(rel.join(&name));
+                    folders.push(path);
                 }
             } else if kind.is_file() && !ignored.matches(&path, &name, false) {
                 let meta = entry.metadata().map_err(|e| Error::other(format!("cannot read {path} to checkpoint it ({e})")))?;
@@ -190,7 +196,8 @@ fn listed(root: &Path) -> Result<Vec<(String, std::fs::Metadata)>> {
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    folders.sort();
+    Ok((out, folders))
 }
 
 /// The patterns of the root's `.gitignore` that say what a checkpoint

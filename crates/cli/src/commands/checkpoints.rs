@@ -1,16 +1,15 @@
 //! `agentloop sessions rewind|fork`: back to a step's checkpoint, files
-//! included. Both show what will change in a folder before they change it,
-//! and change nothing unless told to go on.
+//! included (`agentloop_agent::checkpoints`). Both show what will change in
+//! a folder before they change it, and change nothing unless told to go on.
 
 use std::io::{BufRead, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentloop_core::checkpoint::Checkpoint;
+use agentloop_agent::checkpoints::{self, Restore};
 use agentloop_core::Store;
-use agentloop_tools::checkpoint_files::{changes_to, restore};
-use agentloop_tools::{Change, Workspace};
+use agentloop_tools::Change;
 use anyhow::{bail, Result};
 use serde_json::json;
 
@@ -18,17 +17,12 @@ use crate::app::App;
 use crate::{exit, live};
 
 pub fn rewind(app: &App, store: &dyn Store, id: &str, to: u64, yes: bool, json: bool) -> Result<ExitCode> {
-    let meta = store.load(id)?.meta;
-    if let Some(holder) = store.holder(id)? {
-        bail!("session {id} is running ({holder}): pause or end it first (`agentloop sessions pause {id}`), then rewind it");
-    }
-    let folder = app.registry.workspace(&meta)?;
-    let checkpoint = store.checkpoint(id, to)?;
-    let changed = put_back(store, &checkpoint, &folder, yes, json)?;
+    let restore = checkpoints::rewind(&app.registry, store, id, to)?;
+    let changed = put_back(store, &restore, yes, json)?;
     if json {
-        println!("{}", json!({"sessionId": id, "step": to, "workspace": folder, "changes": changed}));
+        println!("{}", json!({"sessionId": id, "step": to, "workspace": restore.folder, "changes": changed}));
     } else if changed.is_some() {
-        println!("rewound {} to its files after step {to}", folder.display());
+        println!("rewound {} to its files after step {to}", restore.folder.display());
     }
     Ok(ExitCode::from(if changed.is_some() { exit::OK } else { exit::NOT_COMPLETED }))
 }
@@ -43,71 +37,50 @@ pub struct Fork {
 }
 
 pub async fn fork(app: &App, store: Arc<dyn Store>, id: &str, fork: Fork, json: bool) -> Result<ExitCode> {
-    let meta = store.load(id)?.meta;
-    let original = app.registry.workspace(&meta)?;
-    let checkpoint = store.checkpoint(id, fork.at)?;
-    let folder = match &fork.workspace {
-        Some(dir) => fresh_folder(dir)?,
-        None => {
-            if let Some(holder) = store.holder(id)? {
-                bail!("session {id} is running ({holder}) in {}: pause or end it first, or fork into another folder with --workspace DIR", original.display());
-            }
-            original.clone()
-        }
-    };
-    if put_back(&*store, &checkpoint, &folder, fork.yes || fork.workspace.is_some(), json)?.is_none() && fork.workspace.is_none() {
+    let restore = checkpoints::fork_files(&app.registry, &*store, id, fork.at, fork.workspace.as_deref())?;
+    // A folder the user named for the fork is theirs to fill without asking.
+    if put_back(&*store, &restore, fork.yes || fork.workspace.is_some(), json)?.is_none() {
         return Ok(ExitCode::from(exit::NOT_COMPLETED));
     }
-    let input = app.registry.input_in(&meta, &folder)?;
-    let fork_id = agentloop_core::fork::fork(&*store, id, fork.at, input, fork.hint.clone())?;
+    let fork_id = checkpoints::fork(&app.registry, &*store, id, fork.at, &restore.folder, fork.hint.clone())?;
+    let folder = restore.folder.display();
     if !fork.run {
         if json {
-            println!("{}", json!({"sessionId": fork_id, "forkedFrom": {"sessionId": id, "step": fork.at}, "workspace": folder}));
+            println!("{}", json!({"sessionId": fork_id, "forkedFrom": {"sessionId": id, "step": fork.at}, "workspace": restore.folder}));
         } else {
-            println!("forked session {id} at step {} as {fork_id} in {}: `agentloop sessions resume {fork_id}` runs it", fork.at, folder.display());
+            println!("forked session {id} at step {} as {fork_id} in {folder}: `agentloop sessions resume {fork_id}` runs it", fork.at);
         }
         return Ok(ExitCode::SUCCESS);
     }
     if !json {
-        eprintln!("forked session {id} at step {} as {fork_id}, working in {}", fork.at, folder.display());
+        eprintln!("forked session {id} at step {} as {fork_id}, working in {folder}", fork.at);
     }
     crate::commands::sessions::resume(app, store, &fork_id, None, json).await
 }
 
-/// `dir` made ready for a fork's files: a new or empty folder.
-fn fresh_folder(dir: &Path) -> Result<PathBuf> {
-    if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
-        bail!("{} is not empty: a fork's files go into a new or empty folder", dir.display());
-    }
-    std::fs::create_dir_all(dir)?;
-    Ok(std::fs::canonicalize(dir)?)
-}
-
-/// Shows what putting the checkpoint's files into `folder` changes, asks
-/// unless `yes`, then does it. The changes made; `None` when nothing was
-/// (nothing to change, or the user said no).
-fn put_back(store: &dyn Store, checkpoint: &Checkpoint, folder: &Path, yes: bool, json: bool) -> Result<Option<Vec<Change>>> {
-    let workspace = Workspace::new(folder)?;
-    let changes = changes_to(store, &workspace, &checkpoint.files)?;
-    if changes.is_empty() {
+/// Shows what the restore changes, asks unless `yes`, then does it. The
+/// changes made; `None` when the user said no.
+fn put_back(store: &dyn Store, restore: &Restore, yes: bool, json: bool) -> Result<Option<Vec<Change>>> {
+    let (folder, step) = (restore.folder.display(), restore.checkpoint.step);
+    if restore.changes.is_empty() {
         if !json {
-            eprintln!("{} already holds the files of step {}: nothing to change", folder.display(), checkpoint.step);
+            eprintln!("{folder} already holds the files of step {step}: nothing to change");
         }
-        return Ok(Some(changes));
+        return Ok(Some(Vec::new()));
     }
     if !json {
-        eprintln!("in {}, to be as after step {} (iteration {}):", folder.display(), checkpoint.step, checkpoint.iteration);
-        for change in &changes {
+        eprintln!("in {folder}, to be as after step {step} (iteration {}):", restore.checkpoint.iteration);
+        for change in &restore.changes {
             eprintln!("  {}", change.line());
         }
     }
-    if !yes && !confirmed(&format!("change these {} file(s)? [y/N]", changes.len()))? {
+    if !yes && !confirmed(&format!("change these {} file(s)? [y/N]", restore.changes.len()))? {
         if !json {
             eprintln!("nothing was changed");
         }
         return Ok(None);
     }
-    Ok(Some(restore(store, &workspace, &checkpoint.files)?))
+    Ok(Some(restore.apply(store)?))
 }
 
 /// A yes from the person at the terminal; with nobody there, `--yes` is

@@ -23,6 +23,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::checkpoints::{fork_session, ForkRequest, Forked};
 use crate::control::{self, AnswerRequest};
 use crate::error::ApiResult;
 use crate::sessions::{self, StartRequest};
@@ -84,6 +85,24 @@ pub struct Terminate {
     /// Why, in a few words (kept with the session).
     #[serde(default)]
     reason: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkSession {
+    session_id: String,
+    /// The step to go back to: one of the session's checkpoints (`session_status` lists them).
+    step: u64,
+    /// What to do differently, said to the fork's next model call.
+    #[serde(default)]
+    hint: Option<String>,
+    /// A new or empty folder for the fork's files. Without it the fork
+    /// works in the session's own folder, which is changed only with `confirm`.
+    #[serde(default)]
+    workspace: Option<std::path::PathBuf>,
+    /// Change the session's own folder to the step's files.
+    #[serde(default)]
+    confirm: bool,
 }
 
 #[tool_router]
@@ -167,6 +186,17 @@ impl AgentloopMcp {
         answer(control::resume_session(&self.app, &p.session_id).await.map(|()| json!({"sessionId": p.session_id, "asked": "resume"})))
     }
 
+    /// A new session from a step of another: its journal up to that step,
+    /// its files as they were there, and a hint for what to do differently;
+    /// it starts at once. The original session is not changed.
+    #[tool]
+    async fn fork_session(&self, Parameters(p): Parameters<ForkSession>) -> CallToolResult {
+        let req = ForkRequest { step: p.step, hint: p.hint, workspace: p.workspace, confirm: p.confirm };
+        answer(fork_session(&self.app, &p.session_id, req).await.map(|forked| match forked {
+            Forked::Started(v) | Forked::Asked(v) => v,
+        }))
+    }
+
     /// Ends a session for good.
     #[tool(annotations(destructive_hint = true))]
     async fn terminate(&self, Parameters(p): Parameters<Terminate>) -> CallToolResult {
@@ -205,6 +235,8 @@ fn report(id: &str, view: &Value) -> Value {
             json!({"interruptId": pending["id"], "question": pending["question"], "choices": pending["request"]["choices"], "request": pending["request"]})
         },
         "summary": view["summary"],
+        "checkpoints": view["checkpoints"],
+        "forkedFrom": view["forkedFrom"],
     })
 }
 
