@@ -150,8 +150,13 @@ fn sha256(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A file's hash and content.
+type HashedFile = (String, Vec<u8>);
+/// A file's relative path and metadata.
+type ListedFile = (String, std::fs::Metadata);
+
 /// Every file of the workspace now, with its hash and content, and its folders.
-fn current(root: &Path) -> Result<(BTreeMap<String, (String, Vec<u8>)>, Vec<String>)> {
+fn current(root: &Path) -> Result<(BTreeMap<String, HashedFile>, Vec<String>)> {
     let mut out = BTreeMap::new();
     let (files, folders) = listed(root)?;
     for (path, _) in files {
@@ -164,7 +169,7 @@ fn current(root: &Path) -> Result<(BTreeMap<String, (String, Vec<u8>)>, Vec<Stri
 /// The regular files under `root` that checkpoints hold, by relative path
 /// in order, with their metadata, and the folders they hold, in order;
 /// symlinks are neither followed nor held.
-fn listed(root: &Path) -> Result<(Vec<(String, std::fs::Metadata)>, Vec<String>)> {
+fn listed(root: &Path) -> Result<(Vec<ListedFile>, Vec<String>)> {
     let ignored = Ignored::read(root);
     let mut out = Vec::new();
     let mut folders = Vec::new();
