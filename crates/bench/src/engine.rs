@@ -39,6 +39,11 @@ pub struct EngineArgs {
     /// comparison): their durable steps share commits.
     #[arg(long, default_value_t = 1)]
     pub sessions: usize,
+    /// Give the session a workspace of this many files (1 KiB each; the
+    /// call log is one of them, so each act changes one file) and keep a
+    /// checkpoint after each step: what checkpoints cost a step.
+    #[arg(long, requires = "calls")]
+    pub checkpoint_files: Option<usize>,
 }
 
 /// Runs the reference loop and prints its report; the outcome says how the session ended.
@@ -55,10 +60,15 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
         // A fresh database each run, as the LangGraph script does.
         remove_db(&db)?;
     }
-    let input = Input { iterations: args.iterations, calls: args.calls, call_log: args.call_log.clone(), model_latency_ms: None };
+    let workspace = args.checkpoint_files.map(|n| workspace_of(&scratch.join("workspace"), n)).transpose()?;
+    let call_log = workspace.as_ref().map(|ws| ws.root().join("calls.log")).or_else(|| args.call_log.clone());
+    let input = Input { iterations: args.iterations, calls: args.calls, call_log, model_latency_ms: None };
     let sqlite = Arc::new(SqliteStore::open(&db, env.durability)?);
     let store: Arc<dyn Store> = sqlite.clone();
-    let runner = reference_loop::runner(store.clone(), &input)?;
+    let mut runner = reference_loop::runner(store.clone(), &input)?;
+    if let Some(ws) = &workspace {
+        runner = runner.workspace_files(Arc::new(agentloop_tools::checkpoint_files::CheckpointFiles::new(ws)));
+    }
     let mut options = StartOptions::new(Termination::defaults(args.iterations.max(1)));
     options.session_id = args.session_id.clone();
     options.input = serde_json::to_value(&input)?;
@@ -80,9 +90,12 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
     bar.abort();
     drop(runner);
     drop(store);
+    let checkpoints = if workspace.is_some() { Some(SqliteStore::open(&db, env.durability)?.checkpoints(&outcome.session_id)?.len()) } else { None };
     let db_bytes = db_size(&db);
     let steps = outcome.progress.steps;
     let report = json!({
+        "checkpoint_files": args.checkpoint_files,
+        "checkpoints": checkpoints,
         "engine": "agentloop",
         "iterations": outcome.progress.iterations,
         "steps": steps,
@@ -103,6 +116,18 @@ pub async fn run(env: &BenchEnv, args: EngineArgs) -> Result<Outcome> {
     }
     println!("{report}");
     Ok(outcome)
+}
+
+/// A workspace of `n` files of 1 KiB in `dir`, in ten folders.
+fn workspace_of(dir: &Path, n: usize) -> Result<agentloop_tools::Workspace> {
+    for i in 0..n {
+        let path = dir.join(format!("pkg{}/file{i:04}.txt", i % 10));
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, format!("{i:04} ").repeat(205)).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(agentloop_tools::Workspace::new(dir)?)
 }
 
 /// Steps per second of `n` sessions run at once, against one alone, on

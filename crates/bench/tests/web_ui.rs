@@ -158,6 +158,18 @@ impl Browser {
         std::fs::write(self.shots.join(format!("{name}.png")), base64_decode(b64.as_str().unwrap())).unwrap();
     }
 
+    /// The text of the dialog the page opened, once it is open.
+    async fn dialog(&self) -> String {
+        for _ in 0..200 {
+            let v: Value = self.http.get(format!("{}/alert/text", self.base)).send().await.unwrap().json().await.unwrap();
+            if let Some(text) = v["value"].as_str() {
+                return text.to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the page opened no dialog in 20 s");
+    }
+
     async fn step_text(&self) -> String {
         self.js("return (document.querySelector('#step')||{}).textContent||''").await.as_str().unwrap().to_string()
     }
@@ -386,6 +398,39 @@ async fn the_web_ui_watches_steers_and_starts_sessions_live() {
     let rows = b.until("eight rows", "const n=document.querySelectorAll('#sessions tr').length;return n>=8?n:0").await;
     assert_eq!(rows, 8);
     b.shot("session-list").await;
+
+    // Fork from here: the approved session from its first iteration, before
+    // its plan reached the root, in the root itself once the user saw what
+    // changes there. The fork asks for its approval again; the root is as
+    // it was in that iteration; the pages link parent and fork.
+    b.go(&format!("{base}/#/s/{id}")).await;
+    b.until("a fork button", "return document.querySelector('details.iteration[data-iteration=\"1\"] .fork-here')").await;
+    b.click("details.iteration[data-iteration=\"1\"] > summary").await;
+    b.type_into("details.iteration[data-iteration=\"1\"] .fork-hint", "make beta first").await;
+    b.shot("fork-from-here").await;
+    b.click("details.iteration[data-iteration=\"1\"] .fork-here").await;
+    let asked = b.dialog().await;
+    assert!(asked.contains("alpha") && asked.contains(root.to_str().unwrap()), "the user sees what changes before it does: {asked}");
+    assert!(root.join("alpha").is_dir(), "nothing changes before the yes");
+    b.cmd("POST", "/alert/accept", json!({})).await;
+    let parent = b.until("the fork's page", "const f=document.querySelector('#forked-from');return f && f.textContent").await;
+    assert!(parent.as_str().unwrap().contains(&id), "{parent}");
+    let fork = b.js("return decodeURIComponent(location.hash.split('/').pop())").await.as_str().unwrap().to_string();
+    let start = Instant::now();
+    let forked: Value = loop {
+        let v: Value = http.get(format!("{base}/api/sessions/{fork}")).send().await.unwrap().json().await.unwrap();
+        if !v["pending"].is_null() || start.elapsed() > Duration::from_secs(60) {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(forked["pending"]["request"]["kind"], "planner_plan", "the fork plans again and asks for its approval: {forked}");
+    assert!(!root.join("alpha").exists(), "the root is back as it was in the first iteration");
+    let hinted = http.get(format!("{base}/api/sessions/{fork}/export")).send().await.unwrap().text().await.unwrap();
+    assert!(hinted.contains("make beta first"), "the hint went with the fork's next model call");
+    b.shot("fork").await;
+    b.go(&format!("{base}/#/s/{id}")).await;
+    b.until("the parent's link to its fork", "const f=document.querySelector('#forks');return f && f.querySelector('a')").await;
     b.cmd("POST", "/window/rect", json!({"width": 1280, "height": 900})).await;
     let _ = b.http.delete(&b.base).send().await;
 }

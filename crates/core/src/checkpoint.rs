@@ -6,10 +6,9 @@
 //! files, so a checkpoint keeps both whole: the state as JSON and a
 //! manifest of the workspace's files by content hash. The contents live
 //! once in the store, by hash, however many checkpoints name them, so an
-//! unchanged file costs a manifest line, not a copy. A step writes a
-//! checkpoint in the same transaction as its journal entry, after any step
-//! that called a tool able to change the workspace, and the session's
-//! start writes one of the files as they were found.
+//! unchanged file costs a manifest line, not a copy. Every step writes a
+//! checkpoint in the same transaction as its journal entry, and the
+//! session's start writes one of the files as they were found.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -94,16 +93,47 @@ pub struct Blob {
     pub bytes: Vec<u8>,
 }
 
-/// What a step adds to its commit for its checkpoint after `step`: the
-/// checkpoint, its files captured now; or, when they cannot be, the event
-/// that says checkpoints are off for the rest of the run (and `false`).
-pub(crate) fn pending(files: &dyn WorkspaceFiles, store: &dyn Store, step: u64, next: Option<String>, state: String, progress: &Progress) -> (Pending, bool) {
-    match files.capture(store) {
-        Ok(files) => {
-            let checkpoint = Checkpoint { step, next, iteration: progress.iterations, state, progress: progress.clone(), files, at: Utc::now() };
-            (Pending::Write(Write::Checkpoint(Box::new(checkpoint))), true)
+/// The runner's side of checkpoints for one run. Every step gets one, so a
+/// user can go back to the end of any iteration; the files are scanned
+/// again only after a step that called a tool able to change them, and
+/// otherwise the last manifest stands. A capture that fails turns them off
+/// for the rest of the run.
+#[derive(Default)]
+pub(crate) struct Keeper {
+    last: Option<Manifest>,
+    off: bool,
+}
+
+impl Keeper {
+    /// What the step's commit adds: its checkpoint after `step`, or the
+    /// event that says checkpoints are off; nothing once they are.
+    pub(crate) fn pending(
+        &mut self,
+        files: &dyn WorkspaceFiles,
+        store: &dyn Store,
+        touched: bool,
+        (step, next): (u64, Option<String>),
+        state: String,
+        progress: &Progress,
+    ) -> Option<Pending> {
+        if self.off {
+            return None;
         }
-        Err(e) => (Pending::Event(EngineEvent::CheckpointsOff { reason: e.to_string() }.draft()), false),
+        let manifest = match self.last.take() {
+            Some(last) if !touched => Ok(last),
+            _ => files.capture(store),
+        };
+        match manifest {
+            Ok(files) => {
+                self.last = Some(files.clone());
+                let checkpoint = Checkpoint { step, next, iteration: progress.iterations, state, progress: progress.clone(), files, at: Utc::now() };
+                Some(Pending::Write(Write::Checkpoint(Box::new(checkpoint))))
+            }
+            Err(e) => {
+                self.off = true;
+                Some(Pending::Event(EngineEvent::CheckpointsOff { reason: e.to_string() }.draft()))
+            }
+        }
     }
 }
 

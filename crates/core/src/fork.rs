@@ -41,7 +41,11 @@ pub fn fork(store: &dyn Store, parent_id: &str, step: u64, input: Value, hint: O
         forked_from: Some(ForkedFrom { session_id: parent_id.to_string(), step }),
     };
     let mut batch = vec![Write::Meta(Box::new(meta)), Write::Snapshot { step, state: checkpoint.state.clone() }];
-    for mut event in store.events(parent_id, 0, usize::MAX)?.into_iter().filter(|e| e.step <= step) {
+    // Events up to the last one a step up to `step` wrote: those a run
+    // writes between steps (a resume, a pause) carry no step of their own.
+    let events = store.events(parent_id, 0, usize::MAX)?;
+    let last = events.iter().filter(|e| e.step > 0 && e.step <= step).map(|e| e.seq).max().unwrap_or(0);
+    for mut event in events.into_iter().filter(|e| e.seq <= last || e.seq == 1) {
         event.session_id = id.clone();
         batch.push(Write::Event(event));
     }

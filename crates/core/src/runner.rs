@@ -99,18 +99,17 @@ impl<S: State> Runner<S> {
         // A new session has no steering requests yet.
         let (handle, env) = self.handle(&id, &meta.termination, (0, 0), trace);
         let mut batch = first_batch(&meta, snapshot.clone());
-        let checkpoints_on = self.files.as_ref().map(|files| {
-            let (write, on) = checkpoint::pending(files.as_ref(), &*self.store, 0, meta.next_node.clone(), snapshot.clone(), &meta.progress);
-            batch.push(write);
-            on
-        });
+        let mut keeper = checkpoint::Keeper::default();
+        if let Some(files) = &self.files {
+            batch.extend(keeper.pending(files.as_ref(), &*self.store, true, (0, meta.next_node.clone()), snapshot.clone(), &meta.progress));
+        }
         let mut machine = env
             .commit(0, batch, false)
             .and_then(|()| Machine::new(env, self.graph.clone(), meta, state, snapshot.len(), 0, exit_when_paused))
             .inspect_err(|_| {
                 let _ = self.store.release(&id);
             })?;
-        machine.checkpoints_off = checkpoints_on == Some(false);
+        machine.checkpoints = keeper;
         Ok(handle.spawn(machine))
     }
 
@@ -294,8 +293,8 @@ struct Machine<S: State> {
     meta_written: (u64, Progress),
     /// When the run last let other tasks on its thread go first.
     last_yield: std::time::Instant,
-    /// The workspace could not be captured: no more checkpoints this run.
-    checkpoints_off: bool,
+    /// This run's checkpoints of the workspace, when it has one.
+    checkpoints: checkpoint::Keeper,
 }
 
 /// How long a run keeps its thread before the tasks its commits woke (the
@@ -330,7 +329,7 @@ impl<S: State> Machine<S> {
             message: None,
             meta_written,
             last_yield: std::time::Instant::now(),
-            checkpoints_off: false,
+            checkpoints: checkpoint::Keeper::default(),
         })
     }
 
@@ -503,11 +502,9 @@ impl<S: State> Machine<S> {
         self.meta.next_node = next.clone();
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
-        if let Some(files) = self.env.files.as_ref().filter(|_| touched && !self.checkpoints_off) {
-            let (write, on) =
-                checkpoint::pending(files.as_ref(), &*self.env.store, number, next.clone(), serde_json::to_string(&self.state)?, &self.meta.progress);
-            batch.push(write);
-            self.checkpoints_off = !on;
+        if let Some(files) = self.env.files.clone() {
+            let state = serde_json::to_string(&self.state)?;
+            batch.extend(self.checkpoints.pending(files.as_ref(), &*self.env.store, touched, (number, next.clone()), state, &self.meta.progress));
         }
         // The step entry says where the session is, and holds the counters
         // when they changed: the session row (another page to write) is

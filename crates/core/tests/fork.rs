@@ -39,9 +39,9 @@ async fn a_fork_runs_on_from_its_checkpoint_with_the_hint_in_its_next_model_call
     let tool = Recorder::new("record", Effect::SideEffect);
     let parent = runner(&store, asked.clone(), tool.clone()).start(Loop::new(3), StartOptions::new(Termination::defaults(10))).unwrap().wait().await.unwrap();
     assert_eq!(parent.status, SessionStatus::Completed);
-    // plan → act → reflect thrice: the start, and each act (a tool that changes things).
+    // The start and every step, each with the iteration it was in.
     let listed: Vec<(u64, u32)> = store.checkpoints(&parent.session_id).unwrap().iter().map(|c| (c.step, c.iteration)).collect();
-    assert_eq!(listed, vec![(0, 0), (2, 1), (5, 2), (8, 3)]);
+    assert_eq!(listed, vec![(0, 0), (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2), (7, 3), (8, 3), (9, 3)]);
     let calls_before = store.calls(&parent.session_id).unwrap();
     asked.lock().unwrap().clear();
 
@@ -59,5 +59,5 @@ async fn a_fork_runs_on_from_its_checkpoint_with_the_hint_in_its_next_model_call
     let hinted = store.calls(&fork).unwrap().into_iter().find(|c| c.kind == CallKind::Model && c.step > 2).unwrap();
     assert!(hinted.input["last"]["content"].as_str().unwrap().contains("be brief"), "the journal shows what the model was told");
     assert_eq!(store.calls(&parent.session_id).unwrap(), calls_before, "the original is untouched");
-    assert!(store.checkpoint(&parent.session_id, 3).unwrap_err().to_string().contains("steps 0, 2, 5, 8"));
+    assert!(store.checkpoint(&parent.session_id, 99).unwrap_err().to_string().contains("steps 0, 1, 2, 3"));
 }

@@ -107,6 +107,9 @@ pub(crate) fn view(app: &AppState, id: &str) -> ApiResult<Value> {
     v["interrupted"] = json!(agentloop_core::interrupted(store.as_ref(), &loaded.meta));
     v["forkedFrom"] = json!(loaded.meta.forked_from);
     v["checkpoints"] = json!(store.checkpoints(&id)?);
+    let forks: Vec<Value> =
+        store.list()?.into_iter().filter_map(|m| m.forked_from.filter(|f| f.session_id == id).map(|f| json!({"sessionId": m.id, "step": f.step}))).collect();
+    v["forks"] = json!(forks);
     Ok(v)
 }
 

@@ -337,10 +337,31 @@ function showSession(id) {
     buttonsEl.replaceChildren(...buttons);
   }
 
+  // "Fork from here": a new session from the last checkpoint of an
+  // iteration, with the user's words for what to do differently. The
+  // session's own folder is changed only after the user saw what changes.
+  function forkHere(iteration) {
+    const at = (session.checkpoints || []).filter((c) => c.iteration === iteration).pop();
+    if (!at) return null;
+    const hint = h("input", { type: "text", class: "fork-hint", placeholder: "What to do differently (optional)", "aria-label": `Hint for a fork from iteration ${iteration}` });
+    const go = async () => {
+      const path = `/api/sessions/${encodeURIComponent(id)}/fork`;
+      const body = { step: at.step, hint: hint.value.trim() || null };
+      let r = await api(path, { method: "POST", body });
+      if (r.forked === false) {
+        const lines = (r.changes || []).map((c) => `${c.kind.startsWith("folder") ? "folder " : ""}${c.path} (${c.kind.replace("folder", "").toLowerCase() || "changed"})`);
+        if (!confirm(`Forking from step ${at.step} puts ${r.workspace} back as it was then:\n${lines.join("\n")}\n\nChange these files?`)) return;
+        r = await api(path, { method: "POST", body: { ...body, confirm: true } });
+      }
+      location.hash = `#/s/${encodeURIComponent(r.sessionId)}`;
+    };
+    return h("div", { class: "fork" }, hint, h("button", { type: "button", class: "fork-here", "data-step": at.step, onclick: () => go().catch(fail) }, "Fork from here"));
+  }
+
   let iterationsShown = "";
   function renderIterations() {
     // Redrawn only when something changed, so an open detail is not swapped out under a click.
-    const shown = JSON.stringify([session.iterations, session.summary]);
+    const shown = JSON.stringify([session.iterations, session.summary, session.checkpoints]);
     if (shown === iterationsShown) return;
     iterationsShown = shown;
     const items = (session.iterations || []).map((it) => {
@@ -354,7 +375,8 @@ function showSession(id) {
             h("div", { class: "muted" }, "input"), truncated(asText(c.input), 300),
             c.output !== null && c.output !== undefined ? [h("div", { class: "muted" }, "output"), truncated(asText(c.output), 400)] : null,
             c.error ? h("p", { class: "bad" }, c.error) : null)),
-          it.messages.map((m) => h("div", { class: "msg" }, h("div", { class: "head" }, h("strong", {}, m.role), m.model ? h("span", { class: "muted" }, m.model) : null), truncated(m.content, 400)))));
+          it.messages.map((m) => h("div", { class: "msg" }, h("div", { class: "head" }, h("strong", {}, m.role), m.model ? h("span", { class: "muted" }, m.model) : null), truncated(m.content, 400))),
+          forkHere(it.iterationNumber)));
       d.open = open.has(it.iterationNumber);
       d.addEventListener("toggle", () => { if (d.open) open.add(it.iterationNumber); else open.delete(it.iterationNumber); });
       return d;
@@ -415,7 +437,10 @@ function showSession(id) {
       view.replaceChildren(h("p", { class: "error" }, e.message), h("a", { href: "#/" }, "← Sessions"));
       return;
     }
-    task.textContent = session.task || "";
+    const family = [];
+    if (session.forkedFrom) family.push(h("div", { class: "muted", id: "forked-from" }, "Forked from ", h("a", { href: `#/s/${encodeURIComponent(session.forkedFrom.sessionId)}` }, session.forkedFrom.sessionId), ` at step ${session.forkedFrom.step}`));
+    if ((session.forks || []).length) family.push(h("div", { class: "muted", id: "forks" }, "Forks: ", session.forks.flatMap((f) => [h("a", { href: `#/s/${encodeURIComponent(f.sessionId)}` }, f.sessionId), ` (step ${f.step}) `])));
+    task.replaceChildren(session.task || "", ...family);
     renderProgress();
     renderIterations();
     showPending(session.pending);
