@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use agentloop_test_support::fake_openai::{judged_on_view, last_message, reply};
+use agentloop_test_support::fake_openai::notes_planner;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request};
+use wiremock::{Mock, MockServer};
 
 fn agentloop(base: &[String], args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_agentloop")).args(base).args(args).stdin(Stdio::null()).output().unwrap()
@@ -23,27 +23,7 @@ fn json_of(out: &std::process::Output) -> Value {
 
 async fn planner_answers() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|req: &Request| {
-            let last = last_message(req);
-            if last.contains("Restate the goal") {
-                return reply(json!({"who": "me", "what": "a notes folder", "when": "now", "where": "notes", "why": "to take notes"}).to_string());
-            }
-            if last.contains("Next step:") {
-                return reply("Creates the folder.".into());
-            }
-            if last.contains("Write the checklist") {
-                return reply(json!({"requirements": []}).to_string());
-            }
-            if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "hello", "done": judged_on_view(&last)}).to_string());
-            }
-            let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,
-                "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
-            reply(format!("<json>{plan}</json>"))
-        })
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(notes_planner).mount(&server).await;
     server
 }
 
