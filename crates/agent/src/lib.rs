@@ -3,9 +3,10 @@
 //! through the approval policy (`approved`), MCP tools called from a
 //! session (`mcp_calls`), fenced blocks in a model's answer (`fence`),
 //! which programs a shell knows (`known_programs`), a workspace's test command
-//! (`test_command`), small text helpers (`text`) and how a runner is put
-//! together (`wiring`). Each agent is a crate
-//! of its own over this kit (`agentloop-coder`, `agentloop-planner`,
+//! (`test_command`), small text helpers (`text`), how a runner is put
+//! together (`wiring`) and going back to a checkpoint, the same for the
+//! CLI, the API and MCP (`checkpoints`). Each agent is a crate of its own
+//! over this kit (`agentloop-coder`, `agentloop-planner`,
 //! `agentloop-repl`, `agentloop-research`), and none imports another.
 
 pub mod approved;
