@@ -101,7 +101,8 @@ impl<S: State> Runner<S> {
         let mut batch = first_batch(&meta, snapshot.clone());
         let mut keeper = checkpoint::Keeper::default();
         if let Some(files) = &self.files {
-            batch.extend(keeper.pending(files.as_ref(), &*self.store, true, (0, meta.next_node.clone()), snapshot.clone(), &meta.progress));
+            let whole = || Ok(snapshot.clone());
+            batch.extend(keeper.pending(files.as_ref(), &*self.store, true, (0, meta.next_node.clone()), (None, whole), &meta.progress)?);
         }
         let mut machine = env
             .commit(0, batch, false)
@@ -503,8 +504,19 @@ impl<S: State> Machine<S> {
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
         if let Some(files) = self.env.files.clone() {
-            let state = serde_json::to_string(&self.state)?;
-            batch.extend(self.checkpoints.pending(files.as_ref(), &*self.env.store, touched, (number, next.clone()), state, &self.meta.progress));
+            // The journal's patch of the step, unless a snapshot took its place.
+            let snapshot = batch.iter().any(|p| matches!(p, Pending::Write(Write::Snapshot { .. })));
+            let journal_patch = (!snapshot).then_some(patch.as_deref());
+            let state = &self.state;
+            let whole = || Ok(serde_json::to_string(state)?);
+            batch.extend(self.checkpoints.pending(
+                files.as_ref(),
+                &*self.env.store,
+                touched,
+                (number, next.clone()),
+                (journal_patch, whole),
+                &self.meta.progress,
+            )?);
         }
         // The step entry says where the session is, and holds the counters
         // when they changed: the session row (another page to write) is

@@ -598,6 +598,10 @@ fn inner_holds(held: &HashMap<String, HeldLease>, session_id: &str, me: &Holder)
     held.get(session_id).map(|h| (me.describe(""), h.epoch))
 }
 
+/// Rows read to rebuild a checkpoint: it and those before it down to one
+/// stored whole (`agentloop_core::checkpoint::WHOLE_EVERY` apart at most).
+const CHAIN_ROWS: i64 = 64;
+
 impl Store for SqliteStore {
     fn write(&self, session_id: &str, batch: &[Write], flush: bool) -> Result<()> {
         // Nobody else is at the database: commit at once, with whatever
@@ -753,19 +757,21 @@ impl Store for SqliteStore {
     }
 
     fn checkpoint(&self, session_id: &str, step: u64) -> Result<Checkpoint> {
-        let found: Option<String> = {
+        let chain: Vec<Checkpoint> = {
             let mut guard = self.lock()?;
             let inner = &mut *guard;
             let key = self.key(inner, session_id)?;
-            inner
-                .conn
-                .query_row("SELECT record FROM checkpoints WHERE session = ?1 AND step = ?2", params![key, to_i64(step)], |r| r.get(0))
-                .optional()
-                .map_err(self.err("read a checkpoint"))?
+            self.rows(
+                inner,
+                "SELECT record FROM checkpoints WHERE session = ?1 AND step <= ?2 ORDER BY step DESC LIMIT ?3",
+                &[&key, &to_i64(step), &CHAIN_ROWS],
+                session_id,
+                "checkpoint",
+            )?
         };
-        match found {
-            Some(text) => decode(&self.what, "checkpoint", session_id, &text),
-            None => Err(agentloop_core::checkpoint::not_found(session_id, step, &self.checkpoints(session_id)?)),
+        match chain.first() {
+            Some(c) if c.step == step => agentloop_core::checkpoint::read_back(session_id, chain),
+            _ => Err(agentloop_core::checkpoint::not_found(session_id, step, &self.checkpoints(session_id)?)),
         }
     }
 

@@ -381,6 +381,7 @@ fn checkpoint(step: u64, files: &[(&str, &str)]) -> Write {
         next: Some("a".into()),
         iteration: 1,
         state: format!("{{\"n\":{step}}}"),
+        patch_of: None,
         progress: Default::default(),
         files: Manifest { files, folders: Vec::new() },
         at: chrono::Utc::now(),
@@ -398,14 +399,22 @@ fn checkpoints_outlive_compaction_and_name_contents_stored_once(b: &Backend) {
     assert!(store.blob("h3").unwrap_err().to_string().contains("no content with hash h3"));
     store.write("s1", &[step(1), checkpoint(1, &[("a.txt", "h1")])], false).unwrap();
     store.write("s1", &[step(2), checkpoint(2, &[("a.txt", "h1"), ("b.txt", "h2")])], false).unwrap();
+    // Stored as the step's patch of the one before, read back whole.
+    let Write::Checkpoint(mut third) = checkpoint(3, &[("a.txt", "h1")]) else { unreachable!() };
+    (third.state, third.patch_of) = (r#"[{"op":"replace","path":"/n","value":30}]"#.into(), Some(2));
+    store.write("s1", &[step(3), Write::Checkpoint(third)], false).unwrap();
+    let back = b.open().checkpoint("s1", 3).unwrap();
+    assert_eq!((back.state.as_str(), back.patch_of), ("{\"n\":30}", None));
     // A snapshot compacts the journal's older states, never the checkpoints.
-    store.write("s1", &[step(3), Write::Snapshot { step: 3, state: "{\"n\":3}".into() }], false).unwrap();
+    store.write("s1", &[step(4), Write::Snapshot { step: 4, state: "{\"n\":3}".into() }], false).unwrap();
     let other = b.open();
-    assert_eq!(other.checkpoints("s1").unwrap(), vec![CheckpointInfo { step: 1, iteration: 1 }, CheckpointInfo { step: 2, iteration: 1 }]);
+    let steps: Vec<u64> = other.checkpoints("s1").unwrap().iter().map(|c| c.step).collect();
+    assert_eq!(steps, vec![1, 2, 3]);
+    assert_eq!(other.checkpoints("s1").unwrap()[0], CheckpointInfo { step: 1, iteration: 1 });
     let at_one = other.checkpoint("s1", 1).unwrap();
     assert_eq!((at_one.state.as_str(), at_one.files.files.len(), at_one.next.as_deref()), ("{\"n\":1}", 1, Some("a")));
-    let missing = other.checkpoint("s1", 3).unwrap_err().to_string();
-    assert!(missing.contains("no checkpoint after step 3") && missing.contains("steps 1, 2"), "{missing}");
+    let missing = other.checkpoint("s1", 4).unwrap_err().to_string();
+    assert!(missing.contains("no checkpoint after step 4") && missing.contains("steps 1, 2, 3"), "{missing}");
     assert!(matches!(other.checkpoints("nobody"), Err(agentloop_core::Error::UnknownSession(_))));
     store.delete("s1").unwrap();
     seeded(&*store, "s1");

@@ -1,7 +1,7 @@
 //! Checkpoints and the file contents they name, in Postgres: each function
 //! one round of statements on the connection's thread.
 
-use agentloop_core::checkpoint::{not_found, Blob, Checkpoint, CheckpointInfo};
+use agentloop_core::checkpoint::{not_found, read_back, Blob, Checkpoint, CheckpointInfo};
 use agentloop_core::Error;
 use postgres::GenericClient;
 
@@ -41,8 +41,10 @@ pub(crate) fn list(client: &mut impl GenericClient, id: &str) -> Result<Vec<Chec
 
 pub(crate) fn checkpoint(client: &mut impl GenericClient, what: &str, id: &str, step: u64) -> Result<Checkpoint, Failure> {
     known(client, id)?;
-    match client.query_opt("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step = $2", &[&id, &to_i64(step)])? {
-        Some(row) => Ok(decode(what, "checkpoint", id, &row.get::<_, String>(0))?),
-        None => Err(not_found(id, step, &list(client, id)?).into()),
+    let rows = client.query("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step <= $2 ORDER BY step DESC LIMIT 64", &[&id, &to_i64(step)])?;
+    let chain = rows.iter().map(|r| decode::<Checkpoint>(what, "checkpoint", id, &r.get::<_, String>(0))).collect::<Result<Vec<_>, _>>()?;
+    match chain.first() {
+        Some(c) if c.step == step => Ok(read_back(id, chain)?),
+        _ => Err(not_found(id, step, &list(client, id)?).into()),
     }
 }
