@@ -3,8 +3,9 @@
 //! try again from it (fork a new session).
 //!
 //! The journal compacts a session's older states away and knows nothing of
-//! files, so a checkpoint keeps both whole: the state as JSON and a
-//! manifest of the workspace's files by content hash. The contents live
+//! files, so checkpoints keep both: the state (whole now and then, and in
+//! between as the step's patch, read back whole) and a manifest of the
+//! workspace's files by content hash. The contents live
 //! once in the store, by hash, however many checkpoints name them, so an
 //! unchanged file costs a manifest line, not a copy. Every step writes a
 //! checkpoint in the same transaction as its journal entry, and the
