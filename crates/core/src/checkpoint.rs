@@ -72,6 +72,11 @@ pub struct Checkpoint {
     pub patch_of: Option<u64>,
     pub progress: Progress,
     pub files: Manifest,
+    /// As stored: the files are those of the checkpoint after this step,
+    /// unchanged since, and `files` is empty. Read back, `files` holds
+    /// them, and this is `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_of: Option<u64>,
     pub at: DateTime<Utc>,
 }
 
@@ -118,6 +123,9 @@ pub(crate) struct Keeper {
     /// The step of the checkpoint written last in this run, and how many
     /// patches since one was stored whole.
     previous: Option<(u64, u32)>,
+    /// The step whose checkpoint stored the files last in this run: a
+    /// checkpoint with the same files names it instead of repeating them.
+    files_at: Option<u64>,
     off: bool,
 }
 
@@ -139,8 +147,9 @@ impl Keeper {
         if self.off {
             return Ok(None);
         }
-        let manifest = match self.last.take() {
-            Some(last) if !touched => Ok(last),
+        let before = self.last.take();
+        let manifest = match &before {
+            Some(last) if !touched => Ok(last.clone()),
             _ => files.capture(store),
         };
         let files = match manifest {
@@ -151,6 +160,13 @@ impl Keeper {
             }
         };
         self.last = Some(files.clone());
+        let (files, files_of) = match self.files_at {
+            Some(at) if before.as_ref() == Some(&files) => (Manifest::default(), Some(at)),
+            _ => {
+                self.files_at = Some(step);
+                (files, None)
+            }
+        };
         let (state, patch_of) = match (patch, self.previous) {
             (Some(patch), Some((before, n))) if n < WHOLE_EVERY => {
                 self.previous = Some((step, n + 1));
@@ -161,15 +177,17 @@ impl Keeper {
                 (whole()?, None)
             }
         };
-        let checkpoint = Checkpoint { step, next, iteration: progress.iterations, state, patch_of, progress: progress.clone(), files, at: Utc::now() };
+        let checkpoint =
+            Checkpoint { step, next, iteration: progress.iterations, state, patch_of, progress: progress.clone(), files, files_of, at: Utc::now() };
         Ok(Some(Pending::Write(Write::Checkpoint(Box::new(checkpoint)))))
     }
 }
 
 /// A stored checkpoint read back whole: `chain` is it and the stored ones
 /// before it, newest first, down to one stored whole; their patches are
-/// applied oldest first.
-pub fn read_back(session_id: &str, mut chain: Vec<Checkpoint>) -> crate::Result<Checkpoint> {
+/// applied oldest first. `files_of` reads the files a stored checkpoint
+/// holds, for one that names another's.
+pub fn read_back(session_id: &str, mut chain: Vec<Checkpoint>, files_of: impl FnOnce(u64) -> crate::Result<Manifest>) -> crate::Result<Checkpoint> {
     let broken = || {
         crate::Error::Store(format!(
             "a checkpoint of session `{session_id}` is stored as a patch of one that is gone: delete the session's checkpoints with the session"
@@ -186,6 +204,9 @@ pub fn read_back(session_id: &str, mut chain: Vec<Checkpoint>) -> crate::Result<
     let patches: Vec<(u64, &str)> = chain.iter().rev().map(|c| (c.step, c.state.as_str())).collect();
     newest.state = crate::journal::rebuild(&oldest.state, patches)?.to_string();
     newest.patch_of = None;
+    if let Some(at) = newest.files_of.take() {
+        newest.files = files_of(at)?;
+    }
     Ok(newest)
 }
 

@@ -769,8 +769,20 @@ impl Store for SqliteStore {
                 "checkpoint",
             )?
         };
+        let files_of = |at: u64| {
+            let mut guard = self.lock()?;
+            let inner = &mut *guard;
+            let key = self.key(inner, session_id)?;
+            let stored: Vec<Checkpoint> =
+                self.rows(inner, "SELECT record FROM checkpoints WHERE session = ?1 AND step = ?2", &[&key, &to_i64(at)], session_id, "checkpoint")?;
+            stored
+                .into_iter()
+                .next()
+                .map(|c| c.files)
+                .ok_or_else(|| Error::Store(format!("a checkpoint of session `{session_id}` names the files of one that is gone")))
+        };
         match chain.first() {
-            Some(c) if c.step == step => agentloop_core::checkpoint::read_back(session_id, chain),
+            Some(c) if c.step == step => agentloop_core::checkpoint::read_back(session_id, chain, files_of),
             _ => Err(agentloop_core::checkpoint::not_found(session_id, step, &self.checkpoints(session_id)?)),
         }
     }

@@ -382,6 +382,7 @@ fn checkpoint(step: u64, files: &[(&str, &str)]) -> Write {
         iteration: 1,
         state: format!("{{\"n\":{step}}}"),
         patch_of: None,
+        files_of: None,
         progress: Default::default(),
         files: Manifest { files, folders: Vec::new() },
         at: chrono::Utc::now(),
@@ -402,9 +403,12 @@ fn checkpoints_outlive_compaction_and_name_contents_stored_once(b: &Backend) {
     // Stored as the step's patch of the one before, read back whole.
     let Write::Checkpoint(mut third) = checkpoint(3, &[("a.txt", "h1")]) else { unreachable!() };
     (third.state, third.patch_of) = (r#"[{"op":"replace","path":"/n","value":30}]"#.into(), Some(2));
+    // Its files unchanged since step 2: named, not repeated.
+    (third.files, third.files_of) = (Manifest::default(), Some(2));
     store.write("s1", &[step(3), Write::Checkpoint(third)], false).unwrap();
     let back = b.open().checkpoint("s1", 3).unwrap();
-    assert_eq!((back.state.as_str(), back.patch_of), ("{\"n\":30}", None));
+    assert_eq!((back.state.as_str(), back.patch_of, back.files_of), ("{\"n\":30}", None, None));
+    assert_eq!(back.files, store.checkpoint("s1", 2).unwrap().files);
     // A snapshot compacts the journal's older states, never the checkpoints.
     store.write("s1", &[step(4), Write::Snapshot { step: 4, state: "{\"n\":3}".into() }], false).unwrap();
     let other = b.open();

@@ -1,7 +1,7 @@
 //! Checkpoints and the file contents they name, in Postgres: each function
 //! one round of statements on the connection's thread.
 
-use agentloop_core::checkpoint::{not_found, read_back, Blob, Checkpoint, CheckpointInfo};
+use agentloop_core::checkpoint::{not_found, read_back, Blob, Checkpoint, CheckpointInfo, Manifest};
 use agentloop_core::Error;
 use postgres::GenericClient;
 
@@ -43,8 +43,15 @@ pub(crate) fn checkpoint(client: &mut impl GenericClient, what: &str, id: &str, 
     known(client, id)?;
     let rows = client.query("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step <= $2 ORDER BY step DESC LIMIT 64", &[&id, &to_i64(step)])?;
     let chain = rows.iter().map(|r| decode::<Checkpoint>(what, "checkpoint", id, &r.get::<_, String>(0))).collect::<Result<Vec<_>, _>>()?;
+    let files_of = |at: u64| -> agentloop_core::Result<Manifest> {
+        let row = client
+            .query_opt("SELECT record FROM agentloop.checkpoints WHERE session = $1 AND step = $2", &[&id, &to_i64(at)])
+            .map_err(|e| Error::Store(format!("cannot read a checkpoint of session `{id}` ({e})")))?
+            .ok_or_else(|| Error::Store(format!("a checkpoint of session `{id}` names the files of one that is gone")))?;
+        Ok(decode::<Checkpoint>(what, "checkpoint", id, &row.get::<_, String>(0))?.files)
+    };
     match chain.first() {
-        Some(c) if c.step == step => Ok(read_back(id, chain)?),
+        Some(c) if c.step == step => Ok(read_back(id, chain, files_of)?),
         _ => Err(not_found(id, step, &list(client, id)?).into()),
     }
 }
