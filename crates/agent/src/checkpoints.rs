@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use agentloop_core::checkpoint::Checkpoint;
+use agentloop_core::journal::SessionMeta;
 use agentloop_core::{Error, Result, Store};
 use agentloop_tools::checkpoint_files::{changes_to, restore};
 use agentloop_tools::{Change, Workspace};
@@ -15,15 +16,17 @@ use crate::registry::Registry;
 /// A checkpoint's files and the folder they would go into, with what that
 /// changes there.
 pub struct Restore {
+    /// The session the checkpoint is of.
+    pub session: SessionMeta,
     pub folder: PathBuf,
     pub checkpoint: Checkpoint,
     pub changes: Vec<Change>,
 }
 
 impl Restore {
-    fn of(store: &dyn Store, checkpoint: Checkpoint, folder: PathBuf) -> Result<Self> {
+    fn of(store: &dyn Store, session: SessionMeta, checkpoint: Checkpoint, folder: PathBuf) -> Result<Self> {
         let changes = changes_to(store, &Workspace::new(&folder)?, &checkpoint.files)?;
-        Ok(Self { folder, checkpoint, changes })
+        Ok(Self { session, folder, checkpoint, changes })
     }
 
     /// Puts the checkpoint's files into the folder; what changed.
@@ -38,7 +41,7 @@ pub fn rewind(registry: &Registry, store: &dyn Store, id: &str, step: u64) -> Re
     let meta = store.load(id)?.meta;
     not_running(store, id, "rewind it")?;
     let folder = registry.workspace(&meta)?;
-    Restore::of(store, store.checkpoint(id, step)?, folder)
+    Restore::of(store, meta, store.checkpoint(id, step)?, folder)
 }
 
 /// What forking session `id` at `step` changes: in `into`, a new or empty
@@ -54,14 +57,14 @@ pub fn fork_files(registry: &Registry, store: &dyn Store, id: &str, step: u64, i
             registry.workspace(&meta)?
         }
     };
-    Restore::of(store, checkpoint, folder)
+    Restore::of(store, meta, checkpoint, folder)
 }
 
-/// Stores the fork of `id` at `step`, working in `folder` (its files put
-/// there already), with the user's `hint` for its next model call; its id.
-pub fn fork(registry: &Registry, store: &dyn Store, id: &str, step: u64, folder: &Path, hint: Option<String>) -> Result<String> {
-    let input = registry.input_in(&store.load(id)?.meta, folder)?;
-    agentloop_core::fork::fork(store, id, step, input, hint)
+/// Stores the fork `restore` describes, working in its folder (its files
+/// put there already), with the user's `hint` for its next model call; its id.
+pub fn fork(registry: &Registry, store: &dyn Store, restore: &Restore, hint: Option<String>) -> Result<String> {
+    let input = registry.input_in(&restore.session, &restore.folder)?;
+    agentloop_core::fork::fork(store, &restore.session, restore.checkpoint.clone(), input, hint)
 }
 
 fn not_running(store: &dyn Store, id: &str, to: &str) -> Result<()> {

@@ -8,18 +8,18 @@
 use chrono::Utc;
 use serde_json::Value;
 
+use crate::checkpoint::Checkpoint;
 use crate::journal::{ForkedFrom, SessionMeta, Write};
 use crate::status::SessionStatus;
 use crate::store::Store;
 use crate::Result;
 
-/// Stores the fork of `parent_id` at `step`, with `input` (the original's,
-/// or one that names another workspace) and the user's `hint` for its next
-/// model call. It is stored idle, to be run or queued like any other
-/// session; its id.
-pub fn fork(store: &dyn Store, parent_id: &str, step: u64, input: Value, hint: Option<String>) -> Result<String> {
-    let parent = store.load(parent_id)?.meta;
-    let checkpoint = store.checkpoint(parent_id, step)?;
+/// Stores the fork of session `parent` at its `checkpoint` (as
+/// `Store::checkpoint` reads it), with `input` (the original's, or one that
+/// names another workspace) and the user's `hint` for its next model call.
+/// It is stored idle, to be run or queued like any other session; its id.
+pub fn fork(store: &dyn Store, parent: &SessionMeta, checkpoint: Checkpoint, input: Value, hint: Option<String>) -> Result<String> {
+    let (parent_id, step) = (parent.id.as_str(), checkpoint.step);
     let id = uuid::Uuid::new_v4().to_string();
     let mut progress = checkpoint.progress.clone();
     progress.hint = hint.filter(|h| !h.trim().is_empty());

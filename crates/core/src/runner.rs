@@ -68,9 +68,9 @@ impl<S: State> Runner<S> {
         Self { graph: Arc::new(graph), store, models: Models::none(), tools: Tools::new(), files: None }
     }
 
-    /// The session's workspace: checkpointed at the start and after every
-    /// step that called a tool able to change it, so the session can be
-    /// rewound or forked there (`checkpoint`).
+    /// The session's workspace: checkpointed with the state at the start
+    /// and after every step, so the session can be rewound or forked there
+    /// (`checkpoint`).
     pub fn workspace_files(mut self, files: Arc<dyn WorkspaceFiles>) -> Self {
         self.files = Some(files);
         self
@@ -503,12 +503,18 @@ impl<S: State> Machine<S> {
         self.meta.next_node = next.clone();
         self.meta.current_iteration = progress.iterations;
         self.meta.progress = progress;
+        // A snapshot in the batch replaces the step's patch and holds the state whole.
+        let snapshot = batch.iter().find_map(|p| match p {
+            Pending::Write(Write::Snapshot { state, .. }) => Some(state.clone()),
+            _ => None,
+        });
         if let Some(files) = self.env.files.clone() {
-            // The journal's patch of the step, unless a snapshot took its place.
-            let snapshot = batch.iter().any(|p| matches!(p, Pending::Write(Write::Snapshot { .. })));
-            let journal_patch = (!snapshot).then_some(patch.as_deref());
+            let journal_patch = snapshot.is_none().then_some(patch.as_deref());
             let state = &self.state;
-            let whole = || Ok(serde_json::to_string(state)?);
+            let whole = || match &snapshot {
+                Some(text) => Ok(text.clone()),
+                None => Ok(serde_json::to_string(state)?),
+            };
             batch.extend(self.checkpoints.pending(
                 files.as_ref(),
                 &*self.env.store,
@@ -523,9 +529,8 @@ impl<S: State> Machine<S> {
         // rewritten only now and then, to keep its running time roughly
         // current, and with each snapshot, which deletes the step entries
         // before it.
-        let snapshot = batch.iter().any(|p| matches!(p, Pending::Write(Write::Snapshot { .. })));
         let mut saved_progress = None;
-        if snapshot || number >= self.meta_written.0 + META_EVERY {
+        if snapshot.is_some() || number >= self.meta_written.0 + META_EVERY {
             batch.push(self.meta_write());
         } else if !self.meta.progress.same_apart_from_time(&self.meta_written.1) {
             self.meta_written.1 = self.meta.progress.clone();

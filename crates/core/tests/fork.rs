@@ -45,7 +45,8 @@ async fn a_fork_runs_on_from_its_checkpoint_with_the_hint_in_its_next_model_call
     let calls_before = store.calls(&parent.session_id).unwrap();
     asked.lock().unwrap().clear();
 
-    let fork = agentloop_core::fork::fork(&*store, &parent.session_id, 2, serde_json::json!({}), Some("be brief".into())).unwrap();
+    let (meta, at_two) = (store.load(&parent.session_id).unwrap().meta, store.checkpoint(&parent.session_id, 2).unwrap());
+    let fork = agentloop_core::fork::fork(&*store, &meta, at_two, serde_json::json!({}), Some("be brief".into())).unwrap();
     let tool_after = Recorder::new("record", Effect::SideEffect);
     let out = runner(&store, asked.clone(), tool_after.clone()).resume(&fork, true).unwrap().wait().await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");

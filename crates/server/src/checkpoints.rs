@@ -79,7 +79,7 @@ pub(crate) async fn fork_session(app: &Arc<AppState>, id: &str, req: ForkRequest
         return Ok(Forked::Asked(json!({"forked": false, "workspace": restore.folder, "changes": restore.changes})));
     }
     restore.apply(&*store)?;
-    let fork_id = checkpoints::fork(&registry, &*store, id, req.step, &restore.folder, req.hint)?;
+    let fork_id = checkpoints::fork(&registry, &*store, &restore, req.hint)?;
     let meta = store.load(&fork_id)?.meta;
     let agent = registry.agent_of(&meta)?;
     let env = app.env(agent).await?;

@@ -145,7 +145,7 @@ async fn a_fork_of_a_killed_session_runs_on_from_its_step_once_each_in_its_own_f
     let folder = tempfile::tempdir().unwrap();
     let checkpoint = store.checkpoint(&parent, 2).unwrap();
     restore(&*store, &Workspace::new(folder.path()).unwrap(), &checkpoint.files).unwrap();
-    let fork = agentloop_core::fork::fork(&*store, &parent, 2, json!({}), Some("try harder".into())).unwrap();
+    let fork = agentloop_core::fork::fork(&*store, &store.load(&parent).unwrap().meta, checkpoint, json!({}), Some("try harder".into())).unwrap();
     let meta = store.load(&fork).unwrap().meta;
     assert_eq!((meta.step, meta.forked_from.as_ref().map(|f| (f.session_id.as_str(), f.step))), (2, Some((parent.as_str(), 2))));
     assert_eq!(store.calls(&fork).unwrap().len(), store.calls(&parent).unwrap().iter().filter(|c| c.step <= 2).count(), "its journal up to the step");

@@ -42,7 +42,7 @@ pub async fn fork(app: &App, store: Arc<dyn Store>, id: &str, fork: Fork, json: 
     if put_back(&*store, &restore, fork.yes || fork.workspace.is_some(), json)?.is_none() {
         return Ok(ExitCode::from(exit::NOT_COMPLETED));
     }
-    let fork_id = checkpoints::fork(&app.registry, &*store, id, fork.at, &restore.folder, fork.hint.clone())?;
+    let fork_id = checkpoints::fork(&app.registry, &*store, &restore, fork.hint.clone())?;
     let folder = restore.folder.display();
     if !fork.run {
         if json {
