@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use agentloop_test_support::fake_openai::notes_planner;
+use agentloop_test_support::fake_openai::{planner, NOTES_PLAN};
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
@@ -23,7 +23,7 @@ fn json_of(out: &std::process::Output) -> Value {
 
 async fn planner_answers() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(notes_planner).mount(&server).await;
+    Mock::given(method("POST")).respond_with(planner(NOTES_PLAN)).mount(&server).await;
     server
 }
 

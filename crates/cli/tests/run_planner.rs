@@ -6,7 +6,7 @@
 
 use std::process::Stdio;
 
-use agentloop_test_support::fake_openai::notes_planner;
+use agentloop_test_support::fake_openai::{planner, NOTES_PLAN};
 use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
@@ -21,7 +21,7 @@ async fn the_plan_waits_for_approval_and_runs_once_answered() {
     let root = dir.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(notes_planner).mount(&server).await;
+    Mock::given(method("POST")).respond_with(planner(NOTES_PLAN)).mount(&server).await;
     let config = dir.path().join("agentloop.toml");
     std::fs::write(
         &config,

@@ -6,35 +6,15 @@
 
 use std::process::Command;
 
-use agentloop_test_support::fake_openai::{judged_on_view, last_message, reply};
+use agentloop_test_support::fake_openai::planner;
 use rexpect::process::wait::WaitStatus;
-use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request};
+use wiremock::{Mock, MockServer};
 
 /// A fake endpoint that restates, pre-checks, plans `actions` and finds the goal met.
 async fn planner_endpoint(actions: &'static [&'static str]) -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(move |req: &Request| {
-            let last = last_message(req);
-            if last.contains("Restate the goal") {
-                return reply(json!({"who": "me", "what": "files", "when": "now", "where": "root", "why": "test"}).to_string());
-            }
-            if last.contains("Next step:") {
-                return reply("Runs the step.".into());
-            }
-            if last.contains("Write the checklist") {
-                return reply(json!({"requirements": []}).to_string());
-            }
-            if last.contains("REQUIREMENT: ") {
-                return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": judged_on_view(&last)}).to_string());
-            }
-            let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
-            reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))
-        })
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(planner(actions)).mount(&server).await;
     server
 }
 

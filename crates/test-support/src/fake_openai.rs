@@ -35,24 +35,28 @@ pub fn judged_on_view(prompt: &str) -> bool {
     prompt.split("FILES AND FOLDERS NOW UNDER THE ROOT:\n").nth(1).is_some_and(|listing| listing.starts_with("- "))
 }
 
-/// The planner's model for a goal of a `notes` folder holding `a.txt`
-/// ("hello"): each phase told apart by its prompt, the plan two actions,
-/// each requirement judged done when the view shows the outcome.
-pub fn notes_planner(req: &Request) -> ResponseTemplate {
-    let last = last_message(req);
-    if last.contains("Restate the goal") {
-        return reply(json!({"who": "me", "what": "a notes folder", "when": "now", "where": "notes", "why": "to take notes"}).to_string());
+/// The planner's model behind a fake endpoint: each phase told apart by
+/// its prompt, every plan the `actions` given, each requirement judged done
+/// when the view shows the outcome.
+pub fn planner(actions: &'static [&'static str]) -> impl Fn(&Request) -> ResponseTemplate + Send + Sync + 'static {
+    move |req: &Request| {
+        let last = last_message(req);
+        if last.contains("Restate the goal") {
+            return reply(json!({"who": "me", "what": "files", "when": "now", "where": "root", "why": "test"}).to_string());
+        }
+        if last.contains("Next step:") {
+            return reply("Runs the step.".into());
+        }
+        if last.contains("Write the checklist") {
+            return reply(json!({"requirements": []}).to_string());
+        }
+        if last.contains("REQUIREMENT: ") {
+            return reply(json!({"evidence": "FILES AND FOLDERS NOW UNDER THE ROOT", "done": judged_on_view(&last)}).to_string());
+        }
+        let steps: Vec<Value> = actions.iter().enumerate().map(|(i, a)| json!({"step": i + 1, "action": a, "expects": "ok"})).collect();
+        reply(format!("<json>{}</json>", json!({"goal": "g", "thinking_summary": "simple", "reflection": "", "ready": true, "plan": steps})))
     }
-    if last.contains("Next step:") {
-        return reply("Creates the folder.".into());
-    }
-    if last.contains("Write the checklist") {
-        return reply(json!({"requirements": []}).to_string());
-    }
-    if last.contains("REQUIREMENT: ") {
-        return reply(json!({"evidence": "hello", "done": judged_on_view(&last)}).to_string());
-    }
-    let plan = json!({"goal": "notes", "thinking_summary": "one folder, one file", "reflection": "", "ready": true,
-        "plan": [{"step": 1, "action": "CREATE_DIR notes", "expects": "notes exists"}, {"step": 2, "action": "WRITE_FILE notes/a.txt hello", "expects": "a.txt says hello"}]});
-    reply(format!("<json>{plan}</json>"))
 }
+
+/// A plan that makes the folder `notes` holding `a.txt` ("hello").
+pub const NOTES_PLAN: &[&str] = &["CREATE_DIR notes", "WRITE_FILE notes/a.txt hello"];

@@ -83,20 +83,21 @@ impl Registry {
 
     /// The folder a stored session works in, when its agent keeps one.
     pub fn workspace(&self, meta: &SessionMeta) -> Result<std::path::PathBuf> {
-        let field = self.agent_of(meta)?.workspace_field();
-        field.and_then(|f| meta.input.get(f)).and_then(Value::as_str).map(std::path::PathBuf::from).ok_or_else(|| {
-            agentloop_core::Error::NotFound(format!("session `{}` of agent `{}` keeps no workspace, so it has no files to rewind or fork", meta.id, meta.agent))
-        })
+        let field = self.workspace_field(meta)?;
+        meta.input.get(field).and_then(Value::as_str).map(std::path::PathBuf::from).ok_or_else(|| no_workspace(meta))
     }
 
     /// `meta`'s input with its workspace moved to `folder`.
     pub fn input_in(&self, meta: &SessionMeta, folder: &std::path::Path) -> Result<Value> {
-        self.workspace(meta)?;
+        let field = self.workspace_field(meta)?;
         let mut input = meta.input.clone();
-        if let (Some(field), Some(map)) = (self.agent_of(meta)?.workspace_field(), input.as_object_mut()) {
-            map.insert(field.to_string(), json!(folder.display().to_string()));
-        }
+        input.as_object_mut().ok_or_else(|| no_workspace(meta))?.insert(field.to_string(), json!(folder.display().to_string()));
         Ok(input)
+    }
+
+    /// The input field naming the folder `meta`'s agent works in.
+    fn workspace_field(&self, meta: &SessionMeta) -> Result<&'static str> {
+        self.agent_of(meta)?.workspace_field().ok_or_else(|| no_workspace(meta))
     }
 
     /// Resumes a stored session with the agent that started it.
@@ -172,4 +173,9 @@ impl Registry {
             "$defs": defs,
         })
     }
+}
+
+/// The error for a session whose agent keeps no folder.
+fn no_workspace(meta: &SessionMeta) -> agentloop_core::Error {
+    agentloop_core::Error::NotFound(format!("session `{}` of agent `{}` keeps no workspace, so it has no files to rewind or fork", meta.id, meta.agent))
 }
