@@ -40,16 +40,20 @@ impl Region {
 pub struct ViewOptions {
     /// Everything shown, in tokens.
     pub budget: usize,
-    /// The part of it the ranked regions may take, and the failing tests.
+    /// The part of it the ranked regions may take, the failing tests, and
+    /// the map of the rest. The map is kept small: every token of it is
+    /// prefill paid at each call, and a small model reads a long list of
+    /// names as a list of things to do.
     pub regions_share: f64,
     pub tests_share: f64,
+    pub map_share: f64,
     /// Regions shown at most.
     pub max_regions: usize,
 }
 
 impl ViewOptions {
     pub fn new(budget: usize) -> Self {
-        Self { budget, regions_share: 0.65, tests_share: 0.15, max_regions: 6 }
+        Self { budget, regions_share: 0.65, tests_share: 0.15, map_share: 0.2, max_regions: 6 }
     }
 }
 
@@ -153,7 +157,8 @@ pub fn build(
     }
     spent += test_spent;
 
-    let map = map_text(files, defs, ranked, &view.regions, options.budget.saturating_sub(spent), cost);
+    let map_budget = ((options.budget as f64 * options.map_share) as usize).min(options.budget.saturating_sub(spent));
+    let map = map_text(files, defs, ranked, &view.regions, map_budget, cost);
     spent += cost(&map);
 
     let mut text = String::new();
@@ -213,8 +218,10 @@ fn window(d: &Definition, source: &str, budget: usize, cost: &dyn Fn(&str) -> us
     best
 }
 
-/// Every file and its definitions' first lines, files ranked by their best
-/// definition, as many as fit; then the other files by name.
+/// Every source file and its definitions' first lines, files ranked by
+/// their best definition, as many as fit; then the other files by name.
+/// Test files are left out: a change is to the code, and the tests that
+/// explain a failure are shown whole above.
 fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], shown: &[Region], budget: usize, cost: &dyn Fn(&str) -> usize) -> String {
     let mut order: Vec<&str> = Vec::new();
     for r in ranked {
@@ -228,6 +235,7 @@ fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], 
             order.push(p);
         }
     }
+    order.retain(|p| !crate::rank::is_test_path(p));
     let head = "Map of the repository (each file's definitions: line, first line; regions shown above are marked *):\n";
     let mut out = head.to_string();
     // Room kept for the line that says how many files were left out.
@@ -249,7 +257,7 @@ fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], 
         spent += c;
         out.push_str(&block);
     }
-    let others: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| !order.contains(p)).collect();
+    let others: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| !order.contains(p) && !crate::rank::is_test_path(p)).collect();
     if !others.is_empty() {
         let line = format!("Other files (not code, or in a language not mapped): {}\n", others.join(", "));
         if spent + cost(&line) <= budget {
@@ -318,6 +326,19 @@ mod tests {
         assert!(!view.text.contains("Permission is hereby granted"));
         assert!(view.cost <= 1500, "{}", view.cost);
         assert!(chars(&view.text) <= 1500 + 50);
+    }
+
+    #[test]
+    fn the_map_keeps_to_its_share_and_leaves_the_tests_out() {
+        let files = package();
+        let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
+        let ranked = rank(&defs, |_| String::new(), &Evidence::default(), "parse_ranges", None, Weights::default());
+        let options = ViewOptions::new(4000);
+        let view = build(&files, &defs, &ranked, &[], &Evidence::default(), options, &chars);
+        let map = &view.text[view.text.find("Map of the repository").unwrap()..];
+        assert!(chars(map) <= (4000.0 * options.map_share) as usize, "{} tokens of map", chars(map));
+        assert!(map.contains("pkg/zz_ranges.py") && map.contains("more file(s) not listed"), "{map}");
+        assert!(!map.contains("tests/test_ranges.py"), "{map}");
     }
 
     #[test]

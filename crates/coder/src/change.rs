@@ -64,7 +64,7 @@ pub fn grammar(files: &[(&str, &str)], format: EditFormat) -> String {
                 rules.push_str(&hunks::grammar_rules(&format!("hunk_{i}"), content));
                 alternatives.insert(i, format!("edit_{i}"));
             }
-            rules.push_str(hunks::REPLACED_TERMINAL);
+            rules.push_str(&hunks::replaced_terminal());
             rules.push('\n');
         }
     }

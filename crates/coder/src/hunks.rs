@@ -74,7 +74,7 @@ fn lines_until<'a>(lines: &mut impl Iterator<Item = &'a str>, marker: &str) -> (
 /// file, named `rule`: lines to find that are a run of `content`'s lines —
 /// any line to start, then only the line after it, until the file ends —
 /// then a replacement running to the first REPLACE line (the terminal
-/// `REPLACED_TERMINAL` declares). So the lines to find are always text the
+/// `replaced_terminal` declares). So the lines to find are always text the
 /// file holds in that order, and a model cannot copy lines round and round
 /// until its token limit. A line a string literal cannot hold as written
 /// ends a run (the next one starts after it).
@@ -108,9 +108,29 @@ pub fn grammar_rules(rule: &str, content: &str) -> String {
     )
 }
 
-/// The terminal every hunk's replacement is: any lines, up to and
-/// including the first REPLACE line.
-pub const REPLACED_TERMINAL: &str = r"REPLACED: /((?s:.*)\n)?>>>>>>> REPLACE\n/ & ~/(?s:.*)>>>>>>> REPLACE\n(?s:.+)/";
+/// Lines a replacement may hold at most. A hunk replaces a run of lines
+/// the model was shown, so its replacement is about as long; a longer one
+/// is a model that lost its place and would otherwise write until its
+/// token limit (a minute or more of decoding on a CPU) before the answer
+/// is refused anyway. A change that needs more is written as more hunks.
+pub const REPLACED_LINES: usize = 60;
+
+/// A replacement as written: up to `REPLACED_LINES` lines, then the
+/// REPLACE line.
+const REPLACED_SHAPE: &str = r"([^\n]*\n){0,60}>>>>>>> REPLACE\n";
+
+/// What a replacement may not be: one with a line of the format's own
+/// markers or a fence before its end. Such a line inside a replacement
+/// is never code; it is the model starting the next hunk or block without
+/// closing this one, or repeating a marker round and round.
+const REPLACED_FORBIDDEN: &str = r"((?s:.*)\n)?(<<<<<<<|=======|>>>>>>>|```)[^\n]*\n(?s:.+)";
+
+/// The terminal every hunk's replacement is (llguidance's Lark: `&` is
+/// both, `~` is not): at most `REPLACED_LINES` lines holding no marker or
+/// fence, up to and including the first REPLACE line.
+pub fn replaced_terminal() -> String {
+    format!("REPLACED: /{REPLACED_SHAPE}/ & ~/{REPLACED_FORBIDDEN}/")
+}
 
 #[cfg(test)]
 mod tests {
@@ -137,6 +157,22 @@ mod tests {
         assert!(cut.contains("edit 1 has no"), "{cut}");
         let empty = parse("<<<<<<< SEARCH\n=======\na = 2\n>>>>>>> REPLACE\n").unwrap().unwrap_err();
         assert!(empty.contains("no lines to find"), "{empty}");
+    }
+
+    #[test]
+    fn a_replacement_ends_at_its_replace_line_within_its_lines_and_holds_no_marker() {
+        let shape = regex::Regex::new(&format!("^(?:{REPLACED_SHAPE})$")).unwrap();
+        let forbidden = regex::Regex::new(&format!("^(?:{REPLACED_FORBIDDEN})$")).unwrap();
+        let allowed = |text: &str| shape.is_match(text) && !forbidden.is_match(text);
+        assert!(REPLACED_SHAPE.contains(&format!("{{0,{REPLACED_LINES}}}")));
+        assert!(allowed(">>>>>>> REPLACE\n"), "an empty replacement deletes the lines");
+        assert!(allowed("    return a <= b\n    # == is fine inside code\n>>>>>>> REPLACE\n"));
+        assert!(allowed(&format!("{}>>>>>>> REPLACE\n", "x = 1\n".repeat(REPLACED_LINES))));
+        assert!(!allowed(&format!("{}>>>>>>> REPLACE\n", "x = 1\n".repeat(REPLACED_LINES + 1))), "too long");
+        assert!(!allowed("x = 2\n======= a.py:3-9\n>>>>>>> REPLACE\n"), "a divider inside");
+        assert!(!allowed("x = 2\n<<<<<<< SEARCH\nx = 1\n>>>>>>> REPLACE\n"), "the next hunk begun without closing this one");
+        assert!(!allowed("x = 2\n```\nb.py\n>>>>>>> REPLACE\n"), "a fence inside");
+        assert!(!allowed("x = 2\n>>>>>>> REPLACE\nx = 3\n>>>>>>> REPLACE\n"), "past the first REPLACE line");
     }
 
     #[test]

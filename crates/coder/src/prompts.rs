@@ -134,6 +134,7 @@ pub fn output_now(s: &CoderState) -> &str {
 /// frames and the runner's last line, so the output never crowds out the
 /// code.
 fn compact(output: &str, root: &str) -> String {
+    let output = &without_noise(output);
     if output.len() <= OUTPUT_CHARS {
         return output.to_string();
     }
@@ -160,6 +161,19 @@ fn last_output(s: &CoderState) -> String {
         }
         _ => String::new(),
     }
+}
+
+/// The output without the lines that say nothing about a failure: pytest's
+/// progress rows (dots and a percentage) and its reasons for skipped
+/// tests. A small model reads a skip reason ("X is new in Python 3.14")
+/// as a clue and plans around it.
+fn without_noise(output: &str) -> String {
+    let progress = |l: &str| {
+        let l = l.trim_end();
+        l.ends_with("%]") && l.split_whitespace().next().is_some_and(|dots| dots.chars().all(|c| matches!(c, '.' | 's' | 'x' | 'F' | 'E' | 'X')))
+    };
+    let noise = |l: &str| progress(l) || l.starts_with("SKIPPED [");
+    output.lines().filter(|l| !noise(l)).map(|l| format!("{l}\n")).collect()
 }
 
 fn indent(text: &str) -> String {
@@ -290,6 +304,13 @@ mod tests {
         assert!(head.contains("def merge(xs)") && head.contains("Fix merge()") && head.contains("python3 -m unittest"));
         assert!(phases[3].messages[1].content.ends_with(change_shape(s.edit_format())), "the question comes last");
         assert!(phases[4].messages[1].content.ends_with("which line of the code above makes it fail?"), "a reflection ends in its question");
+    }
+
+    #[test]
+    fn the_tests_output_is_shown_without_progress_rows_or_skip_reasons() {
+        let output = "..........s......... [ 37%]\n.....F....   [100%]\nE   assert 1 == 2\nSKIPPED [1] tests/test_a.py:7: needs Python 3.14\nFAILED tests/test_a.py::test_b - assert 1 == 2\n1 failed, 18 passed, 1 skipped in 0.05s\n";
+        let shown = compact(output, "/ws");
+        assert_eq!(shown, "E   assert 1 == 2\nFAILED tests/test_a.py::test_b - assert 1 == 2\n1 failed, 18 passed, 1 skipped in 0.05s\n");
     }
 
     #[test]
