@@ -14,6 +14,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::engine::{Engine, BATCH, SEQUENCES};
+use super::grammar::Witness;
 use super::Generation;
 
 /// One answer being decoded: its prompt, its sampler, what it wrote so far.
@@ -23,6 +24,8 @@ pub(super) struct Sequence<'r> {
     request: &'r ChatRequest,
     tokens: Vec<LlamaToken>,
     sampler: LlamaSampler,
+    /// Follows the answer when the sampler holds it to a grammar.
+    witness: Option<Witness>,
     pub(super) budget: usize,
     out: Vec<u8>,
     streamed: usize,
@@ -78,13 +81,14 @@ impl Engine<'_> {
                 crate::OVER_CONTEXT
             )));
         }
-        let sampler = self.sampler(request)?;
+        let (sampler, witness) = self.sampler(request)?;
         let budget = (request.max_tokens.unwrap_or(self.max_tokens) as usize).min(context - tokens.len());
         Ok(Sequence {
             slot,
             request,
             tokens,
             sampler,
+            witness,
             budget,
             out: Vec::new(),
             streamed: 0,
@@ -258,6 +262,12 @@ impl Engine<'_> {
         let token = s.sampler.sample(&self.ctx, s.logits_at);
         if self.model.vocab().is_eog(token) {
             s.finish = Some(FinishReason::Stop);
+            return None;
+        }
+        if s.witness.as_mut().is_some_and(|w| w.follow(token.0.cast_unsigned()).is_err()) {
+            // The grammar no longer holds the answer: it ends here, cut off,
+            // rather than running on unheld to its budget.
+            s.finish = Some(FinishReason::Length);
             return None;
         }
         s.generated += 1;

@@ -16,7 +16,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::draft::{same_vocabulary, Draft};
-use super::grammar::Grammars;
+use super::grammar::{Grammars, Witness};
 use super::{prompt, Generation, LlamaConfig};
 
 /// One request for the thread; the answer goes back through `reply`.
@@ -227,26 +227,27 @@ impl<'m> Engine<'m> {
     }
 
     /// Greedy unless the request asks for a temperature; held to the schema
-    /// or else the grammar when there is one.
-    pub(super) fn sampler(&mut self, request: &ChatRequest) -> Result<LlamaSampler> {
+    /// or else the grammar when there is one, with the witness that checks
+    /// it stays held (`grammar::Witness`).
+    pub(super) fn sampler(&mut self, request: &ChatRequest) -> Result<(LlamaSampler, Option<Witness>)> {
         let base = match request.temperature {
             Some(t) if t > 0.0 => LlamaSampler::chain_simple([LlamaSampler::temp(t), LlamaSampler::dist(rand::random())]),
             _ => LlamaSampler::greedy(),
         };
         if request.json_schema.is_none() && request.grammar.is_none() {
-            return Ok(base);
+            return Ok((base, None));
         }
         if self.grammars.is_none() {
             self.grammars = Some(Grammars::new(self.model).map_err(|m| self.fail(m))?);
         }
         let grammars = self.grammars.as_ref().ok_or_else(|| self.fail("the grammar engine is missing"))?;
-        let constrained = match (&request.json_schema, &request.grammar) {
+        let (constrained, witness) = match (&request.json_schema, &request.grammar) {
             (Some(schema), _) => grammars.json_sampler(schema),
             (None, Some(lark)) => grammars.lark_sampler(lark),
-            (None, None) => return Ok(base),
+            (None, None) => return Ok((base, None)),
         }
         .map_err(|m| self.fail(m))?;
-        Ok(LlamaSampler::chain_simple([constrained, base]))
+        Ok((LlamaSampler::chain_simple([constrained, base]), Some(witness)))
     }
 
     /// Empties the KV cache (after an error left it in an unknown state).

@@ -22,23 +22,43 @@ impl Grammars {
     }
 
     /// A sampler that only lets through tokens continuing a JSON document
-    /// valid against `schema`.
-    pub fn json_sampler(&self, schema: &Value) -> Result<LlamaSampler, String> {
+    /// valid against `schema`, and its witness.
+    pub fn json_sampler(&self, schema: &Value) -> Result<(LlamaSampler, Witness), String> {
         self.sampler(TopLevelGrammar::from_json_schema(compact(schema)), "the JSON schema cannot be turned into a grammar")
     }
 
     /// A sampler that only lets through tokens continuing a text that
-    /// `lark` (llguidance's Lark dialect) accepts.
-    pub fn lark_sampler(&self, lark: &str) -> Result<LlamaSampler, String> {
+    /// `lark` (llguidance's Lark dialect) accepts, and its witness.
+    pub fn lark_sampler(&self, lark: &str) -> Result<(LlamaSampler, Witness), String> {
         self.sampler(TopLevelGrammar::from_lark(lark.to_string()), "the grammar is not valid Lark")
     }
 
-    fn sampler(&self, grammar: TopLevelGrammar, invalid: &str) -> Result<LlamaSampler, String> {
+    fn sampler(&self, grammar: TopLevelGrammar, invalid: &str) -> Result<(LlamaSampler, Witness), String> {
         let matcher = Matcher::new(self.factory.create_parser(grammar));
         if let Some(why) = matcher.get_error() {
             return Err(format!("{invalid} ({why})"));
         }
-        Ok(LlamaSampler::from(matcher))
+        let witness = Witness(matcher.deep_clone());
+        Ok((LlamaSampler::from(matcher), witness))
+    }
+}
+
+/// A second matcher that follows the tokens a held sampler picked. The
+/// sampler masks nothing once its matcher fails (out of lexer states or
+/// fuel on a large grammar): the answer then runs on unheld, to the token
+/// limit, and is refused after minutes of decoding. The witness sees that
+/// at the first token the grammar does not allow, so the answer can end
+/// there.
+pub struct Witness(Matcher);
+
+impl Witness {
+    /// Follows `token`; `Err` with the grammar engine's reason when the
+    /// grammar does not allow it.
+    pub fn follow(&mut self, token: u32) -> Result<(), String> {
+        if self.0.is_stopped() {
+            return Ok(());
+        }
+        self.0.consume_token(token).map_err(|e| e.to_string())
     }
 }
 
@@ -51,4 +71,25 @@ pub(super) fn compact(schema: &Value) -> Value {
         map.entry("x-guidance").or_insert_with(|| json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": ", "lenient": true}));
     }
     schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llama_cpp_2::model::params::LlamaModelParams;
+
+    #[test]
+    fn a_witness_follows_what_the_grammar_allows_and_refuses_what_it_does_not() {
+        let path = crate::catalog::DEFAULT_MODEL.path(&crate::catalog::default_data_dir());
+        assert!(path.is_file(), "the default model is missing at {}: run `bash scripts/fetch-models.sh`", path.display());
+        let backend = super::super::engine::backend().unwrap();
+        let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default().with_vocab_only(true)).unwrap();
+        let grammars = Grammars::new(&model).unwrap();
+        let tokens = |text: &str| model.vocab().tokenize(text.as_bytes(), false, false);
+        let (_, mut held) = grammars.lark_sampler("start: \"yes, \" NAME\nNAME: /[a-z]+/").unwrap();
+        assert!(tokens("yes, alice").into_iter().all(|t| held.follow(t.0.cast_unsigned()).is_ok()));
+        let (_, mut strayed) = grammars.lark_sampler("start: \"yes, \" NAME\nNAME: /[a-z]+/").unwrap();
+        let followed: Vec<bool> = tokens("no, Bob").into_iter().map(|t| strayed.follow(t.0.cast_unsigned()).is_ok()).collect();
+        assert!(!followed[0], "the first token already leaves the grammar: {followed:?}");
+    }
 }
