@@ -29,6 +29,7 @@ mod context;
 mod coverage;
 mod events;
 mod failures;
+mod focus;
 mod hunks;
 mod more;
 mod new_files;

@@ -15,6 +15,7 @@ use super::context;
 use super::coverage;
 use super::events::CoderEvent;
 use super::failures;
+use super::focus;
 use super::more;
 use super::new_files;
 use super::prompts;
@@ -362,7 +363,14 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     // decodes them side by side, and tried in order until one passes. Each
     // may be refused once and asked for again, as one change is.
     while asked < budget && tried.len() < wanted && !tried.last().is_some_and(|c| c.passed) {
-        let round = candidate_requests(&request, tried.len(), (wanted - tried.len()).min(budget - asked), &refused);
+        let mut round = candidate_requests(&request, tried.len(), (wanted - tried.len()).min(budget - asked), &refused);
+        if wanted > 1 {
+            for (i, asked) in round.iter_mut().enumerate() {
+                if let Some(region) = focus::region_of(tried.len() + i, s.regions()) {
+                    focus::hold(asked, region, files, s.edit_format());
+                }
+            }
+        }
         asked += round.len();
         refused.clear();
         for answer in step.chat_all_as(CODER_ROLE, round).await? {
