@@ -48,14 +48,20 @@ pub struct CoderArgs {
     /// endpoint, with the same budget; one JSON holds both.
     #[arg(long)]
     pub peer: bool,
-    /// Real suite only: wall-clock seconds each case may take, for the
-    /// coder and the peer alike; past it, the case is unsolved.
-    #[arg(long, default_value_t = 900)]
-    pub budget_seconds: u64,
+    /// Wall-clock seconds each session may take (on the real suite, the
+    /// peer's too; there 900 unless given); past it, the session is
+    /// terminated and unsolved.
+    #[arg(long)]
+    pub budget_seconds: Option<u64>,
     /// Real suite only: keep the cases an earlier run wrote to `--out` and
     /// run the rest; the figures printed count them all.
     #[arg(long)]
     pub resume: bool,
+    /// Tuning set only: fork each unsolved session at its best attempt with
+    /// this hint, and run a fresh session with the same hint beside it
+    /// (`coder_fork.rs`).
+    #[arg(long, value_name = "TEXT")]
+    pub fork_hint: Option<String>,
     /// Only the projects whose folder name holds this.
     #[arg(long, value_name = "TEXT")]
     pub only: Vec<String>,
@@ -98,6 +104,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     if args.resume {
         anyhow::bail!("--resume is for the real suite's long runs: add --suite real, or leave --resume out");
     }
+    if let Some(hint) = &args.fork_hint {
+        return crate::coder_fork::run(config, &args, hint).await;
+    }
     let mut projects = projects(&args.set)?;
     if !args.only.is_empty() {
         projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
@@ -119,7 +128,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let ws = if args.runs == 1 { scratch.join(&name) } else { scratch.join(format!("{name}-{run}")) };
         copy_dir(project, &ws)?;
         let started = Instant::now();
-        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.settings.clone()).await?;
+        let budget = args.budget_seconds.map(Duration::from_secs);
+        let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.settings.clone(), budget).await?;
         let took = started.elapsed().as_secs_f64();
         solved += u32::from(record.solved);
         false_completions += u32::from(record.said_passed && !record.solved);
@@ -298,13 +308,16 @@ impl PhasePrefill {
     }
 }
 
-async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings) -> Result<Solved> {
+async fn solve(ws: &Path, sandbox: &Sandbox, models: &Models, store: Arc<dyn Store>, config: CoderSettings, budget: Option<Duration>) -> Result<Solved> {
     let command = test_command::detect(ws).with_context(|| format!("{} has no test command", ws.display()))?;
-    solve_task(ws, sandbox, models, store, config, TASK, &command).await
+    solve_task(ws, sandbox, models, store, config, TASK, &command, budget).await
 }
 
 /// One coder session on `ws` with `task`, no questions asked, and the
-/// test command run by the bench afterwards.
+/// test command run by the bench afterwards. Past `budget`, the session is
+/// terminated (its model call cancelled) and waited for, so that it does
+/// not run on beside the next case; it is then out of time.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn solve_task(
     ws: &Path,
     sandbox: &Sandbox,
@@ -313,13 +326,27 @@ pub(crate) async fn solve_task(
     config: CoderSettings,
     task: &str,
     command: &str,
+    budget: Option<Duration>,
 ) -> Result<Solved> {
     let workspace = Workspace::new(ws)?;
     let runner = coder::runner(&Wiring::new(models.clone(), store.clone()), &workspace, sandbox, Duration::from_secs(config.command_timeout))?;
     let state = CoderState::new(&workspace, task, command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
-    let outcome = runner.start(state, options)?.wait().await?;
+    let handle = runner.start(state, options)?;
+    let controller = handle.controller();
+    let waiting = handle.wait();
+    tokio::pin!(waiting);
+    let (outcome, out_of_time) = match budget {
+        Some(budget) => match tokio::time::timeout(budget, &mut waiting).await {
+            Ok(outcome) => (outcome?, false),
+            Err(_) => {
+                controller.terminate("the benchmark's time budget ran out");
+                (waiting.await?, true)
+            }
+        },
+        None => (waiting.await?, false),
+    };
     let (passed, tail) = tests_pass(sandbox, command)?;
     let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
     let calls = store.calls(&outcome.session_id)?;
@@ -329,8 +356,8 @@ pub(crate) async fn solve_task(
         prefill: Prefill::count(&calls),
         session_id: outcome.session_id.clone(),
         said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
-        finish_reason: outcome.finish_reason,
-        solved: passed,
+        finish_reason: if out_of_time { Some("budget".into()) } else { outcome.finish_reason },
+        solved: passed && !out_of_time,
         iterations: outcome.progress.iterations,
         prompt_tokens: outcome.progress.prompt_tokens,
         served: outcome.progress.served,
@@ -356,7 +383,7 @@ pub(crate) fn run_tests(sandbox: &Sandbox, command: &str) -> Result<(bool, Strin
     Ok((out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))))
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;

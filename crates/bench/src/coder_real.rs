@@ -37,6 +37,10 @@ use crate::BenchEnv;
 
 /// The pytest the bench installs for the projects' suites.
 const PYTEST: &str = "pytest==9.2.0";
+/// Wall-clock seconds a case may take, for the coder and the peer alike,
+/// unless `--budget-seconds` says otherwise.
+const DEFAULT_BUDGET_SECONDS: u64 = 900;
+
 /// The view's budget for the localization figure, in tokens: an 8,192-token
 /// context less the answer's room and the prompt around the code.
 pub const VIEW_BUDGET: usize = 6000;
@@ -86,7 +90,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     pytest_beside(&std::env::temp_dir().join("agentloop-bench-pytest"))?;
     let scratch = harness::scratch_dir("coder-real")?;
     let models = if args.verify { None } else { Some(config.build_models()?) };
-    let budget = Duration::from_secs(args.budget_seconds);
+    let budget = Duration::from_secs(args.budget_seconds.unwrap_or(DEFAULT_BUDGET_SECONDS));
     // The peer on the same weights: the stronger model the coder's chain
     // escalates to, served as an OpenAI-compatible endpoint.
     let peer = match (&models, args.peer) {
@@ -152,40 +156,19 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         });
         if let Some(models) = &models {
             let started = Instant::now();
-            let since = chrono::Utc::now();
-            let solving = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command);
-            match tokio::time::timeout(budget, solving).await {
-                Ok(run) => {
-                    let run = run?;
-                    let took = started.elapsed().as_secs_f64();
-                    let n: u64 = run.served.values().sum();
-                    record["served"] = json!(run.served);
-                    record["lengths"] = json!(run.lengths);
-                    record["prefill"] = json!(run.prefill);
-                    record["solved"] = json!(run.solved);
-                    record["saidPassed"] = json!(run.said_passed);
-                    record["finishReason"] = json!(run.finish_reason);
-                    record["seconds"] = json!(harness::round(took, 1));
-                    record["modelCalls"] = json!(n);
-                    record["promptTokens"] = json!(run.prompt_tokens);
-                    record["tests"] = json!(run.tests_tail);
-                }
-                // Out of time: unsolved, as the peer is when it runs out.
-                Err(_) => {
-                    record["solved"] = json!(false);
-                    record["finishReason"] = json!("budget");
-                    record["seconds"] = json!(budget.as_secs());
-                    // The session was dropped at the budget; its journal
-                    // still says what it asked.
-                    if let Some(session) = store.list()?.into_iter().find(|m| m.agent == agentloop_coder::AGENT && m.started_at >= since) {
-                        let journaled = store.calls(&session.id)?;
-                        let n = journaled.iter().filter(|c| c.kind == agentloop_core::journal::CallKind::Model).count() as u64;
-                        record["modelCalls"] = json!(n);
-                        record["lengths"] = json!(crate::coder::Lengths::count(&journaled));
-                        record["prefill"] = json!(crate::coder::Prefill::count(&journaled));
-                    }
-                }
-            }
+            let run = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command, Some(budget)).await?;
+            let took = started.elapsed().as_secs_f64();
+            record["served"] = json!(run.served);
+            record["lengths"] = json!(run.lengths);
+            record["prefill"] = json!(run.prefill);
+            record["solved"] = json!(run.solved);
+            record["saidPassed"] = json!(run.said_passed);
+            // Out of time, a case counts its budget, as the peer's does.
+            record["seconds"] = json!(if run.finish_reason.as_deref() == Some("budget") { budget.as_secs_f64() } else { harness::round(took, 1) });
+            record["finishReason"] = json!(run.finish_reason);
+            record["modelCalls"] = json!(run.served.values().sum::<u64>());
+            record["promptTokens"] = json!(run.prompt_tokens);
+            record["tests"] = json!(run.tests_tail);
             if let Some(peer) = &peer {
                 let ws = scratch.join(format!("{}-peer", case.id));
                 record["peer"] = peer.solve(&tarball, &ws, case, &command, config).await?;
@@ -201,7 +184,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     report["results"] = json!(out.path);
     if with_model {
         report["candidates"] = json!(args.settings.candidates);
-        report["budget_seconds"] = json!(args.budget_seconds);
+        report["budget_seconds"] = json!(budget.as_secs());
     }
     if let Some(p) = &peer {
         report["peer"]["name"] = json!(peer::PEER);

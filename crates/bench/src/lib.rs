@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod coder;
+mod coder_fork;
 mod coder_real;
 pub mod engine;
 mod escapes;

@@ -68,3 +68,30 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
         assert_eq!(std::fs::read_to_string(ws.join("intervals.py")).unwrap(), FIXED);
     }
 }
+
+/// A session past `--budget-seconds` is terminated, its model call
+/// cancelled, before the bench goes on: it neither runs on beside the next
+/// case nor counts as solved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_past_its_budget_is_terminated_and_unsolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let slow = reply(json!({"steps": ["think it over"]}).to_string()).set_delay(std::time::Duration::from_secs(600));
+    Mock::given(method("POST")).respond_with(slow).mount(&server).await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let args: Vec<String> = ["--data-dir", &dir.path().display().to_string(), "--config", &config.display().to_string(), "coder", "--only", "py-intervals"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["--budget-seconds".into(), "2".into(), "--out".into(), results.display().to_string()])
+        .collect();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&results).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!((line["finishReason"].as_str(), line["solved"].as_bool()), (Some("budget"), Some(false)), "{line}");
+    let store = agentloop_store::SqliteStore::open(agentloop_store::default_path(dir.path()), agentloop_store::Durability::Process).unwrap();
+    let meta = agentloop_core::Store::load(&store, line["sessionId"].as_str().unwrap()).unwrap().meta;
+    assert_eq!(meta.status, agentloop_core::SessionStatus::Terminated, "the session was ended, not left running");
+}

@@ -27,12 +27,23 @@ pub fn region_of(n: usize, shown: Option<&[Region]>) -> Option<&Region> {
     }
 }
 
+/// Tokens a held answer may take beyond twice its region: the path, the
+/// fences and markers, a line or two of prose.
+const ANSWER_SLACK_TOKENS: usize = 200;
+
 /// `request` held to `region`: its grammar offers only the region's lines
-/// to change, and its last message says which region that is.
+/// to change, its last message says which region that is, and its answer
+/// may be about twice the region long (its lines to find and their
+/// replacement) — so a model that loses its place in a replacement, which
+/// the grammar cannot tell from code, stops there rather than at the
+/// model's whole answer budget.
 pub fn hold(request: &mut ChatRequest, region: &Region, files: &[(String, String)], format: EditFormat) {
     let editable = context::editable(files, Some(std::slice::from_ref(region)));
     let writable: Vec<(&str, &str)> = editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
     request.grammar = Some(change::grammar(&writable, format));
+    let region_tokens: usize = editable.iter().map(|(_, c)| context::estimate(c)).sum();
+    let answer = u32::try_from(2 * region_tokens + ANSWER_SLACK_TOKENS).unwrap_or(u32::MAX);
+    request.max_tokens = Some(request.max_tokens.map_or(answer, |m| m.min(answer)));
     if let Some(last) = request.messages.last_mut() {
         last.content.push_str(&format!("\n\nThis answer changes `{}` ({} lines {}-{}) and nothing else.", region.name, region.path, region.start, region.end));
     }
@@ -64,5 +75,7 @@ mod tests {
         let grammar = request.grammar.unwrap_or_default();
         assert!(grammar.contains(r#""    return 2\n""#) && !grammar.contains(r#""    return 1\n""#), "{grammar}");
         assert!(request.messages[0].content.ends_with("This answer changes `g` (a.py lines 4-5) and nothing else."));
+        let answer = request.max_tokens.unwrap_or(u32::MAX) as usize;
+        assert!((ANSWER_SLACK_TOKENS..ANSWER_SLACK_TOKENS + 20).contains(&answer), "about twice the region's tokens and the slack: {answer}");
     }
 }

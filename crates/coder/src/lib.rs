@@ -44,6 +44,7 @@ use agentloop_core::{CompiledGraph, Graph, Result, Runner, Termination, END};
 use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};
+pub use best::in_place as attempt_in_place;
 pub use change::{grammar as change_grammar, read as read_change};
 pub use context::{view_of, Clues};
 pub use events::CoderEvent;
