@@ -653,13 +653,47 @@ fn read(ws: &Workspace, path: &str) -> Option<String> {
 
 /// Each changed file before and after, for REVIEW.
 fn diff(s: &CoderState) -> String {
-    let mut out = String::new();
-    for (path, after) in &s.files {
-        match s.originals.get(path).cloned().flatten() {
-            Some(before) if &before == after => {}
-            Some(before) => out.push_str(&format!("--- {path} before\n{before}\n+++ {path} after\n{after}\n")),
-            None => out.push_str(&format!("+++ {path} (new)\n{after}\n")),
-        }
+    let after: Vec<(String, String)> = s.files.iter().map(|(p, c)| (p.clone(), c.clone())).collect();
+    fit_diff(&best::patch(&s.originals, &after))
+}
+
+/// Characters of a change REVIEW is shown at most: about a third of the
+/// default model's context, so the question always fits.
+const REVIEW_DIFF_CHARS: usize = 9_000;
+
+/// The change as REVIEW reads it: a unified diff with three lines of
+/// context (never whole files: on a real project one file can be larger
+/// than the model's context), cut with a note when even that is long.
+fn fit_diff(patch: &str) -> String {
+    if patch.len() <= REVIEW_DIFF_CHARS {
+        return patch.to_string();
     }
-    out
+    let mut end = REVIEW_DIFF_CHARS;
+    while !patch.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = &patch[..patch[..end].rfind('\n').map_or(end, |i| i + 1)];
+    let left = patch[kept.len()..].lines().count();
+    format!("{kept}… ({left} more line(s) of the diff not shown)\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn review_is_shown_a_diff_with_context_never_whole_files_and_never_past_its_share() {
+        let before: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+        let after = before.replace("line 1000\n", "line one thousand\n");
+        let s = CoderState {
+            files: [("big.py".to_string(), after)].into_iter().collect(),
+            originals: [("big.py".to_string(), Some(before))].into_iter().collect(),
+            ..CoderState::default()
+        };
+        let shown = diff(&s);
+        assert!(shown.contains("-line 1000\n+line one thousand\n") && shown.contains(" line 997\n") && !shown.contains("line 1500"), "{shown}");
+        let long: String = (0..2000).map(|i| format!("+added line {i}\n")).collect();
+        let cut = fit_diff(&long);
+        assert!(cut.len() < REVIEW_DIFF_CHARS + 100 && cut.ends_with("more line(s) of the diff not shown)\n"), "{}", &cut[cut.len() - 80..]);
+    }
 }
