@@ -113,9 +113,6 @@ fn cut(text: &str) -> String {
     if text.len() <= RESULT_SHOWN {
         return text.to_string();
     }
-    let mut end = RESULT_SHOWN;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} more characters)", &text[..end], text.len() - end)
+    let head = crate::text::head_within(text, RESULT_SHOWN);
+    format!("{head}… ({} more characters)", text.len() - head.len())
 }

@@ -97,6 +97,15 @@ pub fn projects(set: &str) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The set's projects, narrowed to those `--only` names.
+pub(crate) fn selected_projects(args: &CoderArgs) -> Result<Vec<PathBuf>> {
+    let mut projects = projects(&args.set)?;
+    if !args.only.is_empty() {
+        projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
+    }
+    Ok(projects)
+}
+
 pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     if args.suite == "real" {
         return crate::coder_real::run(config, args).await;
@@ -107,10 +116,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
     if let Some(hint) = &args.fork_hint {
         return crate::coder_fork::run(config, &args, hint).await;
     }
-    let mut projects = projects(&args.set)?;
-    if !args.only.is_empty() {
-        projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
-    }
+    let projects = selected_projects(&args)?;
     let models = config.build_models()?;
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder")?;
     let scratch = harness::scratch_dir("coder-bench")?;

@@ -18,7 +18,7 @@ use agentloop_store::SqliteStore;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use crate::coder::{copy_dir, projects, run_tests, solve_task, CoderArgs, TASK};
+use crate::coder::{copy_dir, run_tests, selected_projects, solve_task, CoderArgs, TASK};
 use crate::harness::{self, fraction, Results};
 use crate::BenchEnv;
 
@@ -26,10 +26,7 @@ pub async fn run(config: &BenchEnv, args: &CoderArgs, hint: &str) -> Result<()> 
     if args.set != "tuning" || args.suite != "toy" {
         bail!("--fork-hint runs on the toy tuning set only: leave --set and --suite out");
     }
-    let mut projects = projects(&args.set)?;
-    if !args.only.is_empty() {
-        projects.retain(|p| args.only.iter().any(|o| p.to_string_lossy().contains(o.as_str())));
-    }
+    let projects = selected_projects(args)?;
     let models = config.build_models()?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
     let registry = agentloop_cli::standard();

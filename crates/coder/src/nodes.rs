@@ -668,11 +668,8 @@ fn fit_diff(patch: &str) -> String {
     if patch.len() <= REVIEW_DIFF_CHARS {
         return patch.to_string();
     }
-    let mut end = REVIEW_DIFF_CHARS;
-    while !patch.is_char_boundary(end) {
-        end -= 1;
-    }
-    let kept = &patch[..patch[..end].rfind('\n').map_or(end, |i| i + 1)];
+    let head = agentloop_agent::text::head_within(patch, REVIEW_DIFF_CHARS);
+    let kept = head.rfind('\n').map_or(head, |i| &head[..=i]);
     let left = patch[kept.len()..].lines().count();
     format!("{kept}… ({left} more line(s) of the diff not shown)\n")
 }
