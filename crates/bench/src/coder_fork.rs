@@ -26,6 +26,9 @@ pub async fn run(config: &BenchEnv, args: &CoderArgs, hint: &str) -> Result<()> 
     if args.set != "tuning" || args.suite != "toy" {
         bail!("--fork-hint runs on the toy tuning set only: leave --set and --suite out");
     }
+    if args.settings.max_iterations < 2 {
+        bail!("--fork-hint needs --max-iterations 2 or more: a fork runs the iterations its parent had left");
+    }
     let projects = selected_projects(args)?;
     let models = config.build_models()?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
@@ -59,7 +62,7 @@ pub async fn run(config: &BenchEnv, args: &CoderArgs, hint: &str) -> Result<()> 
             bar.inc(1);
             continue;
         }
-        let (step, iteration) = fork_point(store.as_ref(), &parent.session_id)?;
+        let (step, iteration) = fork_point(store.as_ref(), &parent.session_id, args.settings.max_iterations)?;
         let left = args.settings.max_iterations.saturating_sub(iteration);
         record["forkedAt"] = json!({"step": step, "iteration": iteration, "iterationsLeft": left});
         if left == 0 {
@@ -102,10 +105,13 @@ pub async fn run(config: &BenchEnv, args: &CoderArgs, hint: &str) -> Result<()> 
 
 /// Where to fork an unsolved session: the last checkpoint of the iteration
 /// whose attempt it left in place (the first iteration's when none was),
-/// and that iteration.
-fn fork_point(store: &dyn Store, session: &str) -> Result<(u64, u32)> {
+/// and that iteration. A best attempt made in the last iteration leaves a
+/// fork nothing to run, so the fork then starts from the iteration before
+/// it, where the best attempt so far is in place.
+fn fork_point(store: &dyn Store, session: &str, max_iterations: u32) -> Result<(u64, u32)> {
     let state: CoderState = serde_json::from_value(store.load(session)?.state).context("the parent's state does not read as the coder's")?;
-    let iteration = coder::attempt_in_place(&state).map_or(1, |a| a.iteration).max(1);
+    let best = coder::attempt_in_place(&state).map_or(1, |a| a.iteration);
+    let iteration = best.min(max_iterations.saturating_sub(1)).max(1);
     let step = store
         .checkpoints(session)?
         .iter()
