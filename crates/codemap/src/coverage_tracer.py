@@ -48,6 +48,58 @@ def under_root(filename):
     return hit
 
 
+# Code a runner calls to describe a failure (pytest's assertion rewriting
+# and traceback formatting, reprlib, pprint, unittest's safe_repr) runs
+# only in failing tests, so its callees in the workspace (`__repr__`,
+# `__eq__` for a diff) would look suspect. They are not evidence.
+REPORTING = (
+    os.sep + os.path.join("_pytest", "assertion") + os.sep,
+    os.sep + os.path.join("_pytest", "_io") + os.sep,
+    os.sep + os.path.join("_pytest", "_code") + os.sep,
+    os.sep + "reprlib.py",
+    os.sep + "pprint.py",
+    os.sep + os.path.join("unittest", "util.py"),
+)
+reporting_files = {}
+
+
+def reporting(filename):
+    hit = reporting_files.get(filename)
+    if hit is None:
+        hit = any(part in filename for part in REPORTING)
+        reporting_files[filename] = hit
+    return hit
+
+
+test_files = {}
+
+
+def test_file(filename):
+    """Whether `filename` holds tests (as the ranking's `is_test_path`)."""
+    hit = test_files.get(filename)
+    if hit is None:
+        parts = os.path.relpath(os.path.realpath(filename), ROOT).split(os.sep)
+        stem = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
+        hit = any(p in ("tests", "test", "testing") for p in parts) or stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
+        test_files[filename] = hit
+    return hit
+
+
+def called_to_report(frame):
+    """Whether a runner describing a failure is among the callers, after
+    the test that runs: the helpers of a `__repr__` so called count as
+    little as the `__repr__` itself."""
+    caller = frame.f_back
+    while caller is not None:
+        name = caller.f_code.co_filename
+        if reporting(name):
+            return True
+        if under_root(name) and test_file(name):
+            return False
+        caller = caller.f_back
+    return False
+
+
 def local(frame, event, arg):
     if event == "line":
         ran.add((frame.f_code.co_filename, frame.f_lineno))
@@ -55,7 +107,7 @@ def local(frame, event, arg):
 
 
 def trace(frame, event, arg):
-    if event != "call" or not under_root(frame.f_code.co_filename):
+    if event != "call" or not under_root(frame.f_code.co_filename) or called_to_report(frame):
         return None
     ran.add((frame.f_code.co_filename, frame.f_lineno))
     return local
