@@ -339,6 +339,11 @@ pub(crate) async fn solve_task(
     let state = CoderState::new(&workspace, task, command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
+    // The input the registry would have stored, so the session can be
+    // shown, resumed and forked as one the command line started.
+    let input =
+        coder::CoderInput { workspace: workspace.root().to_path_buf(), task: task.to_string(), test_command: command.to_string(), settings: config.clone() };
+    options.input = serde_json::to_value(input)?;
     let handle = runner.start(state, options)?;
     let controller = handle.controller();
     let waiting = handle.wait();

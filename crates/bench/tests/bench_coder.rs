@@ -95,3 +95,52 @@ async fn a_session_past_its_budget_is_terminated_and_unsolved() {
     let meta = agentloop_core::Store::load(&store, line["sessionId"].as_str().unwrap()).unwrap().meta;
     assert_eq!(meta.status, agentloop_core::SessionStatus::Terminated, "the session was ended, not left running");
 }
+
+/// `--fork-hint`: a session that ends unsolved is forked with the hint at
+/// its best attempt and runs on in a folder of its own; a fresh session
+/// gets the same hint. Here the model writes the fix only once it has
+/// read the hint, so the parent fails and both the fork and the fresh
+/// session pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsolved_session_is_forked_with_the_hint_and_runs_on() {
+    const HINT: &str = "Sort the intervals first.";
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let hinted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    Mock::given(method("POST"))
+        .respond_with(move |req: &Request| {
+            let body = String::from_utf8_lossy(&req.body).into_owned();
+            if body.contains(HINT) {
+                hinted.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            let last = last_message(req);
+            if last.contains("Write a short plan") {
+                return reply(json!({"steps": ["merge the intervals"]}).to_string());
+            }
+            if last.contains("Carry out the plan") || last.contains("What to fix") {
+                let code = if hinted.load(std::sync::atomic::Ordering::SeqCst) { FIXED } else { "def merge(intervals):\n    return []\n" };
+                return reply(format!("intervals.py\n```python\n{code}```\n"));
+            }
+            if last.contains("The last attempt failed") {
+                return reply(
+                    json!({"diagnosis": "wrong", "rootCause": "code", "recommendation": "fix", "feedback": "merge them", "confidence": 0.5}).to_string(),
+                );
+            }
+            reply(json!({"accept": true, "objection": ""}).to_string())
+        })
+        .mount(&server)
+        .await;
+    let config = dir.path().join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let args: Vec<String> = ["--data-dir", &dir.path().display().to_string(), "--config", &config.display().to_string(), "coder", "--only", "py-intervals"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["--max-iterations".into(), "2".into(), "--fork-hint".into(), HINT.into()])
+        .collect();
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!((report["parents_solved"].as_u64(), report["forked"].as_u64()), (Some(0), Some(1)), "{report}");
+    assert_eq!((report["fork_solved"].as_f64(), report["fresh_solved"].as_f64()), (Some(1.0), Some(1.0)), "{report}");
+}
