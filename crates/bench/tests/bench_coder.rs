@@ -12,6 +12,16 @@ use wiremock::{Mock, MockServer, Request};
 
 const FIXED: &str = "def merge(intervals):\n    result = []\n    for start, end in sorted(intervals):\n        if result and start <= result[-1][1]:\n            result[-1][1] = max(result[-1][1], end)\n        else:\n            result.append([start, end])\n    return result\n";
 
+/// `agentloop-bench coder ARGS…` in its own process, on the fake endpoint
+/// as the one model, with `dir` as its data dir.
+async fn bench_coder(dir: &std::path::Path, server: &MockServer, coder_args: &[&str]) -> std::process::Output {
+    let config = dir.join("agentloop.toml");
+    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
+    let mut args: Vec<String> = vec!["--data-dir".into(), dir.display().to_string(), "--config".into(), config.display().to_string(), "coder".into()];
+    args.extend(coder_args.iter().map(|a| a.to_string()));
+    tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,27 +41,8 @@ async fn each_run_is_a_fresh_copy_and_the_tests_decide() {
         })
         .mount(&server)
         .await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
     let results = dir.path().join("results.jsonl");
-    let args: Vec<String> = [
-        "--data-dir",
-        &dir.path().display().to_string(),
-        "--config",
-        &config.display().to_string(),
-        "coder",
-        "--only",
-        "py-intervals",
-        "--runs",
-        "2",
-        "--out",
-        &results.display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let out =
-        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
+    let out = bench_coder(dir.path(), &server, &["--only", "py-intervals", "--runs", "2", "--out", &results.display().to_string()]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!((report["projects"].as_u64(), report["sessions"].as_u64()), (Some(1), Some(2)), "{report}");
@@ -78,16 +69,8 @@ async fn a_session_past_its_budget_is_terminated_and_unsolved() {
     let server = MockServer::start().await;
     let slow = reply(json!({"steps": ["think it over"]}).to_string()).set_delay(std::time::Duration::from_secs(600));
     Mock::given(method("POST")).respond_with(slow).mount(&server).await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
     let results = dir.path().join("results.jsonl");
-    let args: Vec<String> = ["--data-dir", &dir.path().display().to_string(), "--config", &config.display().to_string(), "coder", "--only", "py-intervals"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(["--budget-seconds".into(), "2".into(), "--out".into(), results.display().to_string()])
-        .collect();
-    let out =
-        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
+    let out = bench_coder(dir.path(), &server, &["--only", "py-intervals", "--budget-seconds", "2", "--out", &results.display().to_string()]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let line: Value = serde_json::from_str(std::fs::read_to_string(&results).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!((line["finishReason"].as_str(), line["solved"].as_bool()), (Some("budget"), Some(false)), "{line}");
@@ -130,15 +113,7 @@ async fn an_unsolved_session_is_forked_with_the_hint_and_runs_on() {
         })
         .mount(&server)
         .await;
-    let config = dir.path().join("agentloop.toml");
-    std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
-    let args: Vec<String> = ["--data-dir", &dir.path().display().to_string(), "--config", &config.display().to_string(), "coder", "--only", "py-intervals"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(["--max-iterations".into(), "2".into(), "--fork-hint".into(), HINT.into()])
-        .collect();
-    let out =
-        tokio::task::spawn_blocking(move || std::process::Command::new(env!("CARGO_BIN_EXE_agentloop-bench")).args(&args).output().unwrap()).await.unwrap();
+    let out = bench_coder(dir.path(), &server, &["--only", "py-intervals", "--max-iterations", "2", "--fork-hint", HINT]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!((report["parents_solved"].as_u64(), report["forked"].as_u64()), (Some(0), Some(1)), "{report}");

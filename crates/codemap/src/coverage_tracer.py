@@ -18,6 +18,7 @@
 # only lines some failing test ran are kept, paths relative to the
 # workspace. The suite's own output goes to /dev/null: the caller already
 # has it from the plain run.
+import functools
 import json
 import os
 import sys
@@ -34,18 +35,16 @@ DEADLINE = [None]
 ran = set()
 counts = {}
 totals = {"failed": 0, "passed": 0}
-inside = {}
 # The outcome of the test running now: None until it is known.
 outcome = [None]
 
 
+# Each answer below depends on the file's name only, and is asked at every
+# call: each is worked out once per file.
+@functools.lru_cache(maxsize=None)
 def under_root(filename):
-    hit = inside.get(filename)
-    if hit is None:
-        real = os.path.realpath(filename)
-        hit = real.startswith(ROOT) and os.sep + "site-packages" + os.sep not in real and os.path.isfile(real)
-        inside[filename] = hit
-    return hit
+    real = os.path.realpath(filename)
+    return real.startswith(ROOT) and os.sep + "site-packages" + os.sep not in real and os.path.isfile(real)
 
 
 # Code a runner calls to describe a failure (pytest's assertion rewriting
@@ -60,29 +59,17 @@ REPORTING = (
     os.sep + "pprint.py",
     os.sep + os.path.join("unittest", "util.py"),
 )
-reporting_files = {}
-
-
+@functools.lru_cache(maxsize=None)
 def reporting(filename):
-    hit = reporting_files.get(filename)
-    if hit is None:
-        hit = any(part in filename for part in REPORTING)
-        reporting_files[filename] = hit
-    return hit
+    return any(part in filename for part in REPORTING)
 
 
-test_files = {}
-
-
+@functools.lru_cache(maxsize=None)
 def test_file(filename):
     """Whether `filename` holds tests (as the ranking's `is_test_path`)."""
-    hit = test_files.get(filename)
-    if hit is None:
-        parts = os.path.relpath(os.path.realpath(filename), ROOT).split(os.sep)
-        stem = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
-        hit = any(p in ("tests", "test", "testing") for p in parts) or stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
-        test_files[filename] = hit
-    return hit
+    parts = os.path.relpath(os.path.realpath(filename), ROOT).split(os.sep)
+    stem = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
+    return any(p in ("tests", "test", "testing") for p in parts) or stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
 
 
 def called_to_report(frame):

@@ -157,13 +157,10 @@ async fn a_failure_no_frame_explains_is_localized_by_the_tests_line_coverage_run
 
 #[tokio::test]
 async fn the_coverage_run_reads_pytest_too_where_pytest_is() {
-    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pytest-deps");
-    assert!(deps.join("pytest").is_dir(), "pytest for this test is installed by scripts/setup.sh --no-run into {}", deps.display());
     let ws = tempfile::tempdir().unwrap();
     seed_with(ws.path(), SCALED, ASSERTING);
     let (model, _) = model(vec![SCALED_FIX]);
-    let command = format!("PYTHONPATH={} python3 -m pytest -q", deps.canonicalize().unwrap().display());
-    let (out, store) = run_with(ws.path(), model, &command).await;
+    let (out, store) = run_with(ws.path(), model, &pytest_command()).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let said = notices(&store, &out);
     assert!(said.iter().any(|n| n == "line coverage: 1 failing and 1 passing tests traced"), "{said:?}");
@@ -176,6 +173,20 @@ const DESCRIBED: &str = "class Money:\n    def __init__(self, cents):\n        s
 const DESCRIBING: &str = "import unittest\nfrom zz_calc import Money, doubled, halved\n\nclass T(unittest.TestCase):\n    def test_twice(self):\n        self.assertEqual(doubled(Money(2)), Money(4))\n\n    def test_half(self):\n        self.assertEqual(halved(Money(4)), Money(2))\n";
 const DOUBLED_FIX: &str = "zz_calc.py\n```python\n<<<<<<< SEARCH\n    cents = m.cents * 3\n=======\n    cents = m.cents * 2\n>>>>>>> REPLACE\n```\n";
 
+/// pytest from the set-up's own copy, whatever this machine has.
+fn pytest_command() -> String {
+    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pytest-deps");
+    assert!(deps.join("pytest").is_dir(), "pytest for this test is installed by scripts/setup.sh --no-run into {}", deps.display());
+    format!("PYTHONPATH={} python3 -m pytest -q", deps.canonicalize().unwrap().display())
+}
+
+/// The faulty `doubled` is shown, and above the `__repr__` that only
+/// described the failure.
+fn assert_faulty_before_description(prompt: &str) {
+    let shown = prompt.find("(doubled)").unwrap_or_else(|| panic!("the function the failing test ran is shown:\n{prompt}"));
+    assert!(prompt.find("__repr__)").is_none_or(|r| r > shown), "the failure's description ranks below it:\n{prompt}");
+}
+
 #[tokio::test]
 async fn what_a_runner_runs_to_describe_a_failure_is_not_evidence_against_it() {
     let ws = tempfile::tempdir().unwrap();
@@ -183,25 +194,18 @@ async fn what_a_runner_runs_to_describe_a_failure_is_not_evidence_against_it() {
     let (model, sent) = model(vec![DOUBLED_FIX]);
     let (out, _) = run(ws.path(), model).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let prompt = &code_prompts(&sent)[0];
-    let shown = prompt.find("(doubled)").unwrap_or_else(|| panic!("the function the failing test ran is shown:\n{prompt}"));
-    assert!(prompt.find("__repr__)").is_none_or(|r| r > shown), "the failure's description ranks below it:\n{prompt}");
+    assert_faulty_before_description(&code_prompts(&sent)[0]);
 }
 
 #[tokio::test]
 async fn what_pytest_runs_to_explain_an_assert_is_not_evidence_either() {
-    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pytest-deps");
-    assert!(deps.join("pytest").is_dir(), "pytest for this test is installed by scripts/setup.sh --no-run into {}", deps.display());
     let ws = tempfile::tempdir().unwrap();
     let asserts = "from zz_calc import Money, doubled, halved\n\ndef test_twice():\n    assert doubled(Money(2)) == Money(4)\n\ndef test_half():\n    assert halved(Money(4)) == Money(2)\n";
     seed_with(ws.path(), DESCRIBED, asserts);
     let (model, sent) = model(vec![DOUBLED_FIX]);
-    let command = format!("PYTHONPATH={} python3 -m pytest -q", deps.canonicalize().unwrap().display());
-    let (out, _) = run_with(ws.path(), model, &command).await;
+    let (out, _) = run_with(ws.path(), model, &pytest_command()).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
-    let prompt = &code_prompts(&sent)[0];
-    let shown = prompt.find("(doubled)").unwrap_or_else(|| panic!("the function the failing test ran is shown:\n{prompt}"));
-    assert!(prompt.find("__repr__)").is_none_or(|r| r > shown), "the assert's explanation ranks below it:\n{prompt}");
+    assert_faulty_before_description(&code_prompts(&sent)[0]);
 }
 
 #[tokio::test]
