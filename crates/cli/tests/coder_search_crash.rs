@@ -3,7 +3,9 @@
 //! the middle of its search — while its candidates are being tried, or
 //! while they are still being written together — then resumed: the search
 //! finishes, no call journaled before the kill runs again, and only the
-//! passing candidate reaches the files.
+//! passing candidate reaches the files. A session killed so can also be
+//! forked from its last checkpoint into a folder of its own, with a hint:
+//! the fork runs on from there and makes no call its parent journaled.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -68,11 +70,13 @@ async fn endpoint(code_asked: Arc<AtomicUsize>, code_delay: Duration) -> MockSer
     server
 }
 
-/// Successful journaled calls: (step, index, kind-and-name, started at).
-fn journaled(db: &Path) -> Vec<(i64, i64, String, String)> {
+/// Successful journaled calls of every session in `db`, or of the one
+/// named: (step, index, kind-and-name, started at).
+fn journaled(db: &Path, session: Option<&str>) -> Vec<(i64, i64, String, String)> {
     let Ok(conn) = rusqlite::Connection::open(db) else { return Vec::new() };
-    let Ok(mut stmt) = conn.prepare("SELECT step, idx, record FROM calls ORDER BY step, idx") else { return Vec::new() };
-    stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))
+    let sql = "SELECT c.step, c.idx, c.record FROM calls c JOIN sessions s ON s.key = c.session WHERE ?1 IS NULL OR s.id = ?1 ORDER BY c.step, c.idx";
+    let Ok(mut stmt) = conn.prepare(sql) else { return Vec::new() };
+    stmt.query_map([session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))
         .unwrap()
         .map(Result::unwrap)
         .filter_map(|(step, idx, record)| {
@@ -90,7 +94,7 @@ struct Setup {
     ws: std::path::PathBuf,
     config: std::path::PathBuf,
     code_asked: Arc<AtomicUsize>,
-    _server: MockServer,
+    server: MockServer,
 }
 
 impl Setup {
@@ -104,7 +108,7 @@ impl Setup {
         let server = endpoint(code_asked.clone(), code_delay).await;
         let config = dir.path().join("agentloop.toml");
         std::fs::write(&config, format!("[models.default]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", server.uri())).unwrap();
-        Self { _dir: dir, data, ws, config, code_asked, _server: server }
+        Self { _dir: dir, data, ws, config, code_asked, server }
     }
 
     fn agentloop(&self, args: &[&str]) -> Command {
@@ -135,16 +139,21 @@ impl Setup {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_ne!(std::fs::read_to_string(self.ws.join("calc.py")).unwrap(), FIXED, "killed before the kept change was written");
-        journaled(&self.db())
+        journaled(&self.db(), None)
+    }
+
+    /// The id of the one session the killed run started.
+    fn killed_session(&self) -> String {
+        rusqlite::Connection::open(self.db()).unwrap().query_row("SELECT id FROM sessions", [], |r| r.get(0)).unwrap()
     }
 
     /// Resumes the killed session; the calls journaled after it ended.
     fn resume(&self) -> (String, Vec<(i64, i64, String, String)>) {
-        let id: String = rusqlite::Connection::open(self.db()).unwrap().query_row("SELECT id FROM sessions", [], |r| r.get(0)).unwrap();
+        let id = self.killed_session();
         let out = self.agentloop(&["sessions", "resume", &id, "--json"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(std::fs::read_to_string(self.ws.join("calc.py")).unwrap(), FIXED);
-        (id, journaled(&self.db()))
+        (id, journaled(&self.db(), None))
     }
 }
 
@@ -173,7 +182,7 @@ fn repeated_none(before: &[(i64, i64, String, String)], after: &[(i64, i64, Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_killed_midway_resumes_and_repeats_no_journaled_call() {
     let setup = Setup::new(Duration::from_millis(300)).await;
-    let before = setup.run_and_kill(|s| tries(&journaled(&s.db())) > 0);
+    let before = setup.run_and_kill(|s| tries(&journaled(&s.db(), None)) > 0);
     assert!(tries(&before) > 0, "the search was under way when killed: {before:?}");
     let (id, after) = setup.resume();
     repeated_none(&before, &after);
@@ -203,4 +212,42 @@ async fn a_search_killed_while_its_candidates_are_written_together_asks_for_them
     repeated_none(&before, &after);
     assert_eq!(setup.code_asked.load(Ordering::SeqCst), 6, "the batch cut off by the kill is asked again, once");
     assert_eq!(tries(&after), 3, "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_of_a_killed_session_runs_on_from_its_checkpoint_and_repeats_nothing() {
+    const HINT: &str = "the sum, not the product";
+    // Killed with its three changes in flight, past the plan's checkpoint.
+    let setup = Setup::new(Duration::from_secs(3)).await;
+    let before = setup.run_and_kill(|s| s.code_asked.load(Ordering::SeqCst) == 3);
+    let parent = setup.killed_session();
+    let shown: Value = serde_json::from_slice(&setup.agentloop(&["sessions", "show", &parent, "--json"]).output().unwrap().stdout).unwrap();
+    let step = shown["checkpoints"].as_array().unwrap().iter().filter_map(|c| c["step"].as_i64()).max().unwrap();
+    let kept: Vec<_> = before.iter().filter(|c| c.0 <= step).cloned().collect();
+    assert!(kept.iter().any(|c| c.2.starts_with("model")), "the plan was journaled before the checkpoint forked from: {before:?}");
+    let asked_before = setup.server.received_requests().await.unwrap().len();
+
+    let folder = setup.data.parent().unwrap().join("fork");
+    let out = setup
+        .agentloop(&["sessions", "fork", &parent, "--at", &step.to_string(), "--workspace", folder.to_str().unwrap(), "--hint", HINT, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let fork = serde_json::from_slice::<Value>(&out.stdout).unwrap()["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(std::fs::read_to_string(folder.join("calc.py")).unwrap(), FIXED, "the fork ran on and its passing change is in its folder");
+    assert_eq!(std::fs::read_to_string(setup.ws.join("calc.py")).unwrap(), BROKEN, "the parent's folder is untouched");
+
+    // The fork's journal holds its parent's calls up to the step as they
+    // were made (same start times: copied, not made again), then its own.
+    let forked = journaled(&setup.db(), Some(&fork));
+    assert_eq!(forked.iter().filter(|c| c.0 <= step).cloned().collect::<Vec<_>>(), kept);
+    assert_eq!(journaled(&setup.db(), Some(&parent)), before, "the parent's journal is untouched");
+    // Asked of the model since the kill: the three changes once, with the hint,
+    // and the review — never the plan again.
+    let requests = setup.server.received_requests().await.unwrap();
+    let since: Vec<String> = requests[asked_before..].iter().map(|r| String::from_utf8_lossy(&r.body).into_owned()).collect();
+    assert_eq!(setup.code_asked.load(Ordering::SeqCst), 6, "{since:?}");
+    assert!(since.iter().all(|b| !b.contains("\"steps\"")), "the plan was asked again: {since:?}");
+    assert!(since.iter().any(|b| b.contains(HINT)), "the hint went with the fork's next call");
+    assert_eq!(tries(&forked), 3, "{forked:?}");
 }
