@@ -106,16 +106,8 @@ pub(crate) fn selected_projects(args: &CoderArgs) -> Result<Vec<PathBuf>> {
     Ok(projects)
 }
 
+/// The toy suite: each selected project `--runs` times on fresh copies.
 pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
-    if args.suite == "real" {
-        return crate::coder_real::run(config, args).await;
-    }
-    if args.resume {
-        anyhow::bail!("--resume is for the real suite's long runs: add --suite real, or leave --resume out");
-    }
-    if let Some(hint) = &args.fork_hint {
-        return crate::coder_fork::run(config, &args, hint).await;
-    }
     let projects = selected_projects(&args)?;
     let models = config.build_models()?;
     let mut out = Results::create(args.out.as_deref(), &config.data_dir, "coder")?;

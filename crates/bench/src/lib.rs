@@ -5,8 +5,8 @@
 
 pub mod cluster;
 pub mod coder;
-mod coder_fork;
-mod coder_real;
+pub mod coder_fork;
+pub mod coder_real;
 pub mod engine;
 mod escapes;
 mod harness;

@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use agentloop_bench::{cluster, coder, engine, humaneval, mcp, planner, repl, research, sandbox, server, BenchEnv};
+use agentloop_bench::{cluster, coder, coder_fork, coder_real, engine, humaneval, mcp, planner, repl, research, sandbox, server, BenchEnv};
 use agentloop_cli::config::Config;
 use agentloop_cli::{exit, Globals};
 use agentloop_core::SessionStatus;
@@ -112,11 +112,26 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         BenchCommand::Planner(args) => planner::run(&env, args).await?,
         BenchCommand::Repl(args) => repl::run(&env, args).await?,
         BenchCommand::Research(args) => research::run(&env, args).await?,
-        BenchCommand::Coder(args) => coder::run(&env, args).await?,
+        BenchCommand::Coder(args) => coder_bench(&env, args).await?,
         BenchCommand::Server(args) => server::run(&env, args).await?,
         BenchCommand::Sandbox(args) => sandbox::run(&env, args).await?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `agentloop-bench coder`: the real suite, the fork bench or the toy
+/// suite, as the flags say.
+async fn coder_bench(env: &BenchEnv, args: coder::CoderArgs) -> Result<()> {
+    if args.suite == "real" {
+        return coder_real::run(env, args).await;
+    }
+    if args.resume {
+        anyhow::bail!("--resume is for the real suite's long runs: add --suite real, or leave --resume out");
+    }
+    match args.fork_hint.clone() {
+        Some(hint) => coder_fork::run(env, &args, &hint).await,
+        None => coder::run(env, args).await,
+    }
 }
 
 #[cfg(feature = "llama")]

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::Evidence;
-use crate::rank::is_test_path;
+use crate::test_files::is_test_path;
 
 /// For each file and line run by a failing test, how many failing and how
 /// many passing tests ran it.

@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod open;
 pub mod rank;
 pub mod symbols;
+pub mod test_files;
 pub mod view;
 
 pub use coverage::Spectrum;

@@ -3,7 +3,7 @@
 //! model that can name what it lacks (a helper the shown code calls, a
 //! class the map lists) need not guess at code it was never shown.
 
-use crate::rank::is_test_path;
+use crate::test_files::is_test_path;
 use crate::symbols::Definition;
 use crate::view::Region;
 

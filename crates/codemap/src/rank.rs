@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::coverage::Spectrum;
 use crate::evidence::Evidence;
 use crate::symbols::Definition;
+use crate::test_files::is_test_path;
 
 /// What each signal said of one definition, each from 0 to 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -57,14 +58,6 @@ pub struct Ranked {
     pub index: usize,
     pub score: f64,
     pub signals: Signals,
-}
-
-/// Whether `path` holds tests rather than the code under test.
-pub fn is_test_path(path: &str) -> bool {
-    path.split('/').any(|part| {
-        let stem = part.trim_end_matches(".py").trim_end_matches(".rs");
-        part == "tests" || part == "test" || part == "testing" || stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest"
-    })
 }
 
 /// The definitions of `defs` ranked for the task, best first; test code

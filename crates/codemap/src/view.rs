@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::Evidence;
-use crate::rank::{enclosing, is_test_path, Ranked};
+use crate::rank::{enclosing, Ranked};
+use crate::test_files::is_test_path;
 use crate::symbols::{Definition, Kind};
 
 /// A span of a file shown whole, lines `start..=end` (1-based).
@@ -235,7 +236,7 @@ fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], 
             order.push(p);
         }
     }
-    order.retain(|p| !crate::rank::is_test_path(p));
+    order.retain(|p| !is_test_path(p));
     let head = "Map of the repository (each file's definitions: line, first line; regions shown above are marked *):\n";
     let mut out = head.to_string();
     // Room kept for the line that says how many files were left out.
@@ -257,7 +258,7 @@ fn map_text(files: &[(String, String)], defs: &[Definition], ranked: &[Ranked], 
         spent += c;
         out.push_str(&block);
     }
-    let others: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| !order.contains(p) && !crate::rank::is_test_path(p)).collect();
+    let others: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).filter(|p| !order.contains(p) && !is_test_path(p)).collect();
     if !others.is_empty() {
         let line = format!("Other files (not code, or in a language not mapped): {}\n", others.join(", "));
         if spent + cost(&line) <= budget {
