@@ -3,8 +3,8 @@
 //! model that can name what it lacks (a helper the shown code calls, a
 //! class the map lists) need not guess at code it was never shown.
 
-use crate::test_files::is_test_path;
 use crate::symbols::Definition;
+use crate::test_files::is_test_path;
 use crate::view::Region;
 
 /// Lines a region opened by range holds at most.

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::Evidence;
 use crate::rank::{enclosing, Ranked};
-use crate::test_files::is_test_path;
 use crate::symbols::{Definition, Kind};
+use crate::test_files::is_test_path;
 
 /// A span of a file shown whole, lines `start..=end` (1-based).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

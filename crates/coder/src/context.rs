@@ -48,7 +48,7 @@ pub async fn files_text(s: &CoderState, step: &Step, files: &[(String, String)],
     let fixed = fixed.unwrap_or_else(|| empty.messages.iter().map(|m| estimate(&m.content)).sum());
     let head = estimate(&super::prompts::head(s, ""));
     let mut budget = context.saturating_sub(fixed.max(head + TAIL_TOKENS) + ANSWER_TOKENS + MARGIN_TOKENS);
-    let whole = super::nodes::render(files);
+    let whole = render(files);
     if estimate(&whole) <= budget {
         return (whole, None);
     }
@@ -148,6 +148,17 @@ pub fn outside_shown(path: &str, before: &str, after: &str, shown: Option<&[Regi
         }
     }
     None
+}
+
+/// The files whole, as the model sees them when they fit its context: each
+/// path, then its content in a fence (the shape its answer should take).
+fn render(files: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (path, content) in files {
+        let fence = agentloop_codemap::view::fence(path);
+        out.push_str(&format!("{path}\n```{fence}\n{}\n```\n\n", content.trim_end()));
+    }
+    out
 }
 
 #[cfg(test)]

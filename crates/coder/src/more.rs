@@ -21,11 +21,16 @@ const OPEN_KEPT: usize = 4;
 /// Lines a search lists at most.
 const SEARCH_HITS: usize = 12;
 
+/// One plan step, kept to a sentence or two.
+#[derive(Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub(super) struct PlanStep(#[schemars(length(max = 200))] pub(super) String);
+
 /// The plan, with what the model asks to see before it changes the code.
 #[derive(Deserialize, JsonSchema)]
 pub struct PlanAsking {
     #[schemars(length(min = 1, max = 8))]
-    pub steps: Vec<super::nodes::PlanStep>,
+    pub steps: Vec<PlanStep>,
     /// Definitions from the map (`Class.method`, `function`) or line ranges
     /// (`path:120-160`) to see before changing the code; empty when the
     /// regions shown are enough.

@@ -27,13 +27,8 @@ use agentloop_tools::Workspace;
 #[derive(Deserialize, JsonSchema)]
 struct PlanOut {
     #[schemars(length(min = 1, max = 8))]
-    steps: Vec<PlanStep>,
+    steps: Vec<more::PlanStep>,
 }
-
-/// One plan step, kept to a sentence or two.
-#[derive(Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub(super) struct PlanStep(#[schemars(length(max = 200))] pub(super) String);
 
 #[derive(Deserialize, JsonSchema)]
 struct ReviewOut {
@@ -632,17 +627,6 @@ async fn shown(s: &mut CoderState, step: &Step, files: &[(String, String)], prom
     s.in_part = regions.is_some();
     s.shown = regions.unwrap_or_default();
     text
-}
-
-/// The files whole, as the model sees them when they fit its context: each
-/// path, then its content in a fence (the shape its answer should take).
-pub(super) fn render(files: &[(String, String)]) -> String {
-    let mut out = String::new();
-    for (path, content) in files {
-        let fence = agentloop_codemap::view::fence(path);
-        out.push_str(&format!("{path}\n```{fence}\n{}\n```\n\n", content.trim_end()));
-    }
-    out
 }
 
 /// A text file of the workspace, if it exists and the jail allows it (one
