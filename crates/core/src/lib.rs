@@ -26,6 +26,7 @@
 //! [`Controller`] pauses, resumes or terminates a running session.
 
 pub mod checkpoint;
+pub mod checkpoint_chain;
 pub mod control;
 pub mod detectors;
 pub mod error;
@@ -48,6 +49,7 @@ pub mod store;
 pub mod telemetry;
 pub mod termination;
 pub mod tool;
+pub mod workspace_files;
 
 pub use control::{Controller, Outcome, SessionHandle};
 pub use error::{Error, Result};

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
-use crate::checkpoint::{self, WorkspaceFiles};
+use crate::checkpoint_chain::Keeper;
 use crate::control::{Controller, Outcome, SessionHandle};
 use crate::detectors::{self, FailureVerdict};
 use crate::event::{EngineEvent, EventDraft, EventKind};
@@ -26,6 +26,7 @@ use crate::store::Store;
 use crate::telemetry::RunTrace;
 use crate::termination::{Stop, Termination, Verdict};
 use crate::tool::Tools;
+use crate::workspace_files::WorkspaceFiles;
 use crate::{Error, Result};
 
 /// How often a session waiting on a question re-reads the store, so that an
@@ -99,7 +100,7 @@ impl<S: State> Runner<S> {
         // A new session has no steering requests yet.
         let (handle, env) = self.handle(&id, &meta.termination, (0, 0), trace);
         let mut batch = first_batch(&meta, snapshot.clone());
-        let mut keeper = checkpoint::Keeper::default();
+        let mut keeper = Keeper::default();
         if let Some(files) = &self.files {
             let whole = || Ok(snapshot.clone());
             batch.extend(keeper.pending(files.as_ref(), &*self.store, true, (0, meta.next_node.clone()), (None, whole), &meta.progress)?);
@@ -295,7 +296,7 @@ struct Machine<S: State> {
     /// When the run last let other tasks on its thread go first.
     last_yield: std::time::Instant,
     /// This run's checkpoints of the workspace, when it has one.
-    checkpoints: checkpoint::Keeper,
+    checkpoints: Keeper,
 }
 
 /// How long a run keeps its thread before the tasks its commits woke (the
@@ -330,7 +331,7 @@ impl<S: State> Machine<S> {
             message: None,
             meta_written,
             last_yield: std::time::Instant::now(),
-            checkpoints: checkpoint::Keeper::default(),
+            checkpoints: Keeper::default(),
         })
     }
 

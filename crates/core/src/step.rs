@@ -43,7 +43,7 @@ pub(crate) struct Env {
     /// This run's spans, when telemetry is on.
     pub trace: Option<crate::telemetry::RunTrace>,
     /// The session's workspace, checkpointed after steps that may change it.
-    pub files: Option<Arc<dyn crate::checkpoint::WorkspaceFiles>>,
+    pub files: Option<Arc<dyn crate::workspace_files::WorkspaceFiles>>,
 }
 
 /// Runs under way in this process.

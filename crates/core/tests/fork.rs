@@ -8,8 +8,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use agentloop_core::checkpoint::{Manifest, WorkspaceFiles};
+use agentloop_core::checkpoint::Manifest;
 use agentloop_core::journal::CallKind;
+use agentloop_core::workspace_files::WorkspaceFiles;
 use agentloop_core::{Effect, Models, Runner, SessionStatus, StartOptions, Store, Termination, Tools};
 use agentloop_llm::ScriptedModel;
 use common::*;

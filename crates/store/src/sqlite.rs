@@ -782,7 +782,7 @@ impl Store for SqliteStore {
                 .ok_or_else(|| Error::Store(format!("a checkpoint of session `{session_id}` names the files of one that is gone")))
         };
         match chain.first() {
-            Some(c) if c.step == step => agentloop_core::checkpoint::read_back(session_id, chain, files_of),
+            Some(c) if c.step == step => agentloop_core::checkpoint_chain::read_back(session_id, chain, files_of),
             _ => Err(agentloop_core::checkpoint::not_found(session_id, step, &self.checkpoints(session_id)?)),
         }
     }

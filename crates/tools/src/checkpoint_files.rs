@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use agentloop_core::checkpoint::{Blob, FileEntry, Manifest, WorkspaceFiles};
+use agentloop_core::checkpoint::{Blob, FileEntry, Manifest};
+use agentloop_core::workspace_files::WorkspaceFiles;
 use agentloop_core::{Error, Result, Store};
 
 use crate::jail::Workspace;

@@ -1,7 +1,8 @@
 //! Checkpoints and the file contents they name, in Postgres: each function
 //! one round of statements on the connection's thread.
 
-use agentloop_core::checkpoint::{not_found, read_back, Blob, Checkpoint, CheckpointInfo, Manifest};
+use agentloop_core::checkpoint::{not_found, Blob, Checkpoint, CheckpointInfo, Manifest};
+use agentloop_core::checkpoint_chain::read_back;
 use agentloop_core::Error;
 use postgres::GenericClient;
 
