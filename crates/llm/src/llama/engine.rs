@@ -15,7 +15,7 @@ use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use super::draft::{same_vocabulary, Draft};
+use super::draft_model::{same_vocabulary, Draft};
 use super::grammar::{Grammars, Witness};
 use super::{prompt, Generation, LlamaConfig};
 
@@ -124,7 +124,7 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
     };
     let engine = Engine::new(backend, &model, &config, name).and_then(|mut engine| {
         if let Some(draft) = &draft_model {
-            engine.draft = Some(Draft::new(backend, draft, engine.cells as u32, engine.threads, config.draft_ahead as usize)?);
+            engine.draft = Some(Draft::new(backend, draft, (engine.cells as u32, BATCH), engine.threads, config.draft_ahead as usize)?);
         }
         Ok(engine)
     });

@@ -13,6 +13,7 @@
 
 mod decode;
 mod draft;
+mod draft_model;
 mod engine;
 mod grammar;
 mod plain;
