@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agentloop_core::{ChatRequest, Message, DEFAULT_ROLE};
 use agentloop_llm::catalog::{KnownModel, DEFAULT_MODEL};
+use agentloop_llm::roles::Drafting;
 use agentloop_llm::{plain_greedy_loop, Generation, LlamaConfig, LlamaModel, ModelSpec};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -33,9 +34,10 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 4)]
     pub together: u32,
     /// Also measure the model drafted ahead by this one (a known model's
-    /// name or a GGUF path of the same tokenizer): free and schema-held
-    /// generation, the share of drafted tokens kept, and whether the
-    /// answers came out as the model's alone.
+    /// name or a GGUF path of the same tokenizer), or by its prompt
+    /// (`prompt`): free and schema-held generation, an edit that quotes a
+    /// file, the share of drafted tokens kept, and whether the answers came
+    /// out as the model's alone.
     #[arg(long, value_name = "MODEL")]
     pub draft: Option<String>,
 }
@@ -73,12 +75,17 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
         "required": ["concepts"], "additionalProperties": false
     }));
 
+    // An answer that quotes its prompt, as an edit does: the file again,
+    // one function changed.
+    let mut quoting = request(&shared, "Write the whole file again with `parse_port` returning an Option instead of panicking; change nothing else.");
+    quoting.max_tokens = Some(args.tokens);
+
     let mut candidate = free.clone();
     candidate.temperature = Some(CANDIDATE_TEMPERATURE);
     let together = args.together.max(1) as usize;
 
     let (mut cold, mut warm, mut free_gen, mut json_gen) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut plain, mut batched) = (Vec::new(), vec![Vec::new(); together]);
+    let (mut plain, mut batched, mut quote_gen) = (Vec::new(), vec![Vec::new(); together], Vec::new());
     // The provider's free generation and the plain loop run back to back,
     // so that a shared machine's passing load falls on both alike.
     for r in 1..=args.runs.max(1) {
@@ -98,6 +105,10 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
         warm.push(model.generate(&one_token(&second)).await?);
         bar.set_message(format!("run {r}/{}: JSON-constrained generation", args.runs));
         json_gen.push(model.generate_cold(&constrained).await?);
+        if args.draft.is_some() {
+            bar.set_message(format!("run {r}/{}: an answer quoting its prompt", args.runs));
+            quote_gen.push(model.generate_cold(&quoting).await?);
+        }
     }
 
     let gen_tps = median(free_gen.iter().map(Generation::gen_tps));
@@ -136,25 +147,34 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
     if let Some(draft) = &args.draft {
         drop(model);
         bar.set_message(format!("loading {} drafted by {draft}", path.display()));
-        let mut llama = LlamaConfig::new(&path).context(4096).draft(KnownModel::resolve(draft, &config.data_dir));
+        let mut llama = match Drafting::named(draft, &config.data_dir) {
+            Drafting::Model(file) => LlamaConfig::new(&path).context(4096).draft(file),
+            Drafting::Prompt => LlamaConfig::new(&path).context(4096).draft_from_prompt(),
+        };
         llama.threads = args.threads;
         let drafted = LlamaModel::load(llama)?;
-        let (mut free_d, mut json_d) = (Vec::new(), Vec::new());
+        let (mut free_d, mut json_d, mut quote_d) = (Vec::new(), Vec::new(), Vec::new());
         for r in 1..=args.runs.max(1) {
             bar.set_message(format!("run {r}/{}: drafted generation", args.runs));
             free_d.push(drafted.generate_cold(&free).await?);
             json_d.push(drafted.generate_cold(&constrained).await?);
+            quote_d.push(drafted.generate_cold(&quoting).await?);
         }
-        let (tps, json_tps) = (median(free_d.iter().map(Generation::gen_tps)), median(json_d.iter().map(Generation::gen_tps)));
-        let (proposed, kept) = free_d.iter().chain(&json_d).fold((0, 0), |(p, k), g| (p + g.drafted_tokens, k + g.accepted_tokens));
-        let same = free_d.iter().all(|g| Some(&g.text) == free_gen.first().map(|f| &f.text))
-            && json_d.iter().all(|g| Some(&g.text) == json_gen.first().map(|f| &f.text));
+        let tps_of = |runs: &[Generation]| median(runs.iter().map(Generation::gen_tps));
+        let (tps, json_tps, quote_tps) = (tps_of(&free_d), tps_of(&json_d), tps_of(&quote_d));
+        let (proposed, kept) = free_d.iter().chain(&json_d).chain(&quote_d).fold((0, 0), |(p, k), g| (p + g.drafted_tokens, k + g.accepted_tokens));
+        let same_as = |drafted: &[Generation], alone: &[Generation]| drafted.iter().all(|g| Some(&g.text) == alone.first().map(|f| &f.text));
+        let same = same_as(&free_d, &free_gen) && same_as(&json_d, &json_gen) && same_as(&quote_d, &quote_gen);
+        let quote_alone = tps_of(&quote_gen);
         report["drafted"] = json!({
             "draft": draft,
             "gen_tps": round(tps),
             "constrained_gen_tps": round(json_tps),
+            "quoting_gen_tps": round(quote_tps),
+            "quoting_alone_gen_tps": round(quote_alone),
             "vs_alone": round(tps / gen_tps.max(f64::MIN_POSITIVE)),
             "constrained_vs_alone": round(json_tps / constrained_gen_tps.max(f64::MIN_POSITIVE)),
+            "quoting_vs_alone": round(quote_tps / quote_alone.max(f64::MIN_POSITIVE)),
             "acceptance": if proposed == 0 { 0.0 } else { round(kept as f64 / proposed as f64) },
             "same_answers": same,
         });

@@ -79,9 +79,10 @@ pub enum ModelSpec {
         context: Option<u32>,
         #[serde(default)]
         max_tokens: Option<u32>,
-        /// A smaller model of the same tokenizer (a known model's name or a
-        /// GGUF path) that drafts tokens ahead; every token is still the
-        /// model's own pick.
+        /// What drafts tokens ahead: a smaller model of the same tokenizer
+        /// (a known model's name or a GGUF path), or `"prompt"` for the
+        /// prompt and the answer so far; every token is still the model's
+        /// own pick.
         #[serde(default)]
         draft: Option<String>,
     },
@@ -212,13 +213,31 @@ pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_
     Ok(models)
 }
 
+/// What a `draft` key names: a model file, or the prompt itself.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Drafting {
+    Model(PathBuf),
+    Prompt,
+}
+
+impl Drafting {
+    /// `"prompt"`, else a known model's name or a GGUF path.
+    pub fn named(name: &str, data_dir: &Path) -> Self {
+        if name == "prompt" {
+            Drafting::Prompt
+        } else {
+            Drafting::Model(KnownModel::resolve(name, data_dir))
+        }
+    }
+}
+
 fn build_one(role: &str, spec: &ModelSpec, data_dir: &Path, loaded: &mut BTreeMap<PathBuf, Arc<dyn ChatModel>>) -> Result<Arc<dyn ChatModel>> {
     let retry =
         |timeout: &Option<u64>| RetryPolicy { timeout: timeout.map(Duration::from_secs).unwrap_or(RetryPolicy::default().timeout), ..RetryPolicy::default() };
     match spec {
         ModelSpec::Llama { model, threads, context, max_tokens, draft } => {
             let path = KnownModel::resolve(model.as_deref().unwrap_or(DEFAULT_MODEL.name), data_dir);
-            let draft = draft.as_deref().map(|d| KnownModel::resolve(d, data_dir));
+            let draft = draft.as_deref().map(|d| Drafting::named(d, data_dir));
             // Roles sharing a file share one loaded model (and its cache).
             if let Some(same) = loaded.get(&path) {
                 return Ok(same.clone());
@@ -268,11 +287,15 @@ fn load_llama(
     threads: Option<u32>,
     context: Option<u32>,
     max_tokens: Option<u32>,
-    draft: Option<PathBuf>,
+    draft: Option<Drafting>,
 ) -> Result<Arc<dyn ChatModel>> {
     let mut config = crate::LlamaConfig::new(path);
     config.threads = threads;
-    config.draft = draft;
+    match draft {
+        Some(Drafting::Model(file)) => config.draft = Some(file),
+        Some(Drafting::Prompt) => config.draft_from_prompt = true,
+        None => {}
+    }
     if let Some(c) = context {
         config.context = c;
     }
@@ -289,7 +312,7 @@ fn load_llama(
     _threads: Option<u32>,
     _context: Option<u32>,
     _max_tokens: Option<u32>,
-    _draft: Option<PathBuf>,
+    _draft: Option<Drafting>,
 ) -> Result<Arc<dyn ChatModel>> {
     Err(Error::other(format!(
         "the role `{role}` asks for the embedded model, but this agentloop was built without it: rebuild with the default features or configure an endpoint"

@@ -322,6 +322,31 @@ async fn a_drafted_answer_is_the_models_own_free_or_held_to_a_schema() {
     assert!(answer.completion_tokens > 0 && answer.drafted_tokens > 0, "{answer:?}");
 }
 
+/// The small model drafted from its own prompt (prompt lookup).
+fn prompt_drafted() -> &'static LlamaModel {
+    static MODEL: OnceLock<LlamaModel> = OnceLock::new();
+    MODEL.get_or_init(|| LlamaModel::load(LlamaConfig::new(SMALL_MODEL.path(&default_data_dir())).threads(2).context(2048).draft_from_prompt()).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_drafted_from_its_prompt_is_the_models_own_and_its_quotes_are_kept() {
+    const LINE: &str = "The quick brown fox jumps over the lazy dog near the quiet river bank.";
+    let quote = ask(&format!("Repeat this sentence exactly, and nothing else: {LINE}"));
+    let alone = small().generate_cold(&quote).await.unwrap();
+    let drafted = prompt_drafted().generate_cold(&quote).await.unwrap();
+    assert_eq!(drafted.text, alone.text, "drafting changes the speed, not the answer");
+    assert!(drafted.accepted_tokens > 0, "a quoted sentence is drafted from the prompt and kept: {drafted:?}");
+
+    let mut held = ask(&format!("Give the sentence below as JSON, in the field `sentence`.\n{LINE}"));
+    held.json_schema = Some(serde_json::json!({
+        "type": "object", "properties": {"sentence": {"type": "string"}}, "required": ["sentence"], "additionalProperties": false
+    }));
+    let alone = small().generate_cold(&held).await.unwrap();
+    let drafted = prompt_drafted().generate_cold(&held).await.unwrap();
+    assert_eq!(drafted.text, alone.text, "a held answer stays the model's own");
+    assert!(serde_json::from_str::<serde_json::Value>(&drafted.text).unwrap()["sentence"].is_string());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_draft_of_another_tokenizer_is_refused_with_a_sentence() {
     let small = SMALL_MODEL.path(&default_data_dir());

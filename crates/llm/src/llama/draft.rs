@@ -1,8 +1,8 @@
-//! Speculative decoding: a small model of the same tokenizer drafts the
-//! next few tokens, and the model asked checks them all in one batch. On a
-//! CPU one decode of a few tokens costs little more than one of a single
-//! token (both read every weight once), so each draft the model agrees
-//! with saves it a whole step.
+//! Speculative decoding: a small model of the same tokenizer, or the
+//! context itself (`drafters`), drafts the next few tokens, and the model
+//! asked checks them all in one batch. On a CPU one decode of a few tokens
+//! costs less than as many decodes of one (each reads every weight once),
+//! so each draft the model agrees with saves it most of a step.
 //!
 //! The answer is the model's own. Every token of it is still sampled from
 //! the asked model's own logits, with its own sampler — its temperature,
@@ -51,11 +51,8 @@ impl Engine<'_> {
             let room = s.budget.saturating_sub(s.generated as usize);
             let proposed = match self.draft.as_mut() {
                 Some(draft) if room > 0 => {
-                    let ahead = draft.ahead.min(room);
-                    draft.propose(&self.cached, next, ahead).unwrap_or_else(|_| {
-                        draft.forget();
-                        Vec::new()
-                    })
+                    let ahead = draft.ahead().min(room);
+                    draft.propose(&self.cached, next, ahead)
                 }
                 _ => Vec::new(),
             };

@@ -15,7 +15,7 @@ use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use super::draft_model::{same_vocabulary, Draft};
+use super::drafters::{same_vocabulary, Draft, Drafter};
 use super::grammar::{Grammars, Witness};
 use super::{prompt, Generation, LlamaConfig};
 
@@ -124,7 +124,9 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
     };
     let engine = Engine::new(backend, &model, &config, name).and_then(|mut engine| {
         if let Some(draft) = &draft_model {
-            engine.draft = Some(Draft::new(backend, draft, (engine.cells as u32, BATCH), engine.threads, config.draft_ahead as usize)?);
+            engine.draft = Some(Drafter::Model(Draft::new(backend, draft, (engine.cells as u32, BATCH), engine.threads, config.draft_ahead as usize)?));
+        } else if config.draft_from_prompt {
+            engine.draft = Some(Drafter::Prompt { ahead: config.draft_ahead.max(1) as usize });
         }
         Ok(engine)
     });
@@ -153,8 +155,8 @@ pub(super) struct Engine<'m> {
     /// The tokens whose keys and values are in sequence 0's KV cache, in order.
     pub(super) cached: Vec<LlamaToken>,
     grammars: Option<Grammars>,
-    /// The small model that drafts ahead for this one (`draft.rs`), if any.
-    pub(super) draft: Option<Draft<'m>>,
+    /// What drafts tokens ahead for this model (`draft.rs`), if anything.
+    pub(super) draft: Option<Drafter<'m>>,
     /// The context one request may fill, prompt and answer (the config's).
     pub(super) context: usize,
     /// KV cells in all: the context plus room for the answers of the other

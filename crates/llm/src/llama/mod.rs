@@ -13,7 +13,7 @@
 
 mod decode;
 mod draft;
-mod draft_model;
+mod drafters;
 mod engine;
 mod grammar;
 mod plain;
@@ -53,7 +53,12 @@ pub struct LlamaConfig {
     /// this model's own logits.
     #[serde(default)]
     pub draft: Option<PathBuf>,
-    /// Tokens the draft model proposes at most in one round.
+    /// Draft tokens from the prompt and the answer so far instead (prompt
+    /// lookup): no second model, and no draft where the answer quotes
+    /// nothing. `draft` wins when both are set.
+    #[serde(default)]
+    pub draft_from_prompt: bool,
+    /// Tokens drafted at most in one round.
     #[serde(default = "default_draft_ahead")]
     pub draft_ahead: u32,
 }
@@ -79,6 +84,7 @@ impl LlamaConfig {
             context: default_context(),
             max_tokens: default_max_tokens(),
             draft: None,
+            draft_from_prompt: false,
             draft_ahead: default_draft_ahead(),
         }
     }
@@ -86,6 +92,12 @@ impl LlamaConfig {
     /// Drafted ahead by the model at `path` (`LlamaConfig::draft`).
     pub fn draft(mut self, path: impl Into<PathBuf>) -> Self {
         self.draft = Some(path.into());
+        self
+    }
+
+    /// Drafted ahead from the prompt and answer so far (`LlamaConfig::draft_from_prompt`).
+    pub fn draft_from_prompt(mut self) -> Self {
+        self.draft_from_prompt = true;
         self
     }
 

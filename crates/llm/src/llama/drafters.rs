@@ -1,7 +1,7 @@
-//! The drafting model of speculative decoding (`draft`): a small model of
-//! the same tokenizer, with its own context, that proposes the next few
-//! tokens greedily and keeps in its cache what it shares with the answer
-//! so far.
+//! Where speculative decoding's drafted tokens come from (`draft`): a
+//! small model of the same tokenizer, with its own context, that proposes
+//! the next few tokens greedily; or the prompt and the answer so far, at no
+//! cost, where the answer repeats them.
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
@@ -10,6 +10,66 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+
+/// A source of drafted tokens.
+pub(super) enum Drafter<'m> {
+    /// A smaller model of the same tokenizer.
+    Model(Draft<'m>),
+    /// The context itself: the tokens that followed the latest earlier
+    /// occurrence of its last few. An answer that quotes its prompt — a
+    /// file's lines in an edit, a path, a name in a verdict — is drafted
+    /// for nothing, and where it quotes nothing no token is drafted, so a
+    /// step costs what it did without drafting.
+    Prompt {
+        /// Tokens drafted ahead at most in one round.
+        ahead: usize,
+    },
+}
+
+impl Drafter<'_> {
+    /// Up to `n` tokens to follow `known` (the context so far) and `next`.
+    /// A draft model that fails drafts nothing this round and starts over.
+    pub(super) fn propose(&mut self, known: &[LlamaToken], next: LlamaToken, n: usize) -> Vec<LlamaToken> {
+        match self {
+            Drafter::Model(draft) => draft.propose(known, next, n).unwrap_or_else(|_| {
+                draft.forget();
+                Vec::new()
+            }),
+            Drafter::Prompt { .. } => from_context(known, next, n),
+        }
+    }
+
+    pub(super) fn ahead(&self) -> usize {
+        match self {
+            Drafter::Model(draft) => draft.ahead,
+            Drafter::Prompt { ahead } => *ahead,
+        }
+    }
+
+    pub(super) fn forget(&mut self) {
+        if let Drafter::Model(draft) = self {
+            draft.forget();
+        }
+    }
+}
+
+/// Tokens of context that must match before what followed them is drafted:
+/// fewer drafts by chance more often, and each rejected token costs a
+/// position of the checking batch.
+const MATCH: usize = 3;
+
+/// Prompt lookup: up to `n` tokens that followed the latest earlier
+/// occurrence of the last `MATCH` tokens of `known` then `next`; none when
+/// they occur nowhere earlier.
+pub(super) fn from_context<T: Copy + PartialEq>(known: &[T], next: T, n: usize) -> Vec<T> {
+    let len = known.len() + 1;
+    let at = |i: usize| if i < known.len() { known[i] } else { next };
+    if n == 0 || len <= MATCH {
+        return Vec::new();
+    }
+    let tail = len - MATCH;
+    (0..tail).rev().find(|&j| (0..MATCH).all(|t| at(j + t) == at(tail + t))).map(|j| (j + MATCH..len.min(j + MATCH + n)).map(at).collect()).unwrap_or_default()
+}
 
 /// The drafting model, its own context, and what its KV cache holds.
 pub(super) struct Draft<'m> {
@@ -103,5 +163,30 @@ impl<'m> Draft<'m> {
     pub(super) fn forget(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::from_context;
+
+    #[test]
+    fn the_context_drafts_what_followed_the_latest_match_of_its_last_tokens() {
+        // "a b c d e ... a b c" drafts "d e" (then what followed).
+        let known = [1, 2, 3, 4, 5, 9, 1, 2];
+        assert_eq!(from_context(&known, 3, 2), vec![4, 5]);
+        // The latest occurrence wins.
+        let known = [1, 2, 3, 4, 1, 2, 3, 7, 1, 2];
+        assert_eq!(from_context(&known, 3, 3), vec![7, 1, 2]);
+        // A draft may run into the tokens just matched.
+        let known = [1, 1, 1];
+        assert_eq!(from_context(&known, 1, 4), vec![1]);
+    }
+
+    #[test]
+    fn nothing_is_drafted_without_a_match() {
+        assert!(from_context(&[1, 2, 3, 4, 5], 6, 4).is_empty());
+        assert!(from_context(&[1, 2], 3, 4).is_empty(), "too short to match");
+        assert!(from_context(&[1, 2, 3, 1, 2], 3, 0).is_empty());
     }
 }
