@@ -387,6 +387,14 @@ mod tests {
     }
 
     #[test]
+    fn a_draft_named_prompt_drafts_from_the_prompt_and_any_other_names_a_model() {
+        let data = Path::new("/data");
+        assert_eq!(Drafting::named("prompt", data), Drafting::Prompt);
+        assert_eq!(Drafting::named("qwen2.5-coder-0.5b", data), Drafting::Model(KnownModel::resolve("qwen2.5-coder-0.5b", data)));
+        assert_eq!(Drafting::named("/models/small.gguf", data), Drafting::Model(PathBuf::from("/models/small.gguf")));
+    }
+
+    #[test]
     fn an_unknown_provider_is_a_parse_error() {
         let err = toml::from_str::<BTreeMap<String, ModelSpec>>("[default]\nprovider = \"gpt\"\n").unwrap_err().to_string();
         assert!(err.contains("unknown variant"), "{err}");
