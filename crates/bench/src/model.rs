@@ -147,10 +147,8 @@ pub async fn run(config: &BenchEnv, args: ModelArgs) -> Result<()> {
     if let Some(draft) = &args.draft {
         drop(model);
         bar.set_message(format!("loading {} drafted by {draft}", path.display()));
-        let mut llama = match Drafting::named(draft, &config.data_dir) {
-            Drafting::Model(file) => LlamaConfig::new(&path).context(4096).draft(file),
-            Drafting::Prompt => LlamaConfig::new(&path).context(4096).draft_from_prompt(),
-        };
+        let mut llama = LlamaConfig::new(&path).context(4096);
+        llama.draft = Some(Drafting::named(draft, &config.data_dir));
         llama.threads = args.threads;
         let drafted = LlamaModel::load(llama)?;
         let (mut free_d, mut json_d, mut quote_d) = (Vec::new(), Vec::new(), Vec::new());

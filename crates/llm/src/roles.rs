@@ -214,7 +214,8 @@ pub fn build_models(specs: &BTreeMap<String, ModelSpec>, data_dir: &Path, debug_
 }
 
 /// What a `draft` key names: a model file, or the prompt itself.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Drafting {
     Model(PathBuf),
     Prompt,
@@ -291,11 +292,7 @@ fn load_llama(
 ) -> Result<Arc<dyn ChatModel>> {
     let mut config = crate::LlamaConfig::new(path);
     config.threads = threads;
-    match draft {
-        Some(Drafting::Model(file)) => config.draft = Some(file),
-        Some(Drafting::Prompt) => config.draft_from_prompt = true,
-        None => {}
-    }
+    config.draft = draft;
     if let Some(c) = context {
         config.context = c;
     }

@@ -18,6 +18,7 @@ use llama_cpp_2::token::LlamaToken;
 use super::drafters::{same_vocabulary, Draft, Drafter};
 use super::grammar::{Grammars, Witness};
 use super::{prompt, Generation, LlamaConfig};
+use crate::roles::Drafting;
 
 /// One request for the thread; the answer goes back through `reply`.
 pub struct Job {
@@ -115,7 +116,11 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
             return;
         }
     };
-    let draft_model = match config.draft.as_deref().map(|path| load_draft(backend, &model, path)).transpose() {
+    let draft_file = match &config.draft {
+        Some(Drafting::Model(path)) => Some(path.as_path()),
+        _ => None,
+    };
+    let draft_model = match draft_file.map(|path| load_draft(backend, &model, path)).transpose() {
         Ok(d) => d,
         Err(message) => {
             let _ = ready.send(Err(message));
@@ -125,7 +130,7 @@ fn run(config: LlamaConfig, name: String, ready: mpsc::SyncSender<std::result::R
     let engine = Engine::new(backend, &model, &config, name).and_then(|mut engine| {
         if let Some(draft) = &draft_model {
             engine.draft = Some(Drafter::Model(Draft::new(backend, draft, (engine.cells as u32, BATCH), engine.threads, config.draft_ahead as usize)?));
-        } else if config.draft_from_prompt {
+        } else if config.draft == Some(Drafting::Prompt) {
             engine.draft = Some(Drafter::Prompt { ahead: config.draft_ahead.max(1) as usize });
         }
         Ok(engine)

@@ -29,6 +29,8 @@ use agentloop_core::{ChatModel, ChatRequest, ChatResponse, Error, FinishReason, 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::roles::Drafting;
+
 pub use plain::{plain_greedy_loop, PlainLoop};
 
 /// How to run a GGUF model. Only `path` is required.
@@ -48,16 +50,11 @@ pub struct LlamaConfig {
     /// Answer length when the request does not say.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
-    /// A smaller GGUF of the same tokenizer that drafts tokens ahead for
-    /// this one (speculative decoding); every token is still sampled from
-    /// this model's own logits.
+    /// What drafts tokens ahead for this model (speculative decoding): a
+    /// smaller GGUF of the same tokenizer, or the prompt and the answer so
+    /// far; every token is still sampled from this model's own logits.
     #[serde(default)]
-    pub draft: Option<PathBuf>,
-    /// Draft tokens from the prompt and the answer so far instead (prompt
-    /// lookup): no second model, and no draft where the answer quotes
-    /// nothing. `draft` wins when both are set.
-    #[serde(default)]
-    pub draft_from_prompt: bool,
+    pub draft: Option<Drafting>,
     /// Tokens drafted at most in one round.
     #[serde(default = "default_draft_ahead")]
     pub draft_ahead: u32,
@@ -84,20 +81,19 @@ impl LlamaConfig {
             context: default_context(),
             max_tokens: default_max_tokens(),
             draft: None,
-            draft_from_prompt: false,
             draft_ahead: default_draft_ahead(),
         }
     }
 
     /// Drafted ahead by the model at `path` (`LlamaConfig::draft`).
     pub fn draft(mut self, path: impl Into<PathBuf>) -> Self {
-        self.draft = Some(path.into());
+        self.draft = Some(Drafting::Model(path.into()));
         self
     }
 
-    /// Drafted ahead from the prompt and answer so far (`LlamaConfig::draft_from_prompt`).
+    /// Drafted ahead from the prompt and the answer so far.
     pub fn draft_from_prompt(mut self) -> Self {
-        self.draft_from_prompt = true;
+        self.draft = Some(Drafting::Prompt);
         self
     }
 
