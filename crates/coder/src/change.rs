@@ -31,12 +31,13 @@ use agentloop_agent::fence::fences;
 
 /// The change format as a grammar (llguidance's Lark dialect), so a model
 /// that can be held to it always answers with blocks `read` can place: at
-/// most two lines of prose first (held to prose — they need a space and
-/// do not declare a new file — so a path line is never taken for one),
-/// then each file as a path — one of `files` (those it may change, with
-/// their content) or, declared as `new file PATH`, a new relative path
-/// that cannot climb out of the root — on its own line and a fenced block.
-/// No block without a path, nothing after the last block.
+/// most two lines of prose first (held to prose — they need a space, do
+/// not open with an edit marker and do not declare a new file — so a path
+/// line is never taken for one), then each file as a path — one of `files`
+/// (those it may change, with their content) or, where `new_files` allows,
+/// declared as `new file PATH`, a new relative path that cannot climb out
+/// of the root — on its own line and a fenced block. No block without a
+/// path, nothing after the last block.
 ///
 /// In `EditFormat::Whole` the block is the file's new content, running to
 /// the first closing fence; in `EditFormat::Hunks` a block for an existing
@@ -47,39 +48,86 @@ use agentloop_agent::fence::fences;
 /// way for a small model to go wrong: a heading or a numbered step
 /// ("File_a.py", "2.2.0") taken as a path writes a stray file while the
 /// file that needed the change is left as it was.
-pub fn grammar(files: &[(&str, &str)], format: EditFormat) -> String {
+///
+/// The answer is as long as a change can need and no longer: one block per
+/// file it may change (and one new file), at most `MAX_HUNKS` hunks a
+/// block, and no marker line inside a new file's body. A small model that
+/// loses its place otherwise repeats a block or a marker until its token
+/// limit, the costliest answer there is and one that is refused anyway.
+pub fn grammar(files: &[(&str, &str)], format: EditFormat, new_files: NewFiles) -> String {
     let files: Vec<&(&str, &str)> = files.iter().filter(|(p, _)| !p.chars().any(char::is_control)).collect();
     let mut rules = String::new();
-    let mut alternatives = vec!["new_file".to_string()];
+    let mut alternatives = Vec::new();
     match format {
         EditFormat::Whole if !files.is_empty() => {
             let named: Vec<String> = files.iter().map(|(p, _)| format!("{p:?}")).collect();
             rules.push_str(&format!("whole_file: ({}) \"\\n```\" LANG \"\\n\" BODY\n", named.join(" | ")));
-            alternatives.insert(0, "whole_file".into());
+            alternatives.push("whole_file".to_string());
         }
         EditFormat::Whole => {}
         EditFormat::Hunks => {
             for (i, (path, content)) in files.iter().enumerate() {
-                rules.push_str(&format!("edit_{i}: {path:?} \"\\n```\" LANG \"\\n\" hunk_{i}+ \"```\"\n"));
+                rules.push_str(&format!("edit_{i}: {path:?} \"\\n```\" LANG \"\\n\" hunk_{i}{{1,{MAX_HUNKS}}} \"```\"\n"));
                 rules.push_str(&hunks::grammar_rules(&format!("hunk_{i}"), content));
-                alternatives.insert(i, format!("edit_{i}"));
+                alternatives.push(format!("edit_{i}"));
             }
             rules.push_str(&hunks::replaced_terminal());
             rules.push('\n');
         }
     }
+    let mut blocks = files.len();
+    if let NewFiles::Except(taken) = new_files {
+        alternatives.push("new_file".into());
+        blocks += 1;
+        rules.push_str("new_file: \"new file \" NEW_PATH \"\\n```\" LANG \"\\n\" BODY\n");
+        rules.push_str(&format!("NEW_PATH: /{NEW_PATH}/{}\n", taken_paths(taken)));
+    }
+    if alternatives.is_empty() {
+        // Nothing may be changed: an answer of prose alone, which `read` refuses with its reason.
+        return "start: INTRO\nINTRO: /[^`\\n]{1,200}/\n".into();
+    }
+    let more = match blocks.saturating_sub(1) {
+        0 => String::new(),
+        n => format!(" (SEP file){{0,{n}}}"),
+    };
     format!(
-        r#"start: INTRO? INTRO? file (SEP file)* SEP?
+        r#"start: INTRO? INTRO? file{more} SEP?
 file: {alternatives}
-new_file: "new file " NEW_PATH "\n```" LANG "\n" BODY
-{rules}INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/new file (?s:.*)/
-NEW_PATH: /[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,63}}){{0,7}}\.[A-Za-z0-9]{{1,8}}/
+{rules}INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/(new file |<<<<<<<|=======|>>>>>>>)(?s:.*)/
 LANG: /[a-z0-9+]{{0,12}}/
-BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/
+BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/ & ~/{marker_line}/
 SEP: /\n+/
 "#,
-        alternatives = alternatives.join(" | ")
+        alternatives = alternatives.join(" | "),
+        marker_line = hunks::MARKER_LINE,
     )
+}
+
+/// Hunks one block may hold: more than a change to the regions of one file
+/// needs, far fewer than a model repeating itself writes.
+pub const MAX_HUNKS: usize = 6;
+
+/// A new file's path: relative, under the root, with an extension.
+const NEW_PATH: &str = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}){0,7}\.[A-Za-z0-9]{1,8}";
+
+/// Which new files an answer may add.
+#[derive(Debug, Clone, Copy)]
+pub enum NewFiles<'a> {
+    /// None: the answer changes what it was shown and nothing else.
+    Never,
+    /// Any path under the root but these: the workspace's own files, which
+    /// a "new" file would replace whole, unseen.
+    Except(&'a [&'a str]),
+}
+
+/// The grammar's exclusion of `taken` from new paths (` & ~/a|b/`), or
+/// nothing when none is taken.
+fn taken_paths(taken: &[&str]) -> String {
+    let escaped: Vec<String> = taken.iter().filter(|p| !p.chars().any(char::is_control)).map(|p| regex::escape(p).replace('/', "\\/")).collect();
+    if escaped.is_empty() {
+        return String::new();
+    }
+    format!(" & ~/({})/", escaped.join("|"))
 }
 
 /// The files a change writes: (path, new content), in answer order, one
@@ -101,6 +149,9 @@ pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String
             unplaced += 1;
             continue;
         };
+        if block.declares_new_file() && existing.iter().any(|(p, _)| *p == path) {
+            return Err(format!("{path} already exists, so it cannot be a new file: change it with edits to its lines as shown"));
+        }
         // Hunks edit the file as an earlier block of this answer left it.
         let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
         let content = match (current, hunks::parse(&block.body)) {
@@ -138,6 +189,11 @@ struct Block {
 }
 
 impl Block {
+    /// Whether the block was declared `new file PATH` (the grammar's way to add a file).
+    fn declares_new_file(&self) -> bool {
+        self.above.trim_start().starts_with("new file ")
+    }
+
     fn path(&self, existing: &[(String, String)]) -> Option<String> {
         let mut words: Vec<String> = self.info_words.clone();
         if looks_like_path(&self.tag) {
@@ -374,8 +430,42 @@ mod tests {
         let existing = files(&[("a.py", "x = 1\n")]);
         let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing).unwrap();
         assert_eq!(got, files(&[("pkg/b.py", "y = 2\n")]));
-        let lark = grammar(&[("a.py", "x = 1\n")], EditFormat::Whole);
+        let lark = grammar(&[("a.py", "x = 1\n")], EditFormat::Whole, NewFiles::Except(&["a.py"]));
         assert!(lark.contains(r#"whole_file: ("a.py") "\n```" LANG "\n" BODY"#) && lark.contains("file: whole_file | new_file"), "{lark}");
+        let err = read("new file a.py\n```python\nx = 2\n```", &existing).unwrap_err();
+        assert!(err.contains("a.py already exists, so it cannot be a new file"), "{err}");
+    }
+
+    /// Whether llguidance, fed `text` a byte at a time, takes it whole as
+    /// an answer `lark` allows.
+    fn accepts(lark: &str, text: &str) -> bool {
+        use llguidance::{api::TopLevelGrammar, toktrie::ApproximateTokEnv, Matcher, ParserFactory};
+        let env = ApproximateTokEnv::single_byte_env();
+        let factory = ParserFactory::new_simple(&env).unwrap();
+        let mut matcher = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark.to_string())));
+        assert_eq!(matcher.get_error(), None, "{lark}");
+        matcher.consume_tokens(&env.tokenize_bytes(text.as_bytes())).is_ok() && matcher.is_accepting().unwrap_or(false)
+    }
+
+    #[test]
+    fn an_answer_holds_no_more_than_a_change_can_need() {
+        let file = [("a.py", "def f(a, b):\n    return a < b\n")];
+        let hunk = "<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n";
+        let edit = format!("a.py\n```python\n{hunk}```");
+        let open = grammar(&file, EditFormat::Hunks, NewFiles::Except(&["a.py", "b.py"]));
+        assert!(accepts(&open, &format!("Fix the bound.\n{edit}")), "{open}");
+        assert!(accepts(&open, &format!("{edit}\nnew file c.py\n```python\nx = 1\n```")), "one new file beside the edit");
+        assert!(!accepts(&open, &format!("{edit}\n{edit}\n{edit}")), "more blocks than the files it may change and one new file");
+        assert!(!accepts(&open, &format!("a.py\n```python\n{}```", hunk.repeat(MAX_HUNKS + 1))), "more hunks than a change needs");
+        assert!(accepts(&open, &format!("a.py\n```python\n{}```", hunk.repeat(MAX_HUNKS))));
+        assert!(!accepts(&open, "new file b.py\n```python\nx = 1\n```"), "a file that exists is not new");
+        assert!(!accepts(&open, "new file c.py\n```python\nx = 1\n=======\nx = 2\n```"), "a marker line is not a new file's content");
+        assert!(!accepts(&open, &format!("<<<<<<< SEARCH here\n{edit}")), "prose does not open with a marker");
+
+        let held = grammar(&file, EditFormat::Hunks, NewFiles::Never);
+        assert!(accepts(&held, &edit), "{held}");
+        assert!(!accepts(&held, "new file c.py\n```python\nx = 1\n```"), "a held answer adds no file");
+        assert!(!accepts(&held, &format!("{edit}\n{edit}")), "nor repeats its block");
     }
 
     #[test]
@@ -392,9 +482,9 @@ mod tests {
 
     #[test]
     fn the_hunks_grammar_names_each_file_with_its_own_lines() {
-        let lark = grammar(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")], EditFormat::Hunks);
+        let lark = grammar(&[("a.py", "x = 1\n"), ("b.py", "y = 2\n")], EditFormat::Hunks, NewFiles::Except(&[]));
         assert!(lark.contains("file: edit_0 | edit_1 | new_file"), "{lark}");
-        assert!(lark.contains(r#"edit_1: "b.py" "\n```" LANG "\n" hunk_1+ "```""#), "{lark}");
+        assert!(lark.contains(r#"edit_1: "b.py" "\n```" LANG "\n" hunk_1{1,6} "```""#), "{lark}");
         assert!(lark.contains(r#"hunk_1_from_0: "y = 2\n""#) && lark.contains("REPLACED: "), "{lark}");
     }
 

@@ -32,15 +32,15 @@ pub fn region_of(n: usize, shown: Option<&[Region]>) -> Option<&Region> {
 const ANSWER_SLACK_TOKENS: usize = 200;
 
 /// `request` held to `region`: its grammar offers only the region's lines
-/// to change, its last message says which region that is, and its answer
-/// may be about twice the region long (its lines to find and their
-/// replacement) — so a model that loses its place in a replacement, which
-/// the grammar cannot tell from code, stops there rather than at the
-/// model's whole answer budget.
+/// to change (and no new file), its last message says which region that
+/// is, and its answer may be about twice the region long (its lines to
+/// find and their replacement) — so a model that loses its place in a
+/// replacement, which the grammar cannot tell from code, stops there
+/// rather than at the model's whole answer budget.
 pub fn hold(request: &mut ChatRequest, region: &Region, files: &[(String, String)], format: EditFormat) {
     let editable = context::editable(files, Some(std::slice::from_ref(region)));
     let writable: Vec<(&str, &str)> = editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
-    request.grammar = Some(change::grammar(&writable, format));
+    request.grammar = Some(change::grammar(&writable, format, change::NewFiles::Never));
     let region_tokens: usize = editable.iter().map(|(_, c)| context::estimate(c)).sum();
     let answer = u32::try_from(2 * region_tokens + ANSWER_SLACK_TOKENS).unwrap_or(u32::MAX);
     request.max_tokens = Some(request.max_tokens.map_or(answer, |m| m.min(answer)));

@@ -122,6 +122,11 @@ const REPLACED_SHAPE: &str = r"((?s:.*)\n)?>>>>>>> REPLACE\n";
 /// closing this one, or repeating a marker round and round.
 const REPLACED_FORBIDDEN: &str = r"((?s:.*)\n)?(<<<<<<<|=======|>>>>>>>|```)[^\n]*\n(?s:.+)";
 
+/// Text holding a line that is one of the format's markers, whole. Such a
+/// line in a new file's content is the model writing hunks where it
+/// declared a file, or repeating a marker until its token limit.
+pub const MARKER_LINE: &str = r"((?s:.*)\n)?(<<<<<<< SEARCH|=======|>>>>>>> REPLACE)\n(?s:.*)";
+
 /// The terminal every hunk's replacement is (llguidance's Lark: `&` is
 /// both, `~` is not): lines holding no marker or fence, up to and
 /// including the first REPLACE line.

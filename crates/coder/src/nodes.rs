@@ -345,7 +345,8 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     let editable = context::editable(files, s.regions());
     let writable: Vec<(&str, &str)> =
         editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
-    request.grammar = Some(change::grammar(&writable, s.edit_format()));
+    let taken: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    request.grammar = Some(change::grammar(&writable, s.edit_format(), change::NewFiles::Except(&taken)));
     let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
     let budget = wanted * ANSWERS_PER_CHANGE;
     let mut tried: Vec<Candidate> = Vec::new();
