@@ -84,16 +84,16 @@ pub fn grammar(files: &[(&str, &str)], format: EditFormat, new_files: NewFiles) 
     }
     if alternatives.is_empty() {
         // Nothing may be changed: an answer of prose alone, which `read` refuses with its reason.
-        return "start: INTRO\nINTRO: /[^`\\n]{1,200}/\n".into();
+        return "start: PROSE\nPROSE: /[^`]+/\n".into();
     }
     let more = match blocks.saturating_sub(1) {
         0 => String::new(),
         n => format!(" (SEP file){{0,{n}}}"),
     };
     format!(
-        r#"start: INTRO? INTRO? file{more} SEP?
+        r#"start: intro? intro? file{more} SEP?
 file: {alternatives}
-{rules}INTRO: /[^`\n]{{0,200}} [^`\n]{{0,200}}\n+/ & ~/(new file |<<<<<<<|=======|>>>>>>>)(?s:.*)/
+{rules}intro[max_tokens={PROSE_LINE_TOKENS}]: /[^`\n]* [^`\n]*\n+/ & ~/(new file |<<<<<<<|=======|>>>>>>>)(?s:.*)/
 LANG: /[a-z0-9+]{{0,12}}/
 BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/ & ~/{marker_line}/
 SEP: /\n+/
@@ -107,8 +107,18 @@ SEP: /\n+/
 /// needs, far fewer than a model repeating itself writes.
 pub const MAX_HUNKS: usize = 6;
 
-/// A new file's path: relative, under the root, with an extension.
-const NEW_PATH: &str = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}(\/[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}){0,7}\.[A-Za-z0-9]{1,8}";
+/// A new file's path: relative, under the root (no part starts with a
+/// dot, so none climbs out), with an extension.
+///
+/// Neither this nor the prose lines count characters (`{0,63}`): the
+/// grammar engine builds a lexer state per count, and with a real
+/// vocabulary a counted path or line, beside the exclusions, runs it out
+/// of states at the first token — after which nothing is held. Prose is
+/// bounded in tokens (`PROSE_LINE_TOKENS`) instead.
+const NEW_PATH: &str = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*(\/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*\.[A-Za-z0-9]+";
+
+/// Tokens a line of prose before the blocks may take: a sentence or two.
+const PROSE_LINE_TOKENS: usize = 80;
 
 /// Which new files an answer may add.
 #[derive(Debug, Clone, Copy)]
@@ -466,6 +476,23 @@ mod tests {
         assert!(accepts(&held, &edit), "{held}");
         assert!(!accepts(&held, "new file c.py\n```python\nx = 1\n```"), "a held answer adds no file");
         assert!(!accepts(&held, &format!("{edit}\n{edit}")), "nor repeats its block");
+    }
+
+    #[test]
+    fn the_grammar_holds_answers_with_a_real_vocabulary() {
+        let model = agentloop_llm::catalog::DEFAULT_MODEL.path(&agentloop_llm::catalog::default_data_dir());
+        assert!(model.is_file(), "the default model is missing at {}: run `bash scripts/fetch-models.sh`", model.display());
+        let files = [("src/pkg/a.py", "def f(a, b):\n    return a < b\n")];
+        let taken: Vec<String> = (0..300).map(|i| format!("src/pkg/module_{i}.py")).collect();
+        let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
+        let lark = grammar(&files, EditFormat::Hunks, NewFiles::Except(&taken));
+        let edit = "src/pkg/a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
+        let prose = "To make f include its upper bound, the comparison in its return statement has to allow equal values, so it becomes <=.";
+        for answer in [format!("{prose}\n{edit}"), format!("{edit}\nnew file src/pkg/helpers/bounds.py\n```python\ndef below(a, b):\n    return a <= b\n```")] {
+            agentloop_llm::follow_text(&model, &lark, &answer).unwrap_or_else(|e| panic!("{e}\n{answer}"));
+        }
+        let taken_path = agentloop_llm::follow_text(&model, &lark, "new file src/pkg/module_7.py\n```python\nx = 1\n```").unwrap_err();
+        assert!(taken_path.contains("is not allowed"), "{taken_path}");
     }
 
     #[test]
