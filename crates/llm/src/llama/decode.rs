@@ -223,7 +223,7 @@ impl Engine<'_> {
     /// One token of every unfinished sequence per batch, until each has
     /// stopped, hit a stop string or used its budget.
     fn generate_steps(&mut self, group: &mut [Sequence], cancel: &AtomicBool, started: Instant) -> Result<()> {
-        let mut batch = LlamaBatch::new(group.len(), 1);
+        let mut batch = LlamaBatch::new(group.len() + 1, 1);
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
@@ -247,7 +247,17 @@ impl Engine<'_> {
             if queued == 0 {
                 return Ok(());
             }
+            let padded = queued as usize == PAD_AT_ROWS;
+            if padded {
+                // Any token does: the row is computed and thrown away.
+                let token = LlamaToken::new(0);
+                batch.add(token, 0, &[PAD_SEQUENCE], false).map_err(|e| self.fail(format!("could not queue a token ({e})")))?;
+            }
             self.decode(&mut batch, "generation failed")?;
+            if padded && !self.ctx.clear_kv_cache_seq(Some(PAD_SEQUENCE as u32), None, None).unwrap_or(false) {
+                self.forget();
+                return Err(self.fail("the padding row could not be cleared from the cache"));
+            }
             self.cached.extend(first_token);
         }
     }
@@ -292,6 +302,17 @@ impl Engine<'_> {
         })
     }
 }
+
+/// A step of this many rows is padded with one more. On the CPU a matrix
+/// product over four rows or more is one kernel that reads each block of
+/// weights once for all of them; over one to three rows it is one
+/// matrix-vector pass a row, so three answers' step costs more than four
+/// rows' (measured by `agentloop-bench model`). The padding row is a
+/// sequence of its own (`PAD_SEQUENCE`), cleared after each step.
+const PAD_AT_ROWS: usize = 3;
+
+/// The sequence no answer uses, for the padding row.
+const PAD_SEQUENCE: i32 = SEQUENCES as i32;
 
 /// How many leading tokens every prompt of the group shares, leaving each
 /// at least its last token to decode (its logits start its answer).

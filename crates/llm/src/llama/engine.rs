@@ -181,9 +181,10 @@ impl<'m> Engine<'m> {
         let threads = config.threads.map(|t| t.max(1) as i32).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(2));
         let context = config.context.max(256);
         let cells = context + (SEQUENCES as u32 - 1) * config.max_tokens;
+        // One sequence and one cell more for the row that pads a step (`decode.rs`).
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(cells))
-            .with_n_seq_max(SEQUENCES as u32)
+            .with_n_ctx(NonZeroU32::new(cells + 1))
+            .with_n_seq_max(SEQUENCES as u32 + 1)
             .with_kv_unified(true)
             .with_n_batch(BATCH as u32)
             .with_n_threads(threads)
