@@ -9,7 +9,7 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agentloop_coder::{change_grammar, read_change, EditFormat};
+use agentloop_coder::{change_grammar, read_change, EditFormat, NewFiles};
 use agentloop_core::{ChatModel, ChatRequest, FinishReason, Message};
 use agentloop_llm::catalog::{default_data_dir, DEFAULT_MODEL};
 use agentloop_llm::{LlamaConfig, LlamaModel};
@@ -34,6 +34,7 @@ async fn every_block_a_constrained_model_writes_names_a_placeable_file() {
         (EditFormat::Hunks, "Answer with each file you change: its path on a line of its own, then a fenced block of edits, each `<<<<<<< SEARCH`, lines of the file, `=======`, their replacement, `>>>>>>> REPLACE`."),
     ];
     let writable: Vec<(&str, &str)> = existing.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let taken: Vec<&str> = existing.iter().map(|(p, _)| p.as_str()).collect();
     let mut finished = 0;
     for (format, shape) in shapes {
         for ask in asks {
@@ -41,7 +42,7 @@ async fn every_block_a_constrained_model_writes_names_a_placeable_file() {
                 Message::system(shape),
                 Message::user(format!("calc.py\n```python\n{}```\nutil/strings.py\n```python\n{}```\n\n{ask}", existing[0].1, existing[1].1)),
             ]);
-            request.grammar = Some(change_grammar(&writable, format));
+            request.grammar = Some(change_grammar(&writable, format, NewFiles::Except(&taken)));
             request.max_tokens = Some(200);
             let answer = model.chat(&request).await.unwrap();
             if answer.finish_reason == FinishReason::Length {

@@ -45,7 +45,7 @@ use agentloop_tools::{workspace_tools, Sandbox, Workspace};
 
 pub use agent::{Coder, CoderFlags, CoderInput};
 pub use best::in_place as attempt_in_place;
-pub use change::{grammar as change_grammar, read as read_change};
+pub use change::{grammar as change_grammar, read as read_change, NewFiles};
 pub use context::{view_of, Clues};
 pub use events::CoderEvent;
 pub use nodes::workspace_text_files;
