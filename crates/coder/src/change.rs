@@ -488,10 +488,11 @@ mod tests {
         let lark = grammar(&files, EditFormat::Hunks, NewFiles::Except(&taken));
         let edit = "src/pkg/a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
         let prose = "To make f include its upper bound, the comparison in its return statement has to allow equal values, so it becomes <=.";
+        let probe = agentloop_llm::GrammarProbe::load(&model).unwrap();
         for answer in [format!("{prose}\n{edit}"), format!("{edit}\nnew file src/pkg/helpers/bounds.py\n```python\ndef below(a, b):\n    return a <= b\n```")] {
-            agentloop_llm::follow_text(&model, &lark, &answer).unwrap_or_else(|e| panic!("{e}\n{answer}"));
+            probe.follow(&lark, &answer).unwrap_or_else(|e| panic!("{e}\n{answer}"));
         }
-        let taken_path = agentloop_llm::follow_text(&model, &lark, "new file src/pkg/module_7.py\n```python\nx = 1\n```").unwrap_err();
+        let taken_path = probe.follow(&lark, "new file src/pkg/module_7.py\n```python\nx = 1\n```").unwrap_err();
         assert!(taken_path.contains("is not allowed"), "{taken_path}");
     }
 

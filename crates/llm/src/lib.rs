@@ -41,7 +41,7 @@ pub use debug_log::DebugLog;
 pub use fallback::FallbackChain;
 pub use lazy::LazyModel;
 #[cfg(feature = "llama")]
-pub use llama::{follow_text, plain_greedy_loop, Generation, LlamaConfig, LlamaModel, PlainLoop};
+pub use llama::{plain_greedy_loop, Generation, GrammarProbe, LlamaConfig, LlamaModel, PlainLoop};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use retry::RetryPolicy;
 pub use roles::{build_models, ModelSpec, Role, RoleDefault};

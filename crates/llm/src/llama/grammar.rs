@@ -43,30 +43,44 @@ impl Grammars {
     }
 }
 
-/// Follows `text` through `lark` with the vocabulary of the GGUF model at
-/// `model`, as decoding does: at each token the mask is computed, then the
-/// token taken. `Err` says where the grammar engine gave up or the text
-/// left the grammar. For tests of the grammars agents write: with a real
-/// vocabulary a grammar can be too complex for the engine (too many lexer
-/// states), which then stops masking — an answer is no longer held — where
-/// a check against a toy vocabulary passes.
-pub fn follow_text(model: &std::path::Path, lark: &str, text: &str) -> Result<(), String> {
-    use llama_cpp_2::model::params::LlamaModelParams;
-    let backend = super::engine::backend()?;
-    let model = LlamaModel::load_from_file(backend, model, &LlamaModelParams::default().with_vocab_only(true))
-        .map_err(|e| format!("could not read the model's vocabulary ({e})"))?;
-    let grammars = Grammars::new(&model)?;
-    let mut matcher = Matcher::new(grammars.factory.create_parser(TopLevelGrammar::from_lark(lark.to_string())));
-    let tokens = model.vocab().tokenize(text.as_bytes(), false, false);
-    for (at, token) in tokens.iter().enumerate() {
-        let piece = String::from_utf8_lossy(&model.vocab().token_to_piece(*token, false, None)).into_owned();
-        matcher.compute_mask().map_err(|e| format!("the grammar engine gave up before token {at} ({piece:?}): {e}"))?;
-        matcher.consume_token(token.0.cast_unsigned()).map_err(|e| format!("token {at} ({piece:?}) is not allowed: {e}"))?;
+/// A model's vocabulary and grammar engine, loaded once, for following
+/// answers through a grammar as decoding does. For tests of the grammars
+/// agents write: with a real vocabulary a grammar can be too complex for
+/// the engine (too many lexer states), which then stops masking — an
+/// answer is no longer held — where a check against a toy vocabulary
+/// passes.
+pub struct GrammarProbe {
+    model: LlamaModel,
+    grammars: Grammars,
+}
+
+impl GrammarProbe {
+    /// The vocabulary of the GGUF model at `path` (its weights are not read).
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        use llama_cpp_2::model::params::LlamaModelParams;
+        let backend = super::engine::backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default().with_vocab_only(true))
+            .map_err(|e| format!("could not read the model's vocabulary ({e})"))?;
+        let grammars = Grammars::new(&model)?;
+        Ok(Self { model, grammars })
     }
-    match matcher.is_accepting() {
-        Ok(true) => Ok(()),
-        Ok(false) => Err("the text is cut short: the grammar wants more".into()),
-        Err(e) => Err(e.to_string()),
+
+    /// Follows `text` through `lark`: at each token the mask is computed,
+    /// then the token taken. `Err` says where the grammar engine gave up or
+    /// the text left the grammar.
+    pub fn follow(&self, lark: &str, text: &str) -> Result<(), String> {
+        let mut matcher = Matcher::new(self.grammars.factory.create_parser(TopLevelGrammar::from_lark(lark.to_string())));
+        let vocab = self.model.vocab();
+        for (at, token) in vocab.tokenize(text.as_bytes(), false, false).iter().enumerate() {
+            let piece = String::from_utf8_lossy(&vocab.token_to_piece(*token, false, None)).into_owned();
+            matcher.compute_mask().map_err(|e| format!("the grammar engine gave up before token {at} ({piece:?}): {e}"))?;
+            matcher.consume_token(token.0.cast_unsigned()).map_err(|e| format!("token {at} ({piece:?}) is not allowed: {e}"))?;
+        }
+        match matcher.is_accepting() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("the text is cut short: the grammar wants more".into()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 

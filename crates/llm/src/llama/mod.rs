@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::roles::Drafting;
 
-pub use grammar::follow_text;
+pub use grammar::GrammarProbe;
 pub use plain::{plain_greedy_loop, PlainLoop};
 
 /// How to run a GGUF model. Only `path` is required.
