@@ -181,18 +181,25 @@ pub(crate) struct Solved {
     pub tests_tail: String,
     pub lengths: Lengths,
     pub prefill: Prefill,
-    changes: Changes,
+    pub changes: Changes,
 }
 
 /// What became of the changes the models wrote in one session: those
 /// refused before testing (no file, lines not in the file, nothing
 /// changed…), the candidates tried in scratch copies and those of them that
-/// passed. This is what tells one edit format from another.
-#[derive(Clone, Copy, Default, serde::Serialize)]
-struct Changes {
+/// passed. This is what tells one edit format from another. The small
+/// edits tried before the model was asked, and whether one passed, are
+/// counted apart: a case one of them solves owes nothing to the model.
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Changes {
     refused: u32,
     tried: u32,
     passed: u32,
+    #[serde(default)]
+    small_edits: u32,
+    #[serde(default)]
+    small_edit_passed: u32,
 }
 
 impl Changes {
@@ -205,16 +212,22 @@ impl Changes {
                     changes.tried += 1;
                     changes.passed += u32::from(passed);
                 }
+                Some(CoderEvent::SmallEdit { passed, .. }) => {
+                    changes.small_edits += 1;
+                    changes.small_edit_passed += u32::from(passed);
+                }
                 _ => {}
             }
         }
         Ok(changes)
     }
 
-    fn add(&mut self, other: Self) {
+    pub(crate) fn add(&mut self, other: Self) {
         self.refused += other.refused;
         self.tried += other.tried;
         self.passed += other.passed;
+        self.small_edits += other.small_edits;
+        self.small_edit_passed += other.small_edit_passed;
     }
 }
 

@@ -129,6 +129,7 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let detected = test_command::detect(&ws).with_context(|| format!("{} has no test command", ws.display()))?;
         let command = project.deselect.iter().fold(detected, |c, d| format!("{c} --deselect {d}"));
         let green = if args.verify { Some(run_tests(&sandbox, &command)?.0) } else { None };
+        let published = std::fs::read_to_string(ws.join(&case.file)).with_context(|| format!("case {}: cannot read {}", case.id, case.file))?;
         let bug_line = inject(&ws, case)?;
         let (red_passed, output) = run_tests(&sandbox, &command)?;
         let ok = green.unwrap_or(true) && !red_passed;
@@ -162,6 +163,10 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             record["lengths"] = json!(run.lengths);
             record["prefill"] = json!(run.prefill);
             record["solved"] = json!(run.solved);
+            // Solved with the very code the project published, or with
+            // another change its tests accept.
+            record["asPublished"] = json!(run.solved && std::fs::read_to_string(ws.join(&case.file)).is_ok_and(|now| now == published));
+            record["changes"] = json!(run.changes);
             record["saidPassed"] = json!(run.said_passed);
             // Out of time, a case counts its budget, as the peer's does.
             record["seconds"] = json!(if run.finish_reason.as_deref() == Some("budget") { budget.as_secs_f64() } else { harness::round(took, 1) });
@@ -207,6 +212,8 @@ struct Tally {
     /// Per signal left out: top-1 and top-5 hits.
     without: BTreeMap<String, (u32, u32)>,
     solved: u32,
+    as_published: u32,
+    changes: crate::coder::Changes,
     false_completions: u32,
     seconds: Vec<f64>,
     calls: u64,
@@ -239,6 +246,10 @@ impl Tally {
         }
         let solved = r["solved"] == true;
         self.solved += u32::from(solved);
+        self.as_published += u32::from(r["asPublished"] == true);
+        if let Ok(changes) = serde_json::from_value(r["changes"].clone()) {
+            self.changes.add(changes);
+        }
         self.false_completions += u32::from(r["saidPassed"] == true && !solved);
         self.seconds.extend(r["seconds"].as_f64());
         self.calls += r["modelCalls"].as_u64().unwrap_or(0);
@@ -275,6 +286,8 @@ impl Tally {
         if with_model {
             report["solved"] = json!(fraction(self.solved, n));
             report["solved_95"] = json!(harness::wilson(self.solved, n));
+            report["solved_as_published"] = json!(fraction(self.as_published, n));
+            report["changes"] = json!(self.changes);
             report["false_completions"] = json!(self.false_completions);
             report["median_seconds"] = json!(harness::round(harness::median(self.seconds.iter().copied()), 1));
             report["model_calls_per_case"] = json!(if n == 0 { 0.0 } else { harness::round(self.calls as f64 / n as f64, 1) });
@@ -446,7 +459,8 @@ mod tests {
     #[test]
     fn the_figures_are_summed_from_the_records_so_a_resumed_run_reports_the_whole_set() {
         let earlier = json!({"case": "a", "project": "p", "verified": true, "faultyRank": 1, "faultyRankWithout": {"words": 6},
-            "solved": true, "seconds": 100.0, "modelCalls": 4, "promptTokens": 8000, "served": {"m": 4},
+            "solved": true, "asPublished": true, "changes": {"refused": 0, "tried": 0, "passed": 0, "smallEdits": 7, "smallEditPassed": 1},
+            "seconds": 100.0, "modelCalls": 4, "promptTokens": 8000, "served": {"m": 4},
             "lengths": {"refused": 0, "cutOff": 1}, "peer": {"solved": false, "endedWithinBudget": true, "seconds": 50.0}});
         let now = json!({"case": "b", "project": "q", "verified": true, "faultyRank": 4, "faultyRankWithout": {"words": 2},
             "solved": false, "saidPassed": true, "seconds": 600, "modelCalls": 6, "served": {"m": 6},
@@ -462,6 +476,8 @@ mod tests {
         assert_eq!(report["localized_without"]["words"]["top1"], 0.0);
         assert_eq!(report["localized_without"]["words"]["top5"], 0.5);
         assert_eq!(report["solved"], 0.5);
+        assert_eq!(report["solved_as_published"], 0.5);
+        assert_eq!((report["changes"]["smallEdits"].as_u64(), report["changes"]["smallEditPassed"].as_u64()), (Some(7), Some(1)));
         assert_eq!(report["false_completions"], 1);
         assert_eq!(report["median_seconds"], 350.0);
         assert_eq!(report["model_calls_per_case"], 5.0);

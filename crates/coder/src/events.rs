@@ -28,6 +28,10 @@ pub enum CoderEvent {
     /// (`passing` of `ran` tests; `None` when the output does not say).
     #[serde(rename = "coder:candidate")]
     Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool },
+    /// A small edit on a line the failing tests run was tried against the
+    /// tests in a scratch copy (`edit`: where, and the line before and after).
+    #[serde(rename = "coder:small_edit")]
+    SmallEdit { number: usize, of: usize, edit: String, passing: Option<u32>, ran: Option<u32>, passed: bool },
     /// A reflection repeated an earlier diagnosis word for word: it was set
     /// aside for the failing tests' names and what they expected.
     #[serde(rename = "coder:reflection_repeated")]
@@ -66,11 +70,10 @@ impl CoderEvent {
                 format!("    ↶ attempt {attempt} undone: {} test(s) passing against {} for {back_to}", n(passing_now), n(passing_best))
             }
             Self::Candidate { number, of, passing, ran, passed } => {
-                let tests = match (passing, ran) {
-                    (Some(p), Some(r)) => format!("{p} of {r} tests"),
-                    _ => "the tests did not say".to_string(),
-                };
-                format!("    candidate {number}/{of} · {tests}{}", if *passed { " · passes" } else { "" })
+                format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran), if *passed { " · passes" } else { "" })
+            }
+            Self::SmallEdit { number, of, edit, passing, ran, passed } => {
+                format!("    small edit {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran), if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
             Self::ReflectionRepeated { diagnosis } => format!("    reflection repeats an earlier one ({diagnosis}): working from the failing tests instead"),
@@ -78,5 +81,13 @@ impl CoderEvent {
                 format!("    ✗ answer refused: {reason}{}", if *asking_again { "; asking again" } else { "" })
             }
         }
+    }
+}
+
+/// How many tests passed of those run, for a line of the live view.
+fn tests_line(passing: Option<u32>, ran: Option<u32>) -> String {
+    match (passing, ran) {
+        (Some(p), Some(r)) => format!("{p} of {r} tests"),
+        _ => "the tests did not say".to_string(),
     }
 }

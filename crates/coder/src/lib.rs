@@ -35,6 +35,8 @@ mod more;
 mod new_files;
 mod nodes;
 mod prompts;
+mod scratch;
+mod small_edits;
 mod state;
 
 use std::time::Duration;

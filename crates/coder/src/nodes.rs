@@ -19,6 +19,8 @@ use super::focus;
 use super::more;
 use super::new_files;
 use super::prompts;
+use super::scratch;
+use super::small_edits;
 use super::state::{Attempt, CandidateRecord, CoderState, Recommendation, Reflection, RootCause};
 use super::CODER_ROLE;
 use agentloop_agent::approved;
@@ -100,6 +102,9 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         phase(step, "code");
         let files = workspace_files(s)?;
+        if let Some(change) = small_edits::search(s, step, &files).await? {
+            return apply_change(s, step, change, small_edits::KIND).await;
+        }
         let text = shown(s, step, &files, prompts::code).await;
         let request = prompts::code(s, &text);
         write_change(s, step, request, &files, "plan").await
@@ -469,13 +474,8 @@ async fn try_candidate(
     number: usize,
     of: usize,
 ) -> Result<std::result::Result<Candidate, change::Files>> {
-    let files: Vec<Value> = change.iter().map(|(path, content)| json!({"path": path, "content": content})).collect();
-    let out = approved::call(step, &mut s.approvals, "try_change", json!({"files": files, "command": s.test_command})).await?;
-    if out.get("denied").is_some() {
-        return Ok(Err(change));
-    }
-    let passed = out["exitCode"] == 0;
-    let score = best::score(out["shown"].as_str().unwrap_or_default());
+    let Some(tried) = scratch::try_change(s, step, &change).await? else { return Ok(Err(change)) };
+    let (passed, score) = (tried.passed, tried.score);
     step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed });
     if !passed {
         step.reject_answer(CODER_ROLE)?;

@@ -39,6 +39,12 @@ declare_settings! {
         /// best one written to the workspace (1: one change, written and tested).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         pub candidates: u32 = 3,
+        /// Small edits (an operator, a constant, a condition) tried against
+        /// the tests on the lines the failing tests run, before the model is
+        /// asked for a change; 0: none. Needs the suite's line coverage
+        /// (pytest or unittest on a workspace shown in part).
+        #[arg(long)]
+        pub small_edits: u32 = 40,
         /// How a change gives an existing file: whole, or hunks (search/replace blocks).
         #[arg(long, value_enum)]
         pub edit_format: EditFormat = EditFormat::Whole,
@@ -189,6 +195,9 @@ pub struct CoderState {
     /// What that run said: the lines the failing and passing tests ran.
     #[serde(default)]
     pub spectrum: Option<agentloop_codemap::Spectrum>,
+    /// The small edits were tried (`small_edits.rs`), once a session.
+    #[serde(default)]
+    pub small_edits_tried: bool,
 }
 
 impl State for CoderState {
@@ -216,6 +225,7 @@ impl State for CoderState {
         f.value("baselinePassed", &self.baseline_passed);
         f.value("traced", &self.traced);
         f.value("spectrum", &self.spectrum);
+        f.value("smallEditsTried", &self.small_edits_tried);
     }
 }
 

@@ -70,11 +70,16 @@ async fn run(root: &std::path::Path, model: ScriptedModel) -> (agentloop_core::O
     run_with(root, model, "python3 -m unittest -q").await
 }
 
+/// The model alone writes the changes: no small edits are tried first
+/// (those have tests of their own below).
 async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &str) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    run_configured(root, model, test_command, CoderSettings { candidates: 1, max_iterations: 3, small_edits: 0, ..CoderSettings::default() }).await
+}
+
+async fn run_configured(root: &std::path::Path, model: ScriptedModel, test_command: &str, config: CoderSettings) -> (agentloop_core::Outcome, Arc<dyn Store>) {
     let workspace = Workspace::new(root).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
-    let config = CoderSettings { candidates: 1, max_iterations: 3, ..CoderSettings::default() };
     let runner = coder::runner(&Wiring::new(Models::new(Arc::new(model)), store.clone()), &workspace, &sandbox, Duration::from_secs(60)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", test_command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
@@ -223,4 +228,53 @@ async fn a_plan_may_open_more_code_and_search_it_and_later_prompts_show_what_it_
     let events = store.events(&out.session_id, 0, 1000).unwrap();
     let asked: Vec<&str> = events.iter().filter(|e| e.name == "coder:tool").filter_map(|e| e.payload["tool"].as_str()).collect();
     assert_eq!(asked, vec!["open", "open", "search"], "each request is in the journal");
+}
+
+/// The small edits tried, as the live view records them: each edit and
+/// whether it passed.
+fn small_edits(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<(String, bool)> {
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    events
+        .iter()
+        .filter(|e| e.name == "coder:small_edit")
+        .map(|e| (e.payload["edit"].as_str().unwrap_or_default().to_string(), e.payload["passed"] == true))
+        .collect()
+}
+
+fn searching() -> CoderSettings {
+    CoderSettings { candidates: 1, max_iterations: 3, ..CoderSettings::default() }
+}
+
+#[tokio::test]
+async fn a_one_token_slip_on_a_line_only_the_failing_test_runs_is_found_by_the_tests_before_the_model_writes_anything() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n";
+    seed(ws.path(), faulty);
+    let (model, sent) = model(vec![]);
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no change was asked of the model");
+    let tried = small_edits(&store, &out);
+    assert_eq!(tried.last(), Some(&("zz_calc.py:6: return a - b → return a + b".to_string(), true)), "{tried:?}");
+    assert!(tried[..tried.len() - 1].iter().all(|(_, passed)| !passed), "the search stops at the first edit that passes: {tried:?}");
+    assert!(tried.iter().all(|(edit, _)| edit.starts_with("zz_calc.py:6:")), "only the line the failing test runs alone: {tried:?}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a + b\n");
+    let state: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!(state.attempts.len(), 1);
+    assert_eq!((state.attempts[0].kind.as_str(), state.attempts[0].passed), ("small edit", true));
+}
+
+#[tokio::test]
+async fn when_no_small_edit_passes_the_model_is_asked_and_the_tries_never_touch_the_files() {
+    let ws = tempfile::tempdir().unwrap();
+    seed_with(ws.path(), SCALED, ASSERTING);
+    let (model, sent) = model(vec![SCALED_FIX]);
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let tried = small_edits(&store, &out);
+    assert!(tried.iter().any(|(edit, _)| edit == "zz_calc.py:8: out.append(x * 100) → out.append(x * 101)"), "{tried:?}");
+    assert!(tried.iter().all(|(_, passed)| !passed), "{tried:?}");
+    assert!(notices(&store, &out).iter().any(|n| n.starts_with(&format!("none of {} small edits", tried.len()))));
+    assert_eq!(code_prompts(&sent).len(), 1, "the model wrote the change");
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), SCALED.replace("x * 100", "x * 10"), "only the model's change was written");
 }

@@ -1,0 +1,392 @@
+//! The one-token slips a person makes in a line of Python — a comparison
+//! one step off (`<` for `<=`), a constant off by one, `and` for `or`, a
+//! condition the wrong way round, `+` for `-`, `min` for `max` — and the
+//! edits that undo each, for the lines the failing tests point at.
+//!
+//! Trying a few dozen such edits against the tests costs seconds and no
+//! model call; a bug that is one of them is then fixed, and checked, before
+//! a model is asked anything. This is template-based repair in the manner
+//! of mutation testing's operators: what is generated is only ever a
+//! candidate, and only the tests decide. Other languages get no edits.
+
+use crate::coverage::Spectrum;
+use crate::test_files::is_test_path;
+
+/// One line of one file, changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmallEdit {
+    pub path: String,
+    /// 1-based.
+    pub line: usize,
+    pub before: String,
+    pub after: String,
+}
+
+impl SmallEdit {
+    /// `content` with the edit made, if its line still reads as it did.
+    pub fn apply(&self, content: &str) -> Option<String> {
+        let mut lines: Vec<&str> = content.split('\n').collect();
+        let slot = lines.get_mut(self.line.checked_sub(1)?)?;
+        if *slot != self.before {
+            return None;
+        }
+        *slot = &self.after;
+        Some(lines.join("\n"))
+    }
+
+    /// The edit for people: `path:line: before → after`, trimmed.
+    pub fn describe(&self) -> String {
+        format!("{}:{}: {} → {}", self.path, self.line, self.before.trim(), self.after.trim())
+    }
+}
+
+/// The source lines the failing tests run, most suspicious first (Ochiai;
+/// among equals, the lines of `preferred` regions in their order, then the
+/// file and line): where a slip is likeliest. Test files are left out —
+/// they are the specification.
+pub fn suspicious_lines(spectrum: &Spectrum, preferred: &[(String, usize, usize)]) -> Vec<(String, usize)> {
+    let mut lines: Vec<(f64, usize, String, usize)> = Vec::new();
+    for (path, runs) in &spectrum.lines {
+        if is_test_path(path) || !path.ends_with(".py") {
+            continue;
+        }
+        for &line in runs.keys() {
+            let score = spectrum.ochiai(path, line);
+            if score <= 0.0 {
+                continue;
+            }
+            let region = preferred.iter().position(|(p, start, end)| p == path && (*start..=*end).contains(&line)).unwrap_or(usize::MAX);
+            lines.push((score, region, path.clone(), line));
+        }
+    }
+    lines.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then_with(|| (&a.2, a.3).cmp(&(&b.2, b.3))));
+    lines.into_iter().map(|(_, _, path, line)| (path, line)).collect()
+}
+
+/// The edits of the `lines` of `files`, line by line in the order given,
+/// at most `limit`, none repeated.
+pub fn edits(files: &[(String, String)], lines: &[(String, usize)], limit: usize) -> Vec<SmallEdit> {
+    let mut out: Vec<SmallEdit> = Vec::new();
+    for (path, line) in lines {
+        let Some(text) = files.iter().find(|(p, _)| p == path).and_then(|(_, c)| c.split('\n').nth(line.wrapping_sub(1))) else { continue };
+        for after in variants(text) {
+            if out.len() >= limit {
+                return out;
+            }
+            let edit = SmallEdit { path: path.clone(), line: *line, before: text.to_string(), after };
+            if !out.contains(&edit) {
+                out.push(edit);
+            }
+        }
+    }
+    out
+}
+
+/// The lines one slip away from `line` of Python, likeliest slips first:
+/// comparisons, constants, conditions and logic, arithmetic, `min`/`max`.
+pub fn variants(line: &str) -> Vec<String> {
+    let code = code_end(line);
+    let trimmed = line[..code].trim_start();
+    if trimmed.is_empty() || trimmed.starts_with("import ") || trimmed.starts_with("from ") || trimmed.starts_with('@') {
+        return Vec::new();
+    }
+    let spans = code_spans(&line[..code]);
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |at: usize, len: usize, with: &str| {
+        let v = format!("{}{}{}", &line[..at], with, &line[at + len..]);
+        if v != line && !out.contains(&v) {
+            out.push(v);
+        }
+    };
+    for (at, op) in comparisons(line, &spans) {
+        let swaps: &[&str] = match op {
+            "<" => &["<=", ">"],
+            "<=" => &["<", ">="],
+            ">" => &[">=", "<"],
+            ">=" => &[">", "<="],
+            "==" => &["!="],
+            _ => &["=="],
+        };
+        for with in swaps {
+            push(at, op.len(), with);
+        }
+    }
+    for (at, len, value) in integers(line, &spans) {
+        push(at, len, &(value + 1).to_string());
+        if value > 0 {
+            push(at, len, &(value - 1).to_string());
+        }
+    }
+    for (at, word) in words(line, &spans) {
+        match word {
+            "and" => push(at, 3, "or"),
+            "or" => push(at, 2, "and"),
+            "True" => push(at, 4, "False"),
+            "False" => push(at, 5, "True"),
+            "not" if line[at..].starts_with("not ") => push(at, 4, ""),
+            "is" if line[at..].starts_with("is not ") => push(at, 7, "is "),
+            "is" => push(at, 2, "is not"),
+            _ => {}
+        }
+    }
+    if let Some(negated) = negated_condition(line, code) {
+        push(0, line.len(), &negated);
+    }
+    for (at, op) in arithmetic(line, &spans) {
+        let with = match op {
+            "+" => "-",
+            "-" => "+",
+            "+=" => "-=",
+            "-=" => "+=",
+            "//" => "/",
+            _ => "//",
+        };
+        push(at, op.len(), with);
+    }
+    for (at, word) in words(line, &spans) {
+        let call = line[at + word.len()..].starts_with('(');
+        match word {
+            "min" if call => push(at, 3, "max"),
+            "max" if call => push(at, 3, "min"),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where the line's code ends: at a `#` outside a string, else its end.
+fn code_end(line: &str) -> usize {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '#' => return i,
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {}
+        }
+    }
+    line.len()
+}
+
+/// The byte ranges of `code` outside string literals: only there are
+/// operators and words code.
+fn code_spans(code: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = Some(0);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in code.char_indices() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => {
+                quote = None;
+                start = Some(i + 1);
+            }
+            Some(_) => {}
+            None if c == '\'' || c == '"' => {
+                if let Some(s) = start.take() {
+                    spans.push((s, i));
+                }
+                quote = Some(c);
+            }
+            None => {}
+        }
+    }
+    if let Some(s) = start.filter(|_| quote.is_none()) {
+        spans.push((s, code.len()));
+    }
+    spans
+}
+
+fn in_code(spans: &[(usize, usize)], at: usize) -> bool {
+    spans.iter().any(|(s, e)| (*s..*e).contains(&at))
+}
+
+/// The comparison operators: `<` and `>` that are not shifts, arrows or
+/// parts of a longer operator, and `<=`, `>=`, `==`, `!=`.
+fn comparisons<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, &'a str)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let next = b.get(i + 1).copied();
+        let prev = if i > 0 { b[i - 1] } else { b' ' };
+        let len = match (b[i], next) {
+            _ if !in_code(spans, i) => 0,
+            (b'<' | b'>' | b'=' | b'!', Some(b'=')) if prev != b'=' && !matches!(b.get(i + 2), Some(b'=')) && !b"<>*/+-%&|^:".contains(&prev) => 2,
+            (b'<', n) | (b'>', n) if !matches!(n, Some(b'<' | b'>' | b'=')) && !matches!(prev, b'<' | b'>' | b'-') => 1,
+            _ => 0,
+        };
+        if len > 0 {
+            out.push((i, &line[i..i + len]));
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Decimal integer literals (not parts of names, floats or other bases),
+/// with their value.
+fn integers(line: &str, spans: &[(usize, usize)]) -> Vec<(usize, usize, u64)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() || !in_code(spans, i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+            i += 1;
+        }
+        let before = if start > 0 { b[start - 1] } else { b' ' };
+        let after = b.get(i).copied().unwrap_or(b' ');
+        let exponent = start >= 2 && matches!(before, b'+' | b'-') && matches!(b[start - 2], b'e' | b'E');
+        let part_of_more = exponent || before.is_ascii_alphanumeric() || before == b'_' || before == b'.' || after.is_ascii_alphanumeric() || after == b'.';
+        if !part_of_more {
+            if let Ok(value) = line[start..i].replace('_', "").parse::<u64>() {
+                if value < 1 << 32 {
+                    out.push((start, i - start, value));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The words of the code (names and keywords), with where each starts.
+fn words<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, &'a str)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = (b[i].is_ascii_alphabetic() || b[i] == b'_') && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        if !starts || !in_code(spans, i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        out.push((start, &line[start..i]));
+    }
+    out
+}
+
+/// `if`, `elif` and `while` with their condition negated (`if not (…):`),
+/// when the whole condition is on the line.
+fn negated_condition(line: &str, code: usize) -> Option<String> {
+    let indent = line.len() - line.trim_start().len();
+    let body = line[indent..code].trim_end();
+    let keyword = ["if ", "elif ", "while "].into_iter().find(|k| body.starts_with(k))?;
+    let condition = body.strip_prefix(keyword)?.strip_suffix(':')?.trim();
+    if condition.is_empty() || condition.starts_with("not ") {
+        return None;
+    }
+    Some(format!("{}{keyword}not ({condition}):{}", &line[..indent], &line[indent + body.len()..]))
+}
+
+/// Binary `+` and `-` (and `+=`, `-=`), `/` and `//`: a sign, an exponent
+/// or a `->` is not one.
+fn arithmetic<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, &'a str)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !in_code(spans, i) {
+            i += 1;
+            continue;
+        }
+        let operand_before = line[..i].trim_end().chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ')' || c == ']');
+        let exponent = i >= 2 && matches!(b[i - 1], b'e' | b'E') && b[i - 2].is_ascii_digit();
+        let len = match (b[i], b.get(i + 1).copied()) {
+            (b'+' | b'-', Some(b'=')) if operand_before => 2,
+            (b'-', Some(b'>')) => 0,
+            (b'+' | b'-', _) if operand_before && !exponent => 1,
+            (b'/', Some(b'/')) if operand_before => 2,
+            (b'/', n) if operand_before && n != Some(b'=') => 1,
+            _ => 0,
+        };
+        if len > 0 && !(len == 1 && b.get(i + 1) == Some(&b'=')) {
+            out.push((i, &line[i..i + len]));
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_comparison_one_step_off_is_among_the_first_edits_of_its_line() {
+        let v = variants("        if result and start < result[-1][1]:");
+        assert_eq!(v[0], "        if result and start <= result[-1][1]:");
+        assert_eq!(v[1], "        if result and start > result[-1][1]:");
+        assert!(v.contains(&"        if result or start < result[-1][1]:".to_string()), "{v:?}");
+        assert!(v.contains(&"        if result and start < result[-2][1]:".to_string()), "{v:?}");
+        assert!(v.contains(&"        if result and start < result[-1][0]:".to_string()), "{v:?}");
+        assert!(v.contains(&"        if not (result and start < result[-1][1]):".to_string()), "{v:?}");
+    }
+
+    #[test]
+    fn constants_arithmetic_and_logic_each_have_their_edit() {
+        assert_eq!(variants("    return n - 1"), vec!["    return n - 2", "    return n - 0", "    return n + 1"]);
+        assert_eq!(variants("x = max(a, b)"), vec!["x = min(a, b)"]);
+        assert_eq!(variants("ok = flag is not None"), vec!["ok = flag is None"]);
+        assert_eq!(variants("    if not done:"), vec!["    if done:"]);
+        assert_eq!(variants("total += step"), vec!["total -= step"]);
+        assert_eq!(variants("half = size // 2"), vec!["half = size // 3", "half = size // 1", "half = size / 2"]);
+        assert_eq!(variants("a = b == c"), vec!["a = b != c"]);
+    }
+
+    #[test]
+    fn strings_comments_signs_and_other_syntax_are_left_alone() {
+        assert_eq!(variants("    name = 'a < b and 1'  # 2 > 1"), Vec::<String>::new());
+        assert_eq!(variants("def f(x) -> int:"), Vec::<String>::new());
+        assert_eq!(variants("y = -x"), Vec::<String>::new());
+        assert_eq!(variants("z = 1.5e-3"), Vec::<String>::new());
+        assert_eq!(variants("import os2"), Vec::<String>::new());
+        assert_eq!(variants("k = x << 2").len(), 2, "only the constant: {:?}", variants("k = x << 2"));
+        assert_eq!(variants("v2 = f(**kw)"), Vec::<String>::new());
+        assert_eq!(variants("a = b"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_edit_applies_only_to_the_line_it_was_made_for() {
+        let edit = SmallEdit { path: "a.py".into(), line: 2, before: "x = 1".into(), after: "x = 2".into() };
+        assert_eq!(edit.apply("a = 0\nx = 1\n"), Some("a = 0\nx = 2\n".into()));
+        assert_eq!(edit.apply("a = 0\nx = 3\n"), None);
+        assert_eq!(edit.apply("a = 0"), None);
+        assert_eq!(edit.describe(), "a.py:2: x = 1 → x = 2");
+    }
+
+    #[test]
+    fn lines_only_failing_tests_run_come_first_and_tests_are_never_edited() {
+        let mut lines = BTreeMap::new();
+        lines.insert("pkg/a.py".to_string(), BTreeMap::from([(3, (1, 9)), (7, (1, 0)), (8, (1, 0))]));
+        lines.insert("pkg/b.py".to_string(), BTreeMap::from([(1, (1, 0))]));
+        lines.insert("tests/test_a.py".to_string(), BTreeMap::from([(5, (1, 0))]));
+        let spectrum = Spectrum { failed: 1, passed: 9, lines };
+        let got = suspicious_lines(&spectrum, &[("pkg/b.py".into(), 1, 4)]);
+        let want: Vec<(String, usize)> = vec![("pkg/b.py".into(), 1), ("pkg/a.py".into(), 7), ("pkg/a.py".into(), 8), ("pkg/a.py".into(), 3)];
+        assert_eq!(got, want);
+        let files = vec![("pkg/a.py".to_string(), "a\nb\nc = 1\nd\ne\nf\ng = x < y\nh = 0\n".to_string())];
+        let got = edits(&files, &[("pkg/a.py".into(), 7), ("pkg/a.py".into(), 8), ("pkg/b.py".into(), 1)], 3);
+        let after: Vec<&str> = got.iter().map(|e| e.after.as_str()).collect();
+        assert_eq!(after, vec!["g = x <= y", "g = x > y", "h = 1"]);
+    }
+}

@@ -1,0 +1,55 @@
+//! Before the model is asked for a change: the one-token slips on the
+//! lines the failing tests run (`agentloop_codemap::small_edits`), most
+//! suspicious first, each tried against the tests in a scratch copy as a
+//! candidate is. The first that makes the whole suite pass is the change;
+//! TEST then runs the suite on the user's files, and REVIEW reads it, as
+//! for any change. None passing costs the tries and nothing else.
+//!
+//! Run once a session, when the suite's line coverage was traced (the
+//! workspace was too large to show whole), and only on Python, whose
+//! coverage the tracer gives.
+
+use agentloop_codemap::small_edits;
+use agentloop_core::{Result, Step};
+
+use super::change;
+use super::events::CoderEvent;
+use super::scratch;
+use super::state::CoderState;
+
+/// What an attempt made of a small edit is called among the attempts.
+pub const KIND: &str = "small edit";
+
+/// The first small edit that makes the tests pass, as a change of its one
+/// file; `None` when none did, none was tried, or trying was declined.
+pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, String)]) -> Result<Option<change::Files>> {
+    if s.small_edits_tried || !s.attempts.is_empty() {
+        return Ok(None);
+    }
+    let Some(spectrum) = s.spectrum.as_ref() else { return Ok(None) };
+    s.small_edits_tried = true;
+    let preferred: Vec<(String, usize, usize)> = s.shown.iter().map(|r| (r.path.clone(), r.start, r.end)).collect();
+    let lines = small_edits::suspicious_lines(spectrum, &preferred);
+    let limit = usize::try_from(s.config.small_edits).unwrap_or(usize::MAX);
+    let edits = small_edits::edits(files, &lines, limit);
+    for (i, edit) in edits.iter().enumerate() {
+        let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { continue };
+        let change = vec![(edit.path.clone(), content)];
+        let Some(tried) = scratch::try_change(s, step, &change).await? else { return Ok(None) };
+        step.emit(CoderEvent::SmallEdit {
+            number: i + 1,
+            of: edits.len(),
+            edit: edit.describe(),
+            passing: tried.score.map(|s| s.0),
+            ran: tried.score.map(|s| s.1),
+            passed: tried.passed,
+        });
+        if tried.passed {
+            return Ok(Some(change));
+        }
+    }
+    if !edits.is_empty() {
+        step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
+    }
+    Ok(None)
+}
