@@ -179,6 +179,7 @@ async fn run_tests(s: &mut CoderState, step: &mut Step) -> Result<(bool, String)
     Ok(match out.get("denied").and_then(Value::as_str) {
         Some(why) => (false, format!("the tests were not run: {why}")),
         None => {
+            s.last_test_ms = out["durationMs"].as_u64();
             let shown = out["shown"].as_str().unwrap_or_default().to_string();
             let shown = if shown.trim().is_empty() { format!("`{}` exited with {}", s.test_command, out["exitCode"]) } else { shown };
             (out["exitCode"] == 0, shown)
@@ -474,7 +475,7 @@ async fn try_candidate(
     number: usize,
     of: usize,
 ) -> Result<std::result::Result<Candidate, change::Files>> {
-    let Some(tried) = scratch::try_change(s, step, &change).await? else { return Ok(Err(change)) };
+    let Some(tried) = scratch::try_change(s, step, &change, None).await? else { return Ok(Err(change)) };
     let (passed, score) = (tried.passed, tried.score);
     step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed });
     if !passed {

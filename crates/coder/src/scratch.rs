@@ -18,11 +18,16 @@ pub struct Tried {
     pub score: Option<(u32, u32)>,
 }
 
-/// Tries `change` against the test command in a scratch copy; `None` when
-/// running it was declined.
-pub async fn try_change(s: &mut CoderState, step: &mut Step, change: &change::Files) -> Result<Option<Tried>> {
+/// Tries `change` against the test command in a scratch copy, killed after
+/// `timeout_secs` if given (else the command timeout); `None` when running
+/// it was declined.
+pub async fn try_change(s: &mut CoderState, step: &mut Step, change: &change::Files, timeout_secs: Option<u64>) -> Result<Option<Tried>> {
     let files: Vec<Value> = change.iter().map(|(path, content)| json!({"path": path, "content": content})).collect();
-    let out = approved::call(step, &mut s.approvals, "try_change", json!({"files": files, "command": s.test_command})).await?;
+    let mut input = json!({"files": files, "command": s.test_command});
+    if let Some(t) = timeout_secs {
+        input["timeoutSecs"] = json!(t);
+    }
+    let out = approved::call(step, &mut s.approvals, "try_change", input).await?;
     if out.get("denied").is_some() {
         return Ok(None);
     }

@@ -20,6 +20,11 @@ use super::state::CoderState;
 /// What an attempt made of a small edit is called among the attempts.
 pub const KIND: &str = "small edit";
 
+/// A try may run this many times as long as the last test run did…
+const TIMEOUT_FACTOR: u64 = 3;
+/// …and this many seconds more (starting the interpreter, copying files).
+const TIMEOUT_SLACK_SECS: u64 = 10;
+
 /// The first small edit that makes the tests pass, as a change of its one
 /// file; `None` when none did, none was tried, or trying was declined.
 pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, String)]) -> Result<Option<change::Files>> {
@@ -32,10 +37,13 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     let lines = small_edits::suspicious_lines(spectrum, &preferred);
     let limit = usize::try_from(s.config.small_edits).unwrap_or(usize::MAX);
     let edits = small_edits::edits(files, &lines, limit);
+    // An edit to a loop's condition can make the suite loop forever: a try
+    // gets a few times what the suite took, not the command timeout.
+    let timeout = s.last_test_ms.map(|ms| ms.saturating_mul(TIMEOUT_FACTOR) / 1000 + TIMEOUT_SLACK_SECS);
     for (i, edit) in edits.iter().enumerate() {
         let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { continue };
         let change = vec![(edit.path.clone(), content)];
-        let Some(tried) = scratch::try_change(s, step, &change).await? else { return Ok(None) };
+        let Some(tried) = scratch::try_change(s, step, &change, timeout).await? else { return Ok(None) };
         step.emit(CoderEvent::SmallEdit {
             number: i + 1,
             of: edits.len(),

@@ -195,6 +195,9 @@ pub struct CoderState {
     /// What that run said: the lines the failing and passing tests ran.
     #[serde(default)]
     pub spectrum: Option<agentloop_codemap::Spectrum>,
+    /// How long the last run of the test command took.
+    #[serde(default)]
+    pub last_test_ms: Option<u64>,
     /// The small edits were tried (`small_edits.rs`), once a session.
     #[serde(default)]
     pub small_edits_tried: bool,
@@ -225,6 +228,7 @@ impl State for CoderState {
         f.value("baselinePassed", &self.baseline_passed);
         f.value("traced", &self.traced);
         f.value("spectrum", &self.spectrum);
+        f.value("lastTestMs", &self.last_test_ms);
         f.value("smallEditsTried", &self.small_edits_tried);
     }
 }

@@ -262,6 +262,13 @@ async fn a_one_token_slip_on_a_line_only_the_failing_test_runs_is_found_by_the_t
     let state: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
     assert_eq!(state.attempts.len(), 1);
     assert_eq!((state.attempts[0].kind.as_str(), state.attempts[0].passed), ("small edit", true));
+    // Each try is killed after a few times what the suite took (an edit
+    // to a loop's condition may loop forever), not the command timeout.
+    let baseline = state.last_test_ms.unwrap() / 1000;
+    let tries: Vec<u64> =
+        store.calls(&out.session_id).unwrap().iter().filter(|c| c.name == "try_change").map(|c| c.input["timeoutSecs"].as_u64().unwrap()).collect();
+    assert_eq!(tries.len(), tried.len());
+    assert!(tries.iter().all(|t| (10..=baseline * 3 + 10).contains(t)), "{tries:?}");
 }
 
 #[tokio::test]

@@ -38,6 +38,10 @@ struct FileInput {
 struct TryInput {
     files: Vec<FileInput>,
     command: String,
+    /// A shorter limit than the tool's own, for a try whose change may
+    /// well loop forever (a small edit to a loop's condition).
+    #[serde(default, rename = "timeoutSecs")]
+    timeout_secs: Option<u64>,
 }
 
 #[async_trait]
@@ -51,7 +55,8 @@ impl Tool for TryChange {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
             "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}},
-            "command": {"type": "string"}
+            "command": {"type": "string"},
+            "timeoutSecs": {"type": "integer", "minimum": 1, "description": "seconds the command may run, at most the tool's own limit"}
         }, "required": ["files", "command"]})
     }
     /// Nothing outside its own scratch copy changes, so running it again
@@ -61,12 +66,14 @@ impl Tool for TryChange {
     }
     async fn call(&self, value: Value) -> Result<Value> {
         let fail = |message: String| Error::Tool { tool: "try_change".into(), message };
-        let TryInput { files, command } = serde_json::from_value(value).map_err(|e| fail(format!("the input does not fit the tool's schema ({e})")))?;
+        let TryInput { files, command, timeout_secs } =
+            serde_json::from_value(value).map_err(|e| fail(format!("the input does not fit the tool's schema ({e})")))?;
         let scratch = ScratchCopy::of(&self.workspace)?;
         for f in &files {
             scratch.workspace().write(&f.path, f.content.as_bytes()).map_err(|e| e.for_tool("try_change", &f.path, "write"))?;
         }
         let sandbox = self.sandbox.elsewhere(scratch.workspace().root())?;
-        run(&sandbox, &command, self.timeout).await
+        let timeout = timeout_secs.map_or(self.timeout, |t| self.timeout.min(Duration::from_secs(t.max(1))));
+        run(&sandbox, &command, timeout).await
     }
 }

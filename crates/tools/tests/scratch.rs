@@ -69,3 +69,20 @@ async fn a_candidate_is_tried_against_the_tests_without_touching_the_workspace()
     assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), "def add(a, b):\n    return a - b\n");
     assert!(tool.call(serde_json::json!({"files": [{"path": "../out.py", "content": "x"}], "command": "true"})).await.is_err(), "the copy's jail holds");
 }
+
+/// A try may ask for a shorter limit than the tool's, never a longer one:
+/// a change that makes the tests loop forever costs seconds, not minutes.
+#[tokio::test]
+async fn a_try_that_loops_is_killed_at_its_own_shorter_limit() {
+    use agentloop_core::Tool;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path()).unwrap();
+    let sandbox = Sandbox::new(ws.root(), &SandboxConfig::default(), None, None).unwrap();
+    let tool = agentloop_tools::TryChange::new(ws.clone(), sandbox, Duration::from_secs(30));
+    let started = std::time::Instant::now();
+    let out = tool.call(serde_json::json!({"files": [], "command": "sleep 20", "timeoutSecs": 1})).await.unwrap();
+    assert_eq!(out["timedOut"], true, "{out}");
+    assert!(started.elapsed() < Duration::from_secs(15), "killed at its own limit, not the tool's");
+    let out = tool.call(serde_json::json!({"files": [], "command": "sleep 2; echo done", "timeoutSecs": 600})).await.unwrap();
+    assert_eq!((out["timedOut"].as_bool(), out["exitCode"].as_i64()), (Some(false), Some(0)), "{out}");
+}
