@@ -85,12 +85,11 @@ pub fn edits(files: &[(String, String)], lines: &[(String, usize)], limit: usize
 /// The lines one slip away from `line` of Python, likeliest slips first:
 /// comparisons, constants, conditions and logic, arithmetic, `min`/`max`.
 pub fn variants(line: &str) -> Vec<String> {
-    let code = code_end(line);
+    let (spans, code) = code_spans(line);
     let trimmed = line[..code].trim_start();
     if trimmed.is_empty() || trimmed.starts_with("import ") || trimmed.starts_with("from ") || trimmed.starts_with('@') {
         return Vec::new();
     }
-    let spans = code_spans(&line[..code]);
     let mut out: Vec<String> = Vec::new();
     let mut push = |at: usize, len: usize, with: &str| {
         let v = format!("{}{}{}", &line[..at], with, &line[at + len..]);
@@ -154,32 +153,15 @@ pub fn variants(line: &str) -> Vec<String> {
     out
 }
 
-/// Where the line's code ends: at a `#` outside a string, else its end.
-fn code_end(line: &str) -> usize {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(_) if escaped => escaped = false,
-            Some(_) if c == '\\' => escaped = true,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '#' => return i,
-            None if c == '\'' || c == '"' => quote = Some(c),
-            None => {}
-        }
-    }
-    line.len()
-}
-
-/// The byte ranges of `code` outside string literals: only there are
-/// operators and words code.
-fn code_spans(code: &str) -> Vec<(usize, usize)> {
+/// The byte ranges of `line` that are code — outside string literals and
+/// before a `#` comment: only there are operators and words code — and
+/// where its code ends.
+fn code_spans(line: &str) -> (Vec<(usize, usize)>, usize) {
     let mut spans = Vec::new();
     let mut start = Some(0);
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    for (i, c) in code.char_indices() {
+    for (i, c) in line.char_indices() {
         match quote {
             Some(_) if escaped => escaped = false,
             Some(_) if c == '\\' => escaped = true,
@@ -188,9 +170,12 @@ fn code_spans(code: &str) -> Vec<(usize, usize)> {
                 start = Some(i + 1);
             }
             Some(_) => {}
-            None if c == '\'' || c == '"' => {
+            None if c == '#' || c == '\'' || c == '"' => {
                 if let Some(s) = start.take() {
                     spans.push((s, i));
+                }
+                if c == '#' {
+                    return (spans, i);
                 }
                 quote = Some(c);
             }
@@ -198,9 +183,9 @@ fn code_spans(code: &str) -> Vec<(usize, usize)> {
         }
     }
     if let Some(s) = start.filter(|_| quote.is_none()) {
-        spans.push((s, code.len()));
+        spans.push((s, line.len()));
     }
-    spans
+    (spans, line.len())
 }
 
 fn in_code(spans: &[(usize, usize)], at: usize) -> bool {
