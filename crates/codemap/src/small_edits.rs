@@ -112,8 +112,11 @@ pub fn variants(line: &str) -> Vec<String> {
     }
     for (at, len, value) in integers(line, &spans) {
         push(at, len, &(value + 1).to_string());
-        if value > 0 {
-            push(at, len, &(value - 1).to_string());
+        match added_term(line, at) {
+            // `n - 1` one less is `n`, as a person would write it, not `n - 0`.
+            Some(term) if value == 1 => push(term, at + len - term, ""),
+            _ if value > 0 => push(at, len, &(value - 1).to_string()),
+            _ => {}
         }
     }
     for (at, word) in words(line, &spans) {
@@ -247,6 +250,15 @@ fn integers(line: &str, spans: &[(usize, usize)]) -> Vec<(usize, usize, u64)> {
     out
 }
 
+/// Where the ` + ` or ` - ` that adds the literal at `at` to an operand
+/// starts (its leading spaces included), when it does.
+fn added_term(line: &str, at: usize) -> Option<usize> {
+    let before = line[..at].trim_end();
+    let operand = before.strip_suffix(['+', '-'])?.trim_end();
+    let binary = operand.chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ')' || c == ']');
+    binary.then_some(operand.len())
+}
+
 /// The words of the code (names and keywords), with where each starts.
 fn words<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, &'a str)> {
     let b = line.as_bytes();
@@ -329,7 +341,9 @@ mod tests {
 
     #[test]
     fn constants_arithmetic_and_logic_each_have_their_edit() {
-        assert_eq!(variants("    return n - 1"), vec!["    return n - 2", "    return n - 0", "    return n + 1"]);
+        assert_eq!(variants("    return n - 1"), vec!["    return n - 2", "    return n", "    return n + 1"]);
+        assert_eq!(variants("    yield xs[:end + 1]"), vec!["    yield xs[:end + 2]", "    yield xs[:end]", "    yield xs[:end - 1]"]);
+        assert_eq!(variants("k = -1"), vec!["k = -2", "k = -0"], "a sign is not a term");
         assert_eq!(variants("x = max(a, b)"), vec!["x = min(a, b)"]);
         assert_eq!(variants("ok = flag is not None"), vec!["ok = flag is None"]);
         assert_eq!(variants("    if not done:"), vec!["    if done:"]);
