@@ -11,6 +11,7 @@
 
 use crate::coverage::Spectrum;
 use crate::test_files::is_test_path;
+use crate::view::Region;
 
 /// One line of one file, changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +45,7 @@ impl SmallEdit {
 /// among equals, the lines of `preferred` regions in their order, then the
 /// file and line): where a slip is likeliest. Test files are left out —
 /// they are the specification.
-pub fn suspicious_lines(spectrum: &Spectrum, preferred: &[(String, usize, usize)]) -> Vec<(String, usize)> {
+pub fn suspicious_lines(spectrum: &Spectrum, preferred: &[Region]) -> Vec<(String, usize)> {
     let mut lines: Vec<(f64, usize, String, usize)> = Vec::new();
     for (path, runs) in &spectrum.lines {
         if is_test_path(path) || !path.ends_with(".py") {
@@ -55,7 +56,7 @@ pub fn suspicious_lines(spectrum: &Spectrum, preferred: &[(String, usize, usize)
             if score <= 0.0 {
                 continue;
             }
-            let region = preferred.iter().position(|(p, start, end)| p == path && (*start..=*end).contains(&line)).unwrap_or(usize::MAX);
+            let region = preferred.iter().position(|r| r.covers(path, line, line)).unwrap_or(usize::MAX);
             lines.push((score, region, path.clone(), line));
         }
     }
@@ -380,7 +381,7 @@ mod tests {
         lines.insert("pkg/b.py".to_string(), BTreeMap::from([(1, (1, 0))]));
         lines.insert("tests/test_a.py".to_string(), BTreeMap::from([(5, (1, 0))]));
         let spectrum = Spectrum { failed: 1, passed: 9, lines };
-        let got = suspicious_lines(&spectrum, &[("pkg/b.py".into(), 1, 4)]);
+        let got = suspicious_lines(&spectrum, &[Region { path: "pkg/b.py".into(), start: 1, end: 4, name: "f".into() }]);
         let want: Vec<(String, usize)> = vec![("pkg/b.py".into(), 1), ("pkg/a.py".into(), 7), ("pkg/a.py".into(), 8), ("pkg/a.py".into(), 3)];
         assert_eq!(got, want);
         let files = vec![("pkg/a.py".to_string(), "a\nb\nc = 1\nd\ne\nf\ng = x < y\nh = 0\n".to_string())];

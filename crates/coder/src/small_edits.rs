@@ -28,13 +28,13 @@ const TIMEOUT_SLACK_SECS: u64 = 10;
 /// The first small edit that makes the tests pass, as a change of its one
 /// file; `None` when none did, none was tried, or trying was declined.
 pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, String)]) -> Result<Option<change::Files>> {
-    if s.small_edits_tried || !s.attempts.is_empty() {
+    // Every CODE or FIX after the first follows an attempt, which this
+    // search or the model's change left: so the search runs once a session.
+    if !s.attempts.is_empty() {
         return Ok(None);
     }
     let Some(spectrum) = s.spectrum.as_ref() else { return Ok(None) };
-    s.small_edits_tried = true;
-    let preferred: Vec<(String, usize, usize)> = s.shown.iter().map(|r| (r.path.clone(), r.start, r.end)).collect();
-    let lines = small_edits::suspicious_lines(spectrum, &preferred);
+    let lines = small_edits::suspicious_lines(spectrum, &s.shown);
     let limit = usize::try_from(s.config.small_edits).unwrap_or(usize::MAX);
     let edits = small_edits::edits(files, &lines, limit);
     // An edit to a loop's condition can make the suite loop forever: a try

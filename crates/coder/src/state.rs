@@ -198,9 +198,6 @@ pub struct CoderState {
     /// How long the last run of the test command took.
     #[serde(default)]
     pub last_test_ms: Option<u64>,
-    /// The small edits were tried (`small_edits.rs`), once a session.
-    #[serde(default)]
-    pub small_edits_tried: bool,
 }
 
 impl State for CoderState {
@@ -229,7 +226,6 @@ impl State for CoderState {
         f.value("traced", &self.traced);
         f.value("spectrum", &self.spectrum);
         f.value("lastTestMs", &self.last_test_ms);
-        f.value("smallEditsTried", &self.small_edits_tried);
     }
 }
 
