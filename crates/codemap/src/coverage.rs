@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::Evidence;
+use crate::python_run::PythonRun;
 use crate::test_files::is_test_path;
 
 /// For each file and line run by a failing test, how many failing and how
@@ -25,6 +26,11 @@ pub struct Spectrum {
     pub passed: usize,
     /// Path (relative to the workspace) → line → (failing, passing) runs.
     pub lines: BTreeMap<String, BTreeMap<usize, (usize, usize)>>,
+    /// The ids of the failing tests traced, as their runner names them
+    /// (pytest's node ids, unittest's `module.Class.test`), so that a
+    /// change can be tried on them alone first (`failing_only`).
+    #[serde(default)]
+    pub failing: Vec<String>,
 }
 
 impl Spectrum {
@@ -49,38 +55,18 @@ const MARK: &str = "AGENTLOOP_SPECTRUM ";
 pub const TRACE_SECONDS: u32 = 120;
 
 /// The command that runs `test_command`'s suite under the tracer, when the
-/// test command is a plain pytest or unittest run (`python3 -m pytest -q`,
-/// `pytest tests`, `python -m unittest -q`, with `NAME=value` before it):
-/// the same interpreter, runner and arguments, the tests of the files
-/// `evidence`'s failing tests are in first (`--only`), the rest of the
-/// suite after them while `TRACE_SECONDS` last. `None` for anything else,
-/// and for a command with shell syntax in it, whose words cannot be taken
-/// apart safely.
+/// test command is a plain pytest or unittest run (`PythonRun`): the tests
+/// of the files `evidence`'s failing tests are in first (`--only`), the
+/// rest of the suite after them while `TRACE_SECONDS` last. `None` for any
+/// other command.
 pub fn command(test_command: &str, evidence: &Evidence) -> Option<String> {
-    if test_command.chars().any(|c| "|&;<>()$`\\\"'*?[]{}~#\n".contains(c)) {
-        return None;
-    }
-    let words: Vec<&str> = test_command.split_whitespace().collect();
-    let env = words.iter().take_while(|w| w.contains('=')).count();
-    let (prefix, rest) = words.split_at(env);
-    let is_python = |w: &str| w == "python" || w.strip_prefix("python3").is_some_and(|v| v.is_empty() || v.starts_with('.'));
-    let (python, runner, args) = match rest {
-        [py, "-m", runner, args @ ..] if is_python(py) => (*py, *runner, args),
-        [runner, args @ ..] if matches!(*runner, "pytest" | "py.test") => ("python3", "pytest", args),
-        _ => return None,
-    };
-    if !matches!(runner, "pytest" | "unittest") {
-        return None;
-    }
-    let script = format!("'{}'", TRACER.replace('\'', r"'\''"));
-    let mut out: Vec<String> = prefix.iter().map(|w| w.to_string()).collect();
-    out.extend([python.to_string(), "-c".into(), script, runner.to_string(), format!("--seconds={TRACE_SECONDS}")]);
+    let run = PythonRun::parse(test_command)?;
+    let mut flags = vec![format!("--seconds={TRACE_SECONDS}")];
     let only = test_files(evidence);
     if !only.is_empty() {
-        out.push(format!("--only={}", only.join(",")));
+        flags.push(format!("--only={}", only.join(",")));
     }
-    out.extend(args.iter().map(|w| w.to_string()));
-    Some(out.join(" "))
+    Some(run.with_script(TRACER, &flags))
 }
 
 /// The files of the failing tests' own frames, when every one is a plain

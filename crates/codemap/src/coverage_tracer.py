@@ -13,10 +13,11 @@
 # was traced: a suite runs several times slower under a tracer.
 #
 # Prints one line on its own stdout, after the run and nothing else:
-#   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}}
+#   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}, "failing": [id…]}
 # where ef and ep count the failing and passing tests that ran the line;
 # only lines some failing test ran are kept, paths relative to the
-# workspace. The suite's own output goes to /dev/null: the caller already
+# workspace; the ids are the failing tests' own, as the runner names them
+# (pytest's node ids, unittest's `module.Class.test`). The suite's own output goes to /dev/null: the caller already
 # has it from the plain run.
 import functools
 import json
@@ -28,6 +29,8 @@ ROOT = os.path.realpath(os.getcwd()) + os.sep
 MARK = "AGENTLOOP_SPECTRUM "
 # Lines kept at most, the most suspicious first, so the report stays small.
 KEEP = 6000
+# Failing tests named at most.
+KEEP_FAILING = 100
 
 ONLY = set()  # the files whose tests run first
 DEADLINE = [None]
@@ -35,6 +38,7 @@ DEADLINE = [None]
 ran = set()
 counts = {}
 totals = {"failed": 0, "passed": 0}
+failing = []
 # The outcome of the test running now: None until it is known.
 outcome = [None]
 
@@ -119,8 +123,10 @@ def failed(yes):
     outcome[0] = bool(yes) or bool(outcome[0])
 
 
-def finish():
+def finish(test_id):
     sys.settrace(None)
+    if outcome[0] and len(failing) < KEEP_FAILING:
+        failing.append(test_id)
     if outcome[0] is not None:
         totals["failed" if outcome[0] else "passed"] += 1
         for key in ran:
@@ -152,7 +158,7 @@ def run_pytest(args):
                 failed(report.failed)
 
         def pytest_runtest_logfinish(self, nodeid, location):
-            finish()
+            finish(nodeid)
 
     pytest.main(list(args) + ["-p", "no:cacheprovider"], plugins=[Spectrum()])
 
@@ -200,7 +206,7 @@ def run_unittest(args):
             super().addSubTest(test, subtest, err)
 
         def stopTest(self, test):
-            finish()
+            finish(test.id())
             super().stopTest(test)
 
     runner = Runner(resultclass=Result)
@@ -231,7 +237,7 @@ def main():
     for (filename, line), (ef, ep) in kept[:KEEP]:
         path = os.path.relpath(os.path.realpath(filename), ROOT)
         lines.setdefault(path, {})[str(line)] = [ef, ep]
-    report.write("\n" + MARK + json.dumps({"failed": totals["failed"], "passed": totals["passed"], "lines": lines}) + "\n")
+    report.write("\n" + MARK + json.dumps({"failed": totals["failed"], "passed": totals["passed"], "lines": lines, "failing": failing}) + "\n")
     report.flush()
 
 

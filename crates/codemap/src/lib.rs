@@ -12,7 +12,9 @@
 
 pub mod coverage;
 pub mod evidence;
+pub mod failing_only;
 pub mod open;
+pub mod python_run;
 pub mod rank;
 pub mod small_edits;
 pub mod symbols;

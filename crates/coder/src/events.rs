@@ -29,9 +29,11 @@ pub enum CoderEvent {
     #[serde(rename = "coder:candidate")]
     Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool },
     /// A small edit on a line the failing tests run was tried against the
-    /// tests in a scratch copy (`edit`: where, and the line before and after).
+    /// tests in a scratch copy (`edit`: where, and the line before and
+    /// after). `failing_only`: it was run on the failing tests alone, did
+    /// not pass them, and so never ran the whole suite.
     #[serde(rename = "coder:small_edit")]
-    SmallEdit { number: usize, of: usize, edit: String, passing: Option<u32>, ran: Option<u32>, passed: bool },
+    SmallEdit { number: usize, of: usize, edit: String, passing: Option<u32>, ran: Option<u32>, passed: bool, failing_only: bool },
     /// A reflection repeated an earlier diagnosis word for word: it was set
     /// aside for the failing tests' names and what they expected.
     #[serde(rename = "coder:reflection_repeated")]
@@ -72,8 +74,10 @@ impl CoderEvent {
             Self::Candidate { number, of, passing, ran, passed } => {
                 format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran), if *passed { " · passes" } else { "" })
             }
-            Self::SmallEdit { number, of, edit, passing, ran, passed } => {
-                format!("    small edit {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran), if *passed { " · passes" } else { "" })
+            Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only } => {
+                let tests = tests_line(*passing, *ran);
+                let tests = if *failing_only { tests.replace(" tests", " failing tests") } else { tests };
+                format!("    small edit {number}/{of} · {edit} · {tests}{}", if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
             Self::ReflectionRepeated { diagnosis } => format!("    reflection repeats an earlier one ({diagnosis}): working from the failing tests instead"),

@@ -475,7 +475,7 @@ async fn try_candidate(
     number: usize,
     of: usize,
 ) -> Result<std::result::Result<Candidate, change::Files>> {
-    let Some(tried) = scratch::try_change(s, step, &change, None).await? else { return Ok(Err(change)) };
+    let Some(tried) = scratch::try_change(s, step, &change, &scratch::TryRun::default()).await? else { return Ok(Err(change)) };
     let (passed, score) = (tried.passed, tried.score);
     step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed });
     if !passed {

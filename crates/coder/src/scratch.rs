@@ -1,7 +1,7 @@
-//! A change tried against the test command in a scratch copy of the
-//! workspace (`try_change`), asked about as the command it runs: how the
-//! search for a change — the model's candidates and the small edits —
-//! learns what the tests make of one without touching the user's files.
+//! A change tried against the tests in a scratch copy of the workspace
+//! (`try_change`), asked about as the test command: how the search for a
+//! change — the model's candidates and the small edits — learns what the
+//! tests make of one without touching the user's files.
 
 use agentloop_core::{Result, Step};
 use serde_json::{json, Value};
@@ -18,16 +18,30 @@ pub struct Tried {
     pub score: Option<(u32, u32)>,
 }
 
-/// Tries `change` against the test command in a scratch copy, killed after
-/// `timeout_secs` if given (else the command timeout); `None` when running
-/// it was declined.
-pub async fn try_change(s: &mut CoderState, step: &mut Step, change: &change::Files, timeout_secs: Option<u64>) -> Result<Option<Tried>> {
+/// How a change is tried.
+#[derive(Default)]
+pub struct TryRun {
+    /// A command that runs part of the suite the same way (the failing
+    /// tests alone); `None` runs the test command itself.
+    pub command: Option<String>,
+    /// Seconds after which the run is killed; `None` gives it the command
+    /// timeout.
+    pub timeout_secs: Option<u64>,
+}
+
+/// Tries `change` in a scratch copy as `run` says; `None` when running it
+/// was declined.
+pub async fn try_change(s: &mut CoderState, step: &mut Step, change: &change::Files, run: &TryRun) -> Result<Option<Tried>> {
     let files: Vec<Value> = change.iter().map(|(path, content)| json!({"path": path, "content": content})).collect();
-    let mut input = json!({"files": files, "command": s.test_command});
-    if let Some(t) = timeout_secs {
+    let command = run.command.as_deref().unwrap_or(&s.test_command);
+    let mut input = json!({"files": files, "command": command});
+    if let Some(t) = run.timeout_secs {
         input["timeoutSecs"] = json!(t);
     }
-    let out = approved::call(step, &mut s.approvals, "try_change", input).await?;
+    // Asked about, and remembered, as the test command, whatever part of
+    // the suite it runs.
+    let asked = ("run_command", json!({"command": s.test_command}));
+    let out = approved::call_as(step, &mut s.approvals, "try_change", input, asked).await?;
     if out.get("denied").is_some() {
         return Ok(None);
     }

@@ -269,10 +269,58 @@ async fn a_one_token_slip_on_a_line_only_the_failing_test_runs_is_found_by_the_t
     // Each try is killed after a few times what the suite took (an edit
     // to a loop's condition may loop forever), not at the command timeout.
     assert!(state.last_test_ms.is_some());
-    let tries: Vec<u64> =
-        store.calls(&out.session_id).unwrap().iter().filter(|c| c.name == "try_change").map(|c| c.input["timeoutSecs"].as_u64().unwrap()).collect();
-    assert_eq!(tries.len(), tried.len());
-    assert!(tries.iter().all(|t| (10..COMMAND_TIMEOUT_SECS).contains(t)), "{tries:?}");
+    let tries = tries(&store, &out);
+    assert!(tries.iter().all(|t| (10..COMMAND_TIMEOUT_SECS).contains(&t.timeout)), "{tries:?}");
+    // The failing tests alone first: checked once on the files as they
+    // are, then each edit on them; the whole suite only for the edit that
+    // passed them.
+    assert!(tries[0].files == 0 && tries[0].command.contains("--ids=[\"test_calc.T.test_add\"]"), "{tries:?}");
+    assert_eq!(tries.len(), 1 + tried.len() + 1, "{tries:?}");
+    assert_eq!(tries.iter().filter(|t| t.command == "python3 -m unittest -q").count(), 1, "{tries:?}");
+    assert!(failing_only(&store, &out)[..tried.len() - 1].iter().all(|alone| *alone));
+}
+
+#[tokio::test]
+async fn with_pytest_the_failing_tests_are_run_alone_by_their_node_ids() {
+    let ws = tempfile::tempdir().unwrap();
+    let asserts = "from zz_calc import add, sub\n\ndef test_sub():\n    assert sub(3, 1) == 2\n\ndef test_add():\n    assert add(1, 2) == 3\n";
+    seed_with(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n", asserts);
+    let (model, sent) = model(vec![]);
+    let (out, store) = run_configured(ws.path(), model, &pytest_command(), searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no change was asked of the model");
+    let tries = tries(&store, &out);
+    assert!(tries[0].command.contains("--ids=[\"test_calc.py::test_add\"]"), "{tries:?}");
+    let alone = failing_only(&store, &out);
+    assert!(alone.len() > 1 && alone[..alone.len() - 1].iter().all(|a| *a) && !alone[alone.len() - 1], "{alone:?}");
+}
+
+/// A `try_change` call: the command it ran, the files it wrote, its limit.
+#[derive(Debug)]
+struct Try {
+    command: String,
+    files: usize,
+    timeout: u64,
+}
+
+fn tries(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<Try> {
+    let calls = store.calls(&out.session_id).unwrap();
+    calls
+        .iter()
+        .filter(|c| c.name == "try_change")
+        .map(|c| Try {
+            command: c.input["command"].as_str().unwrap_or_default().to_string(),
+            files: c.input["files"].as_array().map_or(0, Vec::len),
+            timeout: c.input["timeoutSecs"].as_u64().unwrap_or(u64::MAX),
+        })
+        .collect()
+}
+
+/// For each small edit tried, whether it was tried on the failing tests
+/// alone (and did not pass them).
+fn failing_only(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<bool> {
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    events.iter().filter(|e| e.name == "coder:small_edit").map(|e| e.payload["failingOnly"] == true).collect()
 }
 
 #[tokio::test]
