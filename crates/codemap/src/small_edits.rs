@@ -380,7 +380,7 @@ mod tests {
         lines.insert("pkg/a.py".to_string(), BTreeMap::from([(3, (1, 9)), (7, (1, 0)), (8, (1, 0))]));
         lines.insert("pkg/b.py".to_string(), BTreeMap::from([(1, (1, 0))]));
         lines.insert("tests/test_a.py".to_string(), BTreeMap::from([(5, (1, 0))]));
-        let spectrum = Spectrum { failed: 1, passed: 9, lines };
+        let spectrum = Spectrum { failed: 1, passed: 9, lines, ..Spectrum::default() };
         let got = suspicious_lines(&spectrum, &[Region { path: "pkg/b.py".into(), start: 1, end: 4, name: "f".into() }]);
         let want: Vec<(String, usize)> = vec![("pkg/b.py".into(), 1), ("pkg/a.py".into(), 7), ("pkg/a.py".into(), 8), ("pkg/a.py".into(), 3)];
         assert_eq!(got, want);

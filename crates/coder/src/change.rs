@@ -54,6 +54,9 @@ use agentloop_agent::fence::fences;
 /// block, and no marker line inside a new file's body. A small model that
 /// loses its place otherwise repeats a block or a marker until its token
 /// limit, the costliest answer there is and one that is refused anyway.
+/// For the same reason a prose line ends in one blank line at most, and
+/// blocks are apart by two: a tokenizer holds long runs of newlines as
+/// single tokens, and a model that has lost its place emits them.
 pub fn grammar(files: &[(&str, &str)], format: EditFormat, new_files: NewFiles) -> String {
     let files: Vec<&(&str, &str)> = files.iter().filter(|(p, _)| !p.chars().any(char::is_control)).collect();
     let mut rules = String::new();
@@ -93,10 +96,10 @@ pub fn grammar(files: &[(&str, &str)], format: EditFormat, new_files: NewFiles) 
     format!(
         r#"start: intro? intro? file{more} SEP?
 file: {alternatives}
-{rules}intro[max_tokens={PROSE_LINE_TOKENS}]: /[^`\n]* [^`\n]*\n+/ & ~/(new file |<<<<<<<|=======|>>>>>>>)(?s:.*)/
+{rules}intro[max_tokens={PROSE_LINE_TOKENS}]: /[^`\n]* [^`\n]*\n\n?/ & ~/(new file |<<<<<<<|=======|>>>>>>>)(?s:.*)/
 LANG: /[a-z0-9+]{{0,12}}/
 BODY: /(?s:.*)\n```/ & ~/(?s:.*)\n```(?s:.+)/ & ~/{marker_line}/
-SEP: /\n+/
+SEP: /\n\n?\n?/
 "#,
         alternatives = alternatives.join(" | "),
         marker_line = hunks::MARKER_LINE,
@@ -471,6 +474,9 @@ mod tests {
         assert!(!accepts(&open, "new file b.py\n```python\nx = 1\n```"), "a file that exists is not new");
         assert!(!accepts(&open, "new file c.py\n```python\nx = 1\n=======\nx = 2\n```"), "a marker line is not a new file's content");
         assert!(!accepts(&open, &format!("<<<<<<< SEARCH here\n{edit}")), "prose does not open with a marker");
+        assert!(accepts(&open, &format!("Fix the bound.\n\n{edit}\n\n\nnew file c.py\n```python\nx = 1\n```")), "a blank line after prose, two between blocks");
+        assert!(!accepts(&open, &format!("Fix the bound.\n\n\n{edit}")), "no run of blank lines after prose");
+        assert!(!accepts(&open, &format!("{edit}\n\n\n\nnew file c.py\n```python\nx = 1\n```")), "nor between blocks");
 
         let held = grammar(&file, EditFormat::Hunks, NewFiles::Never);
         assert!(accepts(&held, &edit), "{held}");

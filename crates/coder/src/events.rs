@@ -26,8 +26,10 @@ pub enum CoderEvent {
     Undone { attempt: usize, back_to: String, passing_now: Option<u32>, passing_best: Option<u32> },
     /// A candidate change was tried against the tests in a scratch copy
     /// (`passing` of `ran` tests; `None` when the output does not say).
+    /// `failing_only`: it was run on the failing tests alone, passed none,
+    /// and so never ran the whole suite.
     #[serde(rename = "coder:candidate")]
-    Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool },
+    Candidate { number: usize, of: usize, passing: Option<u32>, ran: Option<u32>, passed: bool, failing_only: bool },
     /// A small edit on a line the failing tests run was tried against the
     /// tests in a scratch copy (`edit`: where, and the line before and
     /// after). `failing_only`: it was run on the failing tests alone, did
@@ -71,13 +73,11 @@ impl CoderEvent {
                 let n = |v: &Option<u32>| v.map_or_else(|| "none (the tests did not run)".to_string(), |v| v.to_string());
                 format!("    ↶ attempt {attempt} undone: {} test(s) passing against {} for {back_to}", n(passing_now), n(passing_best))
             }
-            Self::Candidate { number, of, passing, ran, passed } => {
-                format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran), if *passed { " · passes" } else { "" })
+            Self::Candidate { number, of, passing, ran, passed, failing_only } => {
+                format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
             Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only } => {
-                let tests = tests_line(*passing, *ran);
-                let tests = if *failing_only { tests.replace(" tests", " failing tests") } else { tests };
-                format!("    small edit {number}/{of} · {edit} · {tests}{}", if *passed { " · passes" } else { "" })
+                format!("    small edit {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
             Self::ReflectionRepeated { diagnosis } => format!("    reflection repeats an earlier one ({diagnosis}): working from the failing tests instead"),
@@ -88,10 +88,12 @@ impl CoderEvent {
     }
 }
 
-/// How many tests passed of those run, for a line of the live view.
-fn tests_line(passing: Option<u32>, ran: Option<u32>) -> String {
+/// How many tests passed of those run (the failing tests alone, or the
+/// suite), for a line of the live view.
+fn tests_line(passing: Option<u32>, ran: Option<u32>, failing_only: bool) -> String {
+    let which = if failing_only { "failing tests" } else { "tests" };
     match (passing, ran) {
-        (Some(p), Some(r)) => format!("{p} of {r} tests"),
-        _ => "the tests did not say".to_string(),
+        (Some(p), Some(r)) => format!("{p} of {r} {which}"),
+        _ => format!("the {which} did not say"),
     }
 }

@@ -28,6 +28,7 @@ mod change;
 mod context;
 mod coverage;
 mod events;
+mod failing_alone;
 mod failures;
 mod focus;
 mod hunks;

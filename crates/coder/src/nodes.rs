@@ -14,6 +14,7 @@ use super::change;
 use super::context;
 use super::coverage;
 use super::events::CoderEvent;
+use super::failing_alone;
 use super::failures;
 use super::focus;
 use super::more;
@@ -137,7 +138,11 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
 /// What FIX is told of the last search: the kept candidate's change and
 /// how many tests it passed (its files are the ones shown).
 fn best_candidate_note(tried: usize, kept: &CandidateRecord) -> String {
-    let tests = kept.score.map_or_else(|| "the tests did not say how many passed".to_string(), |(p, r)| format!("{p} of {r} tests passed"));
+    let tests = match kept.score {
+        Some((_, ran)) if kept.failing_only => format!("none of the {ran} failing tests passed"),
+        Some((p, r)) => format!("{p} of {r} tests passed"),
+        None => "the tests did not say how many passed".to_string(),
+    };
     let patch: String = kept.patch.chars().take(BEST_PATCH_CHARS).collect();
     format!("\nThe best of the {tried} changes tried last ({tests}) is in the files below; it changed:\n```diff\n{}\n```", patch.trim_end())
 }
@@ -400,7 +405,13 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
         let records: Vec<CandidateRecord> = tried
             .iter()
             .enumerate()
-            .map(|(i, c)| CandidateRecord { patch: best::patch(&files_before(s, &c.change), &c.change), passed: c.passed, score: c.score, kept: i == best })
+            .map(|(i, c)| CandidateRecord {
+                patch: best::patch(&files_before(s, &c.change), &c.change),
+                passed: c.passed,
+                score: c.score,
+                kept: i == best,
+                failing_only: c.failing_only,
+            })
             .collect();
         let kept = tried.swap_remove(best);
         apply_change(s, step, kept.change, kind).await?;
@@ -454,6 +465,9 @@ struct Candidate {
     change: change::Files,
     passed: bool,
     score: Option<(u32, u32)>,
+    /// Judged on the failing tests alone (it passed none): `score` counts
+    /// those tests only.
+    failing_only: bool,
 }
 
 /// A change the search already tried is not tried again.
@@ -464,8 +478,11 @@ fn new_among(change: change::Files, tried: &[Candidate]) -> std::result::Result<
     }
 }
 
-/// Tries `change` against the test command in a scratch copy (through the
-/// approval policy, as the command it runs); the change back when that was
+/// Tries `change` against the tests in a scratch copy (through the
+/// approval policy, as the test command): on the failing tests alone
+/// first where they can be run alone, and on the whole suite unless it
+/// passed none of them (it then passes no more than the original files,
+/// and cannot be the change kept). The change back when trying was
 /// declined. A failing candidate is a miss for the model that wrote it, so
 /// a chain moves on to its stronger model as it would after a failed test.
 async fn try_candidate(
@@ -475,13 +492,26 @@ async fn try_candidate(
     number: usize,
     of: usize,
 ) -> Result<std::result::Result<Candidate, change::Files>> {
-    let Some(tried) = scratch::try_change(s, step, &change, &scratch::TryRun::default()).await? else { return Ok(Err(change)) };
+    let mut judged = None;
+    if let failing_alone::Judge::Alone(run) = failing_alone::judge(s, step, None).await? {
+        let Some(alone) = scratch::try_change(s, step, &change, &run).await? else { return Ok(Err(change)) };
+        if !alone.passed && alone.score.is_none_or(|(passing, _)| passing == 0) {
+            judged = Some((alone, true));
+        }
+    }
+    let (tried, failing_only) = match judged {
+        Some(j) => j,
+        None => match scratch::try_change(s, step, &change, &scratch::TryRun::default()).await? {
+            Some(t) => (t, false),
+            None => return Ok(Err(change)),
+        },
+    };
     let (passed, score) = (tried.passed, tried.score);
-    step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed });
+    step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed, failing_only });
     if !passed {
         step.reject_answer(CODER_ROLE)?;
     }
-    Ok(Ok(Candidate { change, passed, score }))
+    Ok(Ok(Candidate { change, passed, score, failing_only }))
 }
 
 /// What the files a change touches hold before it: the change being worked

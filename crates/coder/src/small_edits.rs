@@ -2,7 +2,8 @@
 //! lines the failing tests run (`agentloop_codemap::small_edits`), most
 //! suspicious first, each tried against the tests in a scratch copy as a
 //! candidate is: on the failing tests alone first, where they can be run
-//! alone, and on the whole suite only when it passes them. The first that
+//! alone (`failing_alone.rs`), and on the whole suite only when it passes
+//! them. The first that
 //! makes the whole suite pass is the change;
 //! TEST then runs the suite on the user's files, and REVIEW reads it, as
 //! for any change. None passing costs the tries and nothing else.
@@ -11,11 +12,12 @@
 //! workspace was too large to show whole), and only on Python, whose
 //! coverage the tracer gives.
 
-use agentloop_codemap::{failing_only, small_edits};
+use agentloop_codemap::small_edits;
 use agentloop_core::{Result, Step};
 
 use super::change;
 use super::events::CoderEvent;
+use super::failing_alone::{self, Judge};
 use super::scratch::{self, TryRun};
 use super::state::CoderState;
 
@@ -42,14 +44,13 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     if edits.is_empty() {
         return Ok(None);
     }
-    let failing = spectrum.failing.clone();
     // An edit to a loop's condition can make the suite loop forever: a try
     // gets a few times what the suite took, not the command timeout.
     let timeout_secs = s.last_test_ms.map(|ms| ms.saturating_mul(TIMEOUT_FACTOR) / 1000 + TIMEOUT_SLACK_SECS);
-    let failing_only = match failing_first(s, step, &failing, timeout_secs).await? {
-        FailingFirst::Alone(run) => Some(run),
-        FailingFirst::Suite => None,
-        FailingFirst::Declined => return Ok(None),
+    let failing_only = match failing_alone::judge(s, step, timeout_secs).await? {
+        Judge::Alone(run) => Some(run),
+        Judge::Suite => None,
+        Judge::Declined => return Ok(None),
     };
     let suite = TryRun { command: None, timeout_secs };
     for (i, edit) in edits.iter().enumerate() {
@@ -84,28 +85,4 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     }
     step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
     Ok(None)
-}
-
-/// How each small edit is tried first.
-enum FailingFirst {
-    /// On the failing tests alone, run so.
-    Alone(TryRun),
-    /// On the whole suite: the failing tests cannot be run alone, or do not
-    /// fail alone as they do in the suite.
-    Suite,
-    /// Running the tests was declined.
-    Declined,
-}
-
-/// Whether the failing tests can be run alone, checked once on the files
-/// as they are: they must fail alone as they do in the suite.
-async fn failing_first(s: &mut CoderState, step: &mut Step, failing: &[String], timeout_secs: Option<u64>) -> Result<FailingFirst> {
-    let Some(command) = failing_only::command(&s.test_command, failing) else { return Ok(FailingFirst::Suite) };
-    let run = TryRun { command: Some(command), timeout_secs };
-    let Some(unchanged) = scratch::try_change(s, step, &Vec::new(), &run).await? else { return Ok(FailingFirst::Declined) };
-    if !unchanged.passed && unchanged.score.is_some_and(|(passing, ran)| ran > 0 && passing < ran) {
-        return Ok(FailingFirst::Alone(run));
-    }
-    step.emit(CoderEvent::Notice { text: "the failing tests do not fail when run alone: each small edit runs the whole suite".into() });
-    Ok(FailingFirst::Suite)
 }

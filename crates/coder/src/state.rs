@@ -139,6 +139,10 @@ pub struct CandidateRecord {
     /// Tests passing and run; `None` when the output did not say.
     pub score: Option<(u32, u32)>,
     pub kept: bool,
+    /// Tried on the failing tests alone, which it did not pass: `score`
+    /// counts those tests only, and the whole suite was not run.
+    #[serde(default)]
+    pub failing_only: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -198,6 +202,13 @@ pub struct CoderState {
     /// How long the last run of the test command took.
     #[serde(default)]
     pub last_test_ms: Option<u64>,
+    /// Whether the failing tests were checked to fail alone
+    /// (`failing_alone.rs`), once.
+    #[serde(default)]
+    pub failing_alone_checked: bool,
+    /// The command that runs them alone, when they do.
+    #[serde(default)]
+    pub failing_alone: Option<String>,
 }
 
 impl State for CoderState {
@@ -226,6 +237,8 @@ impl State for CoderState {
         f.value("traced", &self.traced);
         f.value("spectrum", &self.spectrum);
         f.value("lastTestMs", &self.last_test_ms);
+        f.value("failingAloneChecked", &self.failing_alone_checked);
+        f.value("failingAlone", &self.failing_alone);
     }
 }
 

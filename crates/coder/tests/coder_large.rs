@@ -291,8 +291,31 @@ async fn with_pytest_the_failing_tests_are_run_alone_by_their_node_ids() {
     assert!(code_prompts(&sent).is_empty(), "no change was asked of the model");
     let tries = tries(&store, &out);
     assert!(tries[0].command.contains("--ids=[\"test_calc.py::test_add\"]"), "{tries:?}");
+    assert_eq!(tries.iter().filter(|t| t.command == pytest_command()).count(), 1, "the whole suite only for the edit that passed: {tries:?}");
     let alone = failing_only(&store, &out);
-    assert!(alone.len() > 1 && alone[..alone.len() - 1].iter().all(|a| *a) && !alone[alone.len() - 1], "{alone:?}");
+    assert_eq!(alone.last(), Some(&false), "{alone:?}");
+    assert!(alone[..alone.len() - 1].iter().all(|a| *a), "{alone:?}");
+}
+
+#[tokio::test]
+async fn a_candidate_that_passes_none_of_the_failing_tests_never_runs_the_whole_suite() {
+    let ws = tempfile::tempdir().unwrap();
+    seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
+    let wrong = "zz_calc.py\n```python\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a * b\n>>>>>>> REPLACE\n```\n";
+    let (model, _) = model(vec![wrong, HUNK]);
+    let config = CoderSettings { candidates: 2, max_iterations: 3, small_edits: 0, ..CoderSettings::default() };
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", config).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let tries = tries(&store, &out);
+    let alone: Vec<bool> = tries.iter().map(|t| t.command.contains("--ids=")).collect();
+    // The check on the files as found, each candidate on the failing test
+    // alone, and the whole suite for the one that passed it.
+    assert_eq!(alone, vec![true, true, true, false], "{tries:?}");
+    let events = store.events(&out.session_id, 0, 1000).unwrap();
+    let candidates: Vec<(bool, bool)> =
+        events.iter().filter(|e| e.name == "coder:candidate").map(|e| (e.payload["failingOnly"] == true, e.payload["passed"] == true)).collect();
+    assert_eq!(candidates, vec![(true, false), (false, true)]);
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a + b\n");
 }
 
 /// A `try_change` call: the command it ran, the files it wrote, its limit.
@@ -333,6 +356,8 @@ async fn when_no_small_edit_passes_the_model_is_asked_and_the_tries_never_touch_
     let tried = small_edits(&store, &out);
     assert!(tried.iter().any(|(edit, _)| edit == "zz_calc.py:8: out.append(x * 100) → out.append(x * 101)"), "{tried:?}");
     assert!(tried.iter().all(|(_, passed)| !passed), "{tried:?}");
+    assert!(failing_only(&store, &out).iter().all(|alone| *alone), "each was turned down by the failing tests alone");
+    assert!(tries(&store, &out).iter().all(|t| t.command.contains("--ids=")), "so the whole suite never ran in a scratch copy");
     assert!(notices(&store, &out).iter().any(|n| n.starts_with(&format!("none of {} small edits", tried.len()))));
     assert_eq!(code_prompts(&sent).len(), 1, "the model wrote the change");
     assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), SCALED.replace("x * 100", "x * 10"), "only the model's change was written");

@@ -1,0 +1,62 @@
+//! The failing tests alone (`agentloop_codemap::failing_only`), as a cheap
+//! first judge of a change. A change that passes none of them passes at
+//! most what the original files passed, so it cannot be the change kept;
+//! one that leaves any failing cannot make the suite pass. On a suite of
+//! hundreds of tests they take seconds where the whole suite takes a
+//! minute, so the search tries a change on them first and runs the whole
+//! suite only when that can tell it something.
+//!
+//! Whether they can be run alone is checked once, before the first change
+//! (so on the files as they were found): the runner must be pytest or
+//! unittest, the tracer must have named them, and they must fail alone as
+//! they do in the suite (a test that fails only after another does not).
+
+use agentloop_codemap::failing_only;
+use agentloop_core::{Result, Step};
+
+use super::events::CoderEvent;
+use super::scratch::{self, TryRun};
+use super::state::CoderState;
+
+/// How a change is judged first.
+pub enum Judge {
+    /// On the failing tests alone, run so.
+    Alone(TryRun),
+    /// On the whole suite.
+    Suite,
+    /// Running the tests was declined.
+    Declined,
+}
+
+/// How to judge a change first, with `timeout_secs` for a run; checked on
+/// the first call before any change and remembered.
+pub async fn judge(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64>) -> Result<Judge> {
+    if !s.failing_alone_checked {
+        if !s.attempts.is_empty() {
+            return Ok(Judge::Suite);
+        }
+        match check(s, step, timeout_secs).await? {
+            Some(command) => s.failing_alone = command,
+            None => return Ok(Judge::Declined),
+        }
+        s.failing_alone_checked = true;
+    }
+    Ok(match &s.failing_alone {
+        Some(command) => Judge::Alone(TryRun { command: Some(command.clone()), timeout_secs }),
+        None => Judge::Suite,
+    })
+}
+
+/// The command that runs the failing tests alone if they fail alone as in
+/// the suite, `Some(None)` if not; `None` when running them was declined.
+async fn check(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64>) -> Result<Option<Option<String>>> {
+    let failing = s.spectrum.as_ref().map(|sp| sp.failing.clone()).unwrap_or_default();
+    let Some(command) = failing_only::command(&s.test_command, &failing) else { return Ok(Some(None)) };
+    let run = TryRun { command: Some(command), timeout_secs };
+    let Some(unchanged) = scratch::try_change(s, step, &Vec::new(), &run).await? else { return Ok(None) };
+    if !unchanged.passed && unchanged.score.is_some_and(|(passing, ran)| ran > 0 && passing < ran) {
+        return Ok(Some(run.command));
+    }
+    step.emit(CoderEvent::Notice { text: "the failing tests do not fail when run alone: each change is tried on the whole suite".into() });
+    Ok(Some(None))
+}
