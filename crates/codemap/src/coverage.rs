@@ -45,7 +45,7 @@ impl Spectrum {
 }
 
 /// The tracer, run as `python3 -c TRACER pytest|unittest ARGS…`.
-const TRACER: &str = include_str!("coverage_tracer.py");
+const TRACER: &str = concat!(include_str!("unittest_cases.py"), include_str!("coverage_tracer.py"));
 
 /// What starts the tracer's report in its output.
 const MARK: &str = "AGENTLOOP_SPECTRUM ";

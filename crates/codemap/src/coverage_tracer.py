@@ -19,6 +19,7 @@
 # workspace; the ids are the failing tests' own, as the runner names them
 # (pytest's node ids, unittest's `module.Class.test`). The suite's own output goes to /dev/null: the caller already
 # has it from the plain run.
+# `unittest_cases` comes from unittest_cases.py, put before this script.
 import functools
 import json
 import os
@@ -170,16 +171,9 @@ def run_unittest(args):
         module = sys.modules.get(type(test).__module__)
         return first(getattr(module, "__file__", None) or "")
 
-    def cases(suite):
-        for t in suite:
-            if isinstance(t, unittest.TestSuite):
-                yield from cases(t)
-            else:
-                yield t
-
     class Runner(unittest.TextTestRunner):
         def run(self, test):
-            ordered = sorted(cases(test), key=lambda t: not of_first(t))
+            ordered = sorted(unittest_cases(test), key=lambda t: not of_first(t))
             return super().run(unittest.TestSuite(ordered))
 
     class Result(unittest.TextTestResult):

@@ -10,6 +10,7 @@
 # ids, unittest's `module.Class.test`). The runner's output is left as it
 # writes it. Exits 0 when every test run passed, 1 when one failed, and 5
 # (the runners' own "no tests ran") when none of the ids was found.
+# `unittest_cases` comes from unittest_cases.py, put before this script.
 import json
 import sys
 
@@ -33,16 +34,9 @@ def run_pytest(args, ids):
 def run_unittest(args, ids):
     import unittest
 
-    def cases(suite):
-        for t in suite:
-            if isinstance(t, unittest.TestSuite):
-                yield from cases(t)
-            else:
-                yield t
-
     class Runner(unittest.TextTestRunner):
         def run(self, test):
-            return super().run(unittest.TestSuite([t for t in cases(test) if t.id() in ids]))
+            return super().run(unittest.TestSuite([t for t in unittest_cases(test) if t.id() in ids]))
 
     program = unittest.main(module=None, argv=["python3 -m unittest"] + list(args), testRunner=Runner, exit=False)
     result = program.result

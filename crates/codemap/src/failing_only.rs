@@ -8,7 +8,7 @@
 use crate::python_run::PythonRun;
 
 /// The script, run as `python3 -c SCRIPT pytest|unittest --ids=JSON ARGS…`.
-const SCRIPT: &str = include_str!("failing_only.py");
+const SCRIPT: &str = concat!(include_str!("unittest_cases.py"), include_str!("failing_only.py"));
 
 /// The command that runs only the tests `ids` of `test_command`'s suite,
 /// when the test command is a plain pytest or unittest run (`PythonRun`)
@@ -30,7 +30,7 @@ mod tests {
     fn the_ids_go_to_the_script_before_the_users_arguments() {
         let ids = vec!["tests/test_a.py::test_it[a b]".to_string(), "tests/test_a.py::test_o'k".to_string()];
         let c = command("python3 -m pytest -q", &ids).unwrap_or_default();
-        assert!(c.starts_with("python3 -c '# The failing tests alone"), "{c}");
+        assert!(c.starts_with("python3 -c '# Shared by") && c.contains("# The failing tests alone"), "{c}");
         assert!(c.ends_with(r#"' pytest '--ids=["tests/test_a.py::test_it[a b]","tests/test_a.py::test_o'\''k"]' -q"#), "{c}");
         assert_eq!(command("python3 -m pytest -q", &[]), None, "no ids, no narrowed run");
         assert_eq!(command("cargo test", &ids), None);
