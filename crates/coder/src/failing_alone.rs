@@ -14,8 +14,9 @@
 use agentloop_codemap::failing_only;
 use agentloop_core::{Result, Step};
 
+use super::change;
 use super::events::CoderEvent;
-use super::scratch::{self, TryRun};
+use super::scratch::{self, Tried, TryRun};
 use super::state::CoderState;
 
 /// How a change is judged first.
@@ -36,8 +37,9 @@ pub async fn judge(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64
             return Ok(Judge::Suite);
         }
         match check(s, step, timeout_secs).await? {
-            Some(command) => s.failing_alone = command,
-            None => return Ok(Judge::Declined),
+            Judge::Alone(run) => s.failing_alone = run.command,
+            Judge::Suite => s.failing_alone = None,
+            Judge::Declined => return Ok(Judge::Declined),
         }
         s.failing_alone_checked = true;
     }
@@ -47,16 +49,37 @@ pub async fn judge(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64
     })
 }
 
-/// The command that runs the failing tests alone if they fail alone as in
-/// the suite, `Some(None)` if not; `None` when running them was declined.
-async fn check(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64>) -> Result<Option<Option<String>>> {
+/// Tries `change` on the failing tests alone (`alone`, when given), and on
+/// the whole suite (`suite`) unless `settled` says that first run already
+/// decides it: the run that decided, and whether it was the failing tests
+/// alone; `None` when running was declined.
+pub async fn try_change(
+    s: &mut CoderState,
+    step: &mut Step,
+    change: &change::Files,
+    alone: Option<&TryRun>,
+    suite: &TryRun,
+    settled: fn(&Tried) -> bool,
+) -> Result<Option<(Tried, bool)>> {
+    if let Some(run) = alone {
+        let Some(tried) = scratch::try_change(s, step, change, run).await? else { return Ok(None) };
+        if settled(&tried) {
+            return Ok(Some((tried, true)));
+        }
+    }
+    Ok(scratch::try_change(s, step, change, suite).await?.map(|tried| (tried, false)))
+}
+
+/// Whether the failing tests run alone, checked on the files as they are:
+/// `Alone` if they fail alone as in the suite, `Suite` if not.
+async fn check(s: &mut CoderState, step: &mut Step, timeout_secs: Option<u64>) -> Result<Judge> {
     let failing = s.spectrum.as_ref().map(|sp| sp.failing.clone()).unwrap_or_default();
-    let Some(command) = failing_only::command(&s.test_command, &failing) else { return Ok(Some(None)) };
+    let Some(command) = failing_only::command(&s.test_command, &failing) else { return Ok(Judge::Suite) };
     let run = TryRun { command: Some(command), timeout_secs };
-    let Some(unchanged) = scratch::try_change(s, step, &Vec::new(), &run).await? else { return Ok(None) };
+    let Some(unchanged) = scratch::try_change(s, step, &Vec::new(), &run).await? else { return Ok(Judge::Declined) };
     if !unchanged.passed && unchanged.score.is_some_and(|(passing, ran)| ran > 0 && passing < ran) {
-        return Ok(Some(run.command));
+        return Ok(Judge::Alone(run));
     }
     step.emit(CoderEvent::Notice { text: "the failing tests do not fail when run alone: each change is tried on the whole suite".into() });
-    Ok(Some(None))
+    Ok(Judge::Suite)
 }

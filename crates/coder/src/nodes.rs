@@ -492,19 +492,14 @@ async fn try_candidate(
     number: usize,
     of: usize,
 ) -> Result<std::result::Result<Candidate, change::Files>> {
-    let mut judged = None;
-    if let failing_alone::Judge::Alone(run) = failing_alone::judge(s, step, None).await? {
-        let Some(alone) = scratch::try_change(s, step, &change, &run).await? else { return Ok(Err(change)) };
-        if !alone.passed && alone.score.is_none_or(|(passing, _)| passing == 0) {
-            judged = Some((alone, true));
-        }
-    }
-    let (tried, failing_only) = match judged {
-        Some(j) => j,
-        None => match scratch::try_change(s, step, &change, &scratch::TryRun::default()).await? {
-            Some(t) => (t, false),
-            None => return Ok(Err(change)),
-        },
+    let alone = match failing_alone::judge(s, step, None).await? {
+        failing_alone::Judge::Alone(run) => Some(run),
+        _ => None,
+    };
+    // One that passes none of the failing tests cannot beat the original files.
+    let none_passed = |t: &scratch::Tried| !t.passed && t.score.is_none_or(|(passing, _)| passing == 0);
+    let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, alone.as_ref(), &scratch::TryRun::default(), none_passed).await? else {
+        return Ok(Err(change));
     };
     let (passed, score) = (tried.passed, tried.score);
     step.emit(CoderEvent::Candidate { number, of, passing: score.map(|s| s.0), ran: score.map(|s| s.1), passed, failing_only });

@@ -18,7 +18,7 @@ use agentloop_core::{Result, Step};
 use super::change;
 use super::events::CoderEvent;
 use super::failing_alone::{self, Judge};
-use super::scratch::{self, TryRun};
+use super::scratch::TryRun;
 use super::state::CoderState;
 
 /// What an attempt made of a small edit is called among the attempts.
@@ -56,19 +56,9 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     for (i, edit) in edits.iter().enumerate() {
         let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { continue };
         let change = vec![(edit.path.clone(), content)];
-        let mut tried = None;
-        if let Some(run) = &failing_only {
-            let Some(alone) = scratch::try_change(s, step, &change, run).await? else { return Ok(None) };
-            if !alone.passed {
-                tried = Some((alone, true));
-            }
-        }
-        let (tried, failing_only) = match tried {
-            Some(t) => t,
-            None => match scratch::try_change(s, step, &change, &suite).await? {
-                Some(t) => (t, false),
-                None => return Ok(None),
-            },
+        // An edit that leaves a failing test failing cannot pass the suite.
+        let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, failing_only.as_ref(), &suite, |t| !t.passed).await? else {
+            return Ok(None);
         };
         step.emit(CoderEvent::SmallEdit {
             number: i + 1,
