@@ -1,7 +1,8 @@
 //! The one-token slips a person makes in a line of Python — a comparison
 //! one step off (`<` for `<=`), a constant off by one, `and` for `or`, a
-//! condition the wrong way round, `+` for `-`, `min` for `max` — and the
-//! edits that undo each, for the lines the failing tests point at.
+//! condition the wrong way round, `+` for `-`, `min` for `max`, `=` for
+//! `+=`, two operands in the wrong order — and the edits that undo each,
+//! for the lines the failing tests point at.
 //!
 //! Trying a few dozen such edits against the tests costs seconds and no
 //! model call; a bug that is one of them is then fixed, and checked, before
@@ -84,7 +85,8 @@ pub fn edits(files: &[(String, String)], lines: &[(String, usize)], limit: usize
 }
 
 /// The lines one slip away from `line` of Python, likeliest slips first:
-/// comparisons, constants, conditions and logic, arithmetic, `min`/`max`.
+/// comparisons, constants, conditions and logic, arithmetic, `min`/`max`,
+/// assignment, operand order.
 pub fn variants(line: &str) -> Vec<String> {
     let (spans, code) = code_spans(line);
     let trimmed = line[..code].trim_start();
@@ -153,6 +155,15 @@ pub fn variants(line: &str) -> Vec<String> {
             "max" if call => push(at, 3, "min"),
             _ => {}
         }
+    }
+    if let Some((at, op)) = assignment(line, code, &spans) {
+        match op {
+            "=" => push(at, 1, "+="),
+            _ => push(at, 2, "="),
+        }
+    }
+    for (start, end, first, second) in operand_pairs(line, &spans) {
+        push(start, end - start, &format!("{second}, {first}"));
     }
     out
 }
@@ -324,6 +335,90 @@ fn arithmetic<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, &'a st
     out
 }
 
+/// The `=`, `+=` or `-=` of an indented statement that assigns to one
+/// name, attribute or item, with where it is: `=` written for `+=` counts
+/// nothing, `+=` for `=` counts twice. Module-level lines, unpacking,
+/// annotations, chains and `None`, `True`, `False`, strings or empty
+/// containers on the right are left alone: none is a running total.
+fn assignment<'a>(line: &'a str, code: usize, spans: &[(usize, usize)]) -> Option<(usize, &'a str)> {
+    let indent = line.len() - line.trim_start().len();
+    if indent == 0 {
+        return None;
+    }
+    let b = line.as_bytes();
+    let mut depth = 0usize;
+    let mut found: Option<(usize, &str)> = None;
+    for i in indent..code {
+        if !in_code(spans, i) {
+            continue;
+        }
+        match b[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'=' if depth == 0 => {
+                let prev = if i > 0 { b[i - 1] } else { b' ' };
+                let next = b.get(i + 1).copied().unwrap_or(b' ');
+                if next == b'=' || b"=<>!*/%&|^:@".contains(&prev) {
+                    continue;
+                }
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(match prev {
+                    b'+' | b'-' => (i - 1, &line[i - 1..=i]),
+                    _ => (i, &line[i..=i]),
+                });
+            }
+            b',' | b':' | b';' if depth == 0 && found.is_none() => return None,
+            _ => {}
+        }
+    }
+    let (at, op) = found?;
+    let target = line[indent..at].trim_end();
+    let simple = target.split(['[', '.']).next().is_some_and(|head| !head.is_empty() && head.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+    let keyword = ["return", "yield", "lambda", "assert", "del", "global", "nonlocal", "print"].contains(&target);
+    let value = line[at + op.len()..code].trim();
+    let not_a_total = value.is_empty() || ["None", "True", "False", "[]", "{}", "()"].contains(&value) || value.starts_with(['\'', '"']);
+    (simple && !keyword && !not_a_total).then_some((at, op))
+}
+
+/// Two-item lists, tuples and argument lists whose items are plain names,
+/// attributes or numbers — `[a, b]`, `f(x, y)` — as (start, end, first,
+/// second) of their insides: the pair written the wrong way round.
+/// Signatures are not swapped: their order is the interface.
+fn operand_pairs<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, usize, &'a str, &'a str)> {
+    let head = line.trim_start();
+    if head.starts_with("def ") || head.starts_with("async def ") || head.starts_with("class ") {
+        return Vec::new();
+    }
+    let plain = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.') && !s.starts_with('.') && !["and", "or", "not", "in", "is", "for", "if", "else"].contains(&s);
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    for (open, &c) in b.iter().enumerate() {
+        if !matches!(c, b'(' | b'[') || !in_code(spans, open) {
+            continue;
+        }
+        let close = if c == b'(' { b')' } else { b']' };
+        let callee = line[..open].trim_end().rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+        if c == b'(' && ["min", "max"].contains(&callee) {
+            continue; // the order of their operands is no slip
+        }
+        let Some(len) = b[open + 1..].iter().position(|&x| x == close || matches!(x, b'(' | b'[' | b'{')) else { continue };
+        let end = open + 1 + len;
+        if b[end] != close {
+            continue;
+        }
+        let inside = &line[open + 1..end];
+        let items: Vec<&str> = inside.split(',').map(str::trim).collect();
+        if let [first, second] = items[..] {
+            if plain(first) && plain(second) && first != second {
+                out.push((open + 1, end, first, second));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,9 +443,25 @@ mod tests {
         assert_eq!(variants("x = max(a, b)"), vec!["x = min(a, b)"]);
         assert_eq!(variants("ok = flag is not None"), vec!["ok = flag is None"]);
         assert_eq!(variants("    if not done:"), vec!["    if done:"]);
-        assert_eq!(variants("total += step"), vec!["total -= step"]);
+        assert_eq!(variants("    total += step"), vec!["    total -= step", "    total = step"]);
         assert_eq!(variants("half = size // 2"), vec!["half = size // 3", "half = size // 1", "half = size / 2"]);
         assert_eq!(variants("a = b == c"), vec!["a = b != c"]);
+    }
+
+    #[test]
+    fn an_assignment_that_should_accumulate_and_two_operands_in_the_wrong_order_each_have_their_edit() {
+        assert_eq!(variants("        seen[word] = n"), vec!["        seen[word] += n"]);
+        assert_eq!(variants("        self.count = size"), vec!["        self.count += size"]);
+        assert_eq!(variants("    span = (high, low)"), vec!["    span += (high, low)", "    span = (low, high)"]);
+        assert_eq!(variants("    out.append(key, value)"), vec!["    out.append(value, key)"]);
+        assert_eq!(variants("    return [b.x, a]"), vec!["    return [a, b.x]"]);
+        for line in ["    first, rest = parts", "    size: int = n", "    node = None", "    name = 'x'", "    items = []", "    a = b = c", "    f(key=value)", "    def move(src, dst):"] {
+            assert_eq!(variants(line), Vec::<String>::new(), "{line}");
+        }
+        assert_eq!(variants("    pair = max(a, b)"), vec!["    pair = min(a, b)", "    pair += max(a, b)"], "max's operands have no order");
+        assert_eq!(variants("    pair = [a, a]"), vec!["    pair += [a, a]"], "the same name twice is no pair");
+        assert_eq!(variants("    x = f(a, g(b))"), vec!["    x += f(a, g(b))"], "only pairs of plain operands");
+        assert_eq!(variants("    def move(src, dst):"), Vec::<String>::new());
     }
 
     #[test]
