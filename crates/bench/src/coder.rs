@@ -125,10 +125,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         bar.set_message(name.clone());
         let ws = if args.runs == 1 { scratch.join(&name) } else { scratch.join(format!("{name}-{run}")) };
         copy_dir(project, &ws)?;
-        let started = Instant::now();
         let budget = args.budget_seconds.map(Duration::from_secs);
         let record = solve(&ws, &config.sandbox(&ws)?, &models, store.clone(), args.settings.clone(), budget).await?;
-        let took = started.elapsed().as_secs_f64();
+        let took = record.seconds;
         solved += u32::from(record.solved);
         false_completions += u32::from(record.said_passed && !record.solved);
         iterations += u64::from(record.iterations);
@@ -172,6 +171,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
 
 pub(crate) struct Solved {
     pub session_id: String,
+    /// The session's own wall-clock seconds, from its start to its end:
+    /// the bench's test run afterwards is not the agent's time.
+    pub seconds: f64,
     pub finish_reason: Option<String>,
     pub solved: bool,
     pub said_passed: bool,
@@ -349,6 +351,7 @@ pub(crate) async fn solve_task(
     let input =
         coder::CoderInput { workspace: workspace.root().to_path_buf(), task: task.to_string(), test_command: command.to_string(), settings: config.clone() };
     options.input = serde_json::to_value(input)?;
+    let started = Instant::now();
     let handle = runner.start(state, options)?;
     let controller = handle.controller();
     let waiting = handle.wait();
@@ -363,6 +366,7 @@ pub(crate) async fn solve_task(
         },
         None => (waiting.await?, false),
     };
+    let seconds = started.elapsed().as_secs_f64();
     let (passed, tail) = tests_pass(sandbox, command)?;
     let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
     let calls = store.calls(&outcome.session_id)?;
@@ -371,6 +375,7 @@ pub(crate) async fn solve_task(
         lengths: Lengths::count(&calls),
         prefill: Prefill::count(&calls),
         session_id: outcome.session_id.clone(),
+        seconds,
         said_passed: outcome.finish_reason.as_deref() == Some("tests_passed"),
         finish_reason: if out_of_time { Some("budget".into()) } else { outcome.finish_reason },
         solved: passed && !out_of_time,

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentloop_agent::test_command;
 use agentloop_codemap::{coverage, rank::Weights};
@@ -156,9 +156,8 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             "regions": view.regions.iter().map(|r| format!("{}:{}-{} {}", r.path, r.start, r.end, r.name)).collect::<Vec<_>>(),
         });
         if let Some(models) = &models {
-            let started = Instant::now();
             let run = crate::coder::solve_task(&ws, &sandbox, models, store.clone(), args.settings.clone(), &case.task, &command, Some(budget)).await?;
-            let took = started.elapsed().as_secs_f64();
+            let took = run.seconds;
             record["served"] = json!(run.served);
             record["lengths"] = json!(run.lengths);
             record["prefill"] = json!(run.prefill);
