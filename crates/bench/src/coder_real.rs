@@ -148,11 +148,20 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
             let r = faulty(&coder::view_of(&files, &clues, weights, VIEW_BUDGET));
             without_ranks.insert(signal.into(), json!(r.map(|r| r + 1)));
         }
+        // Where the edit that gives back the published file sits among the
+        // small edits the coder would try: the reach of the edits, no model.
+        let limit = usize::try_from(args.settings.small_edits).unwrap_or(usize::MAX);
+        let small_edit_rank = spectrum.as_ref().and_then(|spectrum| {
+            let lines = agentloop_codemap::small_edits::suspicious_lines(spectrum, &view.regions);
+            let buggy = files.iter().find(|(p, _)| *p == case.file).map(|(_, c)| c.as_str())?;
+            agentloop_codemap::small_edits::edits(&files, &lines, limit).iter().position(|e| e.path == case.file && e.apply(buggy).as_deref() == Some(published.as_str()))
+        });
         let mut record = json!({
             "case": case.id, "project": case.project, "function": case.function, "bugLine": bug_line, "kind": case.kind, "command": command, "verified": ok,
             "redWithBug": !red_passed, "greenAsPublished": green, "faultyRank": rank.map(|r| r + 1),
             "traced": spectrum.as_ref().map(|s| json!({"failed": s.failed, "passed": s.passed})),
             "faultyRankWithout": without_ranks,
+            "smallEditRank": small_edit_rank.map(|r| r + 1),
             "regions": view.regions.iter().map(|r| format!("{}:{}-{} {}", r.path, r.start, r.end, r.name)).collect::<Vec<_>>(),
         });
         if let Some(models) = &models {
@@ -208,6 +217,8 @@ struct Tally {
     verified: u32,
     top1: u32,
     top5: u32,
+    /// Cases whose published line is among the small edits tried.
+    small_edit_reach: u32,
     /// Per signal left out: top-1 and top-5 hits.
     without: BTreeMap<String, (u32, u32)>,
     solved: u32,
@@ -238,6 +249,7 @@ impl Tally {
         self.verified += u32::from(r["verified"] == true);
         self.top1 += u32::from(top(&r["faultyRank"], 1));
         self.top5 += u32::from(top(&r["faultyRank"], 5));
+        self.small_edit_reach += u32::from(r["smallEditRank"].is_u64());
         for (signal, rank) in r["faultyRankWithout"].as_object().into_iter().flatten() {
             let hits = self.without.entry(signal.clone()).or_default();
             hits.0 += u32::from(top(rank, 1));
@@ -280,6 +292,7 @@ impl Tally {
             "view_budget_tokens": VIEW_BUDGET,
             "localized_top1": fraction(self.top1, n),
             "localized_top5": fraction(self.top5, n),
+            "small_edit_reaches_published": fraction(self.small_edit_reach, n),
             "localized_without": self.without.iter().map(|(k, (t1, t5))| (k.clone(), json!({"top1": fraction(*t1, n), "top5": fraction(*t5, n)}))).collect::<serde_json::Map<_, _>>(),
         });
         if with_model {
@@ -457,11 +470,11 @@ mod tests {
 
     #[test]
     fn the_figures_are_summed_from_the_records_so_a_resumed_run_reports_the_whole_set() {
-        let earlier = json!({"case": "a", "project": "p", "verified": true, "faultyRank": 1, "faultyRankWithout": {"words": 6},
+        let earlier = json!({"case": "a", "project": "p", "verified": true, "faultyRank": 1, "faultyRankWithout": {"words": 6}, "smallEditRank": 7,
             "solved": true, "asPublished": true, "changes": {"refused": 0, "tried": 0, "passed": 0, "smallEdits": 7, "smallEditPassed": 1},
             "seconds": 100.0, "modelCalls": 4, "promptTokens": 8000, "served": {"m": 4},
             "lengths": {"refused": 0, "cutOff": 1}, "peer": {"solved": false, "endedWithinBudget": true, "seconds": 50.0}});
-        let now = json!({"case": "b", "project": "q", "verified": true, "faultyRank": 4, "faultyRankWithout": {"words": 2},
+        let now = json!({"case": "b", "project": "q", "verified": true, "faultyRank": 4, "faultyRankWithout": {"words": 2}, "smallEditRank": null,
             "solved": false, "saidPassed": true, "seconds": 600, "modelCalls": 6, "served": {"m": 6},
             "peer": {"solved": true, "endedWithinBudget": false, "seconds": 600.0}});
         let mut tally = Tally::default();
@@ -472,6 +485,7 @@ mod tests {
         assert_eq!(report["projects"], 2);
         assert_eq!(report["localized_top1"], 0.5);
         assert_eq!(report["localized_top5"], 1.0);
+        assert_eq!(report["small_edit_reaches_published"], 0.5);
         assert_eq!(report["localized_without"]["words"]["top1"], 0.0);
         assert_eq!(report["localized_without"]["words"]["top5"], 0.5);
         assert_eq!(report["solved"], 0.5);
