@@ -154,7 +154,9 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         let small_edit_rank = spectrum.as_ref().and_then(|spectrum| {
             let lines = agentloop_codemap::small_edits::suspicious_lines(spectrum, &view.regions);
             let buggy = files.iter().find(|(p, _)| *p == case.file).map(|(_, c)| c.as_str())?;
-            agentloop_codemap::small_edits::edits(&files, &lines, limit).iter().position(|e| e.path == case.file && e.apply(buggy).as_deref() == Some(published.as_str()))
+            agentloop_codemap::small_edits::edits(&files, &lines, limit)
+                .iter()
+                .position(|e| e.path == case.file && e.apply(buggy).as_deref() == Some(published.as_str()))
         });
         let mut record = json!({
             "case": case.id, "project": case.project, "function": case.function, "bugLine": bug_line, "kind": case.kind, "command": command, "verified": ok,

@@ -391,7 +391,12 @@ fn operand_pairs<'a>(line: &'a str, spans: &[(usize, usize)]) -> Vec<(usize, usi
     if head.starts_with("def ") || head.starts_with("async def ") || head.starts_with("class ") {
         return Vec::new();
     }
-    let plain = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.') && !s.starts_with('.') && !["and", "or", "not", "in", "is", "for", "if", "else"].contains(&s);
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+            && !s.starts_with('.')
+            && !["and", "or", "not", "in", "is", "for", "if", "else"].contains(&s)
+    };
     let b = line.as_bytes();
     let mut out = Vec::new();
     for (open, &c) in b.iter().enumerate() {
@@ -455,7 +460,16 @@ mod tests {
         assert_eq!(variants("    span = (high, low)"), vec!["    span += (high, low)", "    span = (low, high)"]);
         assert_eq!(variants("    out.append(key, value)"), vec!["    out.append(value, key)"]);
         assert_eq!(variants("    return [b.x, a]"), vec!["    return [a, b.x]"]);
-        for line in ["    first, rest = parts", "    size: int = n", "    node = None", "    name = 'x'", "    items = []", "    a = b = c", "    f(key=value)", "    def move(src, dst):"] {
+        for line in [
+            "    first, rest = parts",
+            "    size: int = n",
+            "    node = None",
+            "    name = 'x'",
+            "    items = []",
+            "    a = b = c",
+            "    f(key=value)",
+            "    def move(src, dst):",
+        ] {
             assert_eq!(variants(line), Vec::<String>::new(), "{line}");
         }
         assert_eq!(variants("    pair = max(a, b)"), vec!["    pair = min(a, b)", "    pair += max(a, b)"], "max's operands have no order");
