@@ -376,10 +376,9 @@ fn assignment<'a>(line: &'a str, code: usize, spans: &[(usize, usize)]) -> Optio
     let (at, op) = found?;
     let target = line[indent..at].trim_end();
     let simple = target.split(['[', '.']).next().is_some_and(|head| !head.is_empty() && head.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
-    let keyword = ["return", "yield", "lambda", "assert", "del", "global", "nonlocal", "print"].contains(&target);
     let value = line[at + op.len()..code].trim();
     let not_a_total = value.is_empty() || ["None", "True", "False", "[]", "{}", "()"].contains(&value) || value.starts_with(['\'', '"']);
-    (simple && !keyword && !not_a_total).then_some((at, op))
+    (simple && !not_a_total).then_some((at, op))
 }
 
 /// Two-item lists, tuples and argument lists whose items are plain names,
