@@ -133,14 +133,15 @@ pub enum NewFiles<'a> {
     Except(&'a [&'a str]),
 }
 
-/// The grammar's exclusion of `taken` from new paths (` & ~/a|b/`), or
+/// The grammar's exclusion of `taken` from new paths (` & ~/(a|b)(\/.*)?/`):
+/// neither a taken file nor a path under one, as if it were a folder; or
 /// nothing when none is taken.
 fn taken_paths(taken: &[&str]) -> String {
     let escaped: Vec<String> = taken.iter().filter(|p| !p.chars().any(char::is_control)).map(|p| regex::escape(p).replace('/', "\\/")).collect();
     if escaped.is_empty() {
         return String::new();
     }
-    format!(" & ~/({})/", escaped.join("|"))
+    format!(" & ~/({})(\\/.*)?/", escaped.join("|"))
 }
 
 /// The files a change writes: (path, new content), in answer order, one
@@ -164,6 +165,12 @@ pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String
         };
         if block.declares_new_file() && existing.iter().any(|(p, _)| *p == path) {
             return Err(format!("{path} already exists, so it cannot be a new file: change it with edits to its lines as shown"));
+        }
+        if let Some(file) = existing.iter().map(|(p, _)| p).find(|p| path.strip_prefix(p.as_str()).is_some_and(|rest| rest.starts_with('/'))) {
+            return Err(format!("{file} is a file, so {path} cannot be made under it: give a path beside the workspace's files"));
+        }
+        if existing.iter().any(|(p, _)| p.strip_prefix(path.as_str()).is_some_and(|rest| rest.starts_with('/'))) {
+            return Err(format!("{path} is a folder of the workspace, so it cannot be a file: give a file's path"));
         }
         // Hunks edit the file as an earlier block of this answer left it.
         let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
@@ -447,6 +454,12 @@ mod tests {
         assert!(lark.contains(r#"whole_file: ("a.py") "\n```" LANG "\n" BODY"#) && lark.contains("file: whole_file | new_file"), "{lark}");
         let err = read("new file a.py\n```python\nx = 2\n```", &existing).unwrap_err();
         assert!(err.contains("a.py already exists, so it cannot be a new file"), "{err}");
+        let err = read("new file a.py/fix/b.py\n```python\nx = 2\n```", &existing).unwrap_err();
+        assert!(err.contains("a.py is a file, so a.py/fix/b.py cannot be made under it"), "{err}");
+        let nested = files(&[("pkg.v2/a.py", "x = 1\n")]);
+        let err = read("new file pkg.v2\n```python\nx = 2\n```", &nested).unwrap_err();
+        assert!(err.contains("pkg.v2 is a folder of the workspace"), "{err}");
+        assert!(read("new file pkg.v2/b.py\n```python\nx = 2\n```", &nested).is_ok(), "a new file beside one");
     }
 
     /// Whether llguidance, fed `text` a byte at a time, takes it whole as
@@ -472,6 +485,8 @@ mod tests {
         assert!(!accepts(&open, &format!("a.py\n```python\n{}```", hunk.repeat(MAX_HUNKS + 1))), "more hunks than a change needs");
         assert!(accepts(&open, &format!("a.py\n```python\n{}```", hunk.repeat(MAX_HUNKS))));
         assert!(!accepts(&open, "new file b.py\n```python\nx = 1\n```"), "a file that exists is not new");
+        assert!(!accepts(&open, "new file b.py/c.py\n```python\nx = 1\n```"), "nor a folder");
+        assert!(accepts(&open, "new file b.pyc.py\n```python\nx = 1\n```"), "a name that only begins like one is new");
         assert!(!accepts(&open, "new file c.py\n```python\nx = 1\n=======\nx = 2\n```"), "a marker line is not a new file's content");
         assert!(!accepts(&open, &format!("<<<<<<< SEARCH here\n{edit}")), "prose does not open with a marker");
         assert!(accepts(&open, &format!("Fix the bound.\n\n{edit}\n\n\nnew file c.py\n```python\nx = 1\n```")), "a blank line after prose, two between blocks");
