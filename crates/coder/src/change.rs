@@ -82,8 +82,8 @@ pub fn grammar(files: &[(&str, &str)], format: EditFormat, new_files: NewFiles) 
     if let NewFiles::Except(taken) = new_files {
         alternatives.push("new_file".into());
         blocks += 1;
-        rules.push_str("new_file: \"new file \" NEW_PATH \"\\n```\" LANG \"\\n\" BODY\n");
-        rules.push_str(&format!("NEW_PATH: /{NEW_PATH}/{}\n", taken_paths(taken)));
+        rules.push_str("new_file: \"new file \" new_path \"\\n```\" LANG \"\\n\" BODY\n");
+        rules.push_str(&format!("new_path[max_tokens={PATH_TOKENS}]: /{NEW_PATH}/{}\n", taken_paths(taken)));
     }
     if alternatives.is_empty() {
         // Nothing may be changed: an answer of prose alone, which `read` refuses with its reason.
@@ -119,6 +119,11 @@ pub const MAX_HUNKS: usize = 6;
 /// of states at the first token — after which nothing is held. Prose is
 /// bounded in tokens (`PROSE_LINE_TOKENS`) instead.
 const NEW_PATH: &str = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*(\/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*\.[A-Za-z0-9]+";
+
+/// Tokens a new file's path may take: more than any real project's path
+/// needs, and a stop for a model that repeats a word in a path until its
+/// answer's limit (which, in a batch, every other candidate waits on).
+const PATH_TOKENS: usize = 40;
 
 /// Tokens a line of prose before the blocks may take: a sentence or two.
 const PROSE_LINE_TOKENS: usize = 80;
@@ -486,6 +491,8 @@ mod tests {
         assert!(accepts(&open, &format!("a.py\n```python\n{}```", hunk.repeat(MAX_HUNKS))));
         assert!(!accepts(&open, "new file b.py\n```python\nx = 1\n```"), "a file that exists is not new");
         assert!(!accepts(&open, "new file b.py/c.py\n```python\nx = 1\n```"), "nor a folder");
+        let endless = format!("new file c{}.py\n```python\nx = 1\n```", "_oneline".repeat(8));
+        assert!(!accepts(&open, &endless), "a path longer than any project's");
         assert!(accepts(&open, "new file b.pyc.py\n```python\nx = 1\n```"), "a name that only begins like one is new");
         assert!(!accepts(&open, "new file c.py\n```python\nx = 1\n=======\nx = 2\n```"), "a marker line is not a new file's content");
         assert!(!accepts(&open, &format!("<<<<<<< SEARCH here\n{edit}")), "prose does not open with a marker");
