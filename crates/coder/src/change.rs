@@ -272,7 +272,7 @@ fn clean_word(word: &str) -> String {
 }
 
 /// `src/a.py`, `Cargo.toml`: a name with an extension of letters, no spaces.
-fn looks_like_path(word: &str) -> bool {
+pub fn looks_like_path(word: &str) -> bool {
     let Some((stem, ext)) = word.rsplit_once('.') else { return false };
     !stem.is_empty()
         && !stem.ends_with('/')

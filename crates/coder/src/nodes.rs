@@ -106,9 +106,10 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
         if let Some(change) = small_edits::search(s, step, &files).await? {
             return apply_change(s, step, change, small_edits::KIND).await;
         }
-        let text = shown(s, step, &files, prompts::code).await;
-        let request = prompts::code(s, &text);
-        write_change(s, step, request, &files, "plan").await
+        let new = new_files::wanted(&s.task, prompts::output_now(s), &files);
+        let text = shown(s, step, &files, |s, f| prompts::code(s, f, new)).await;
+        let request = prompts::code(s, &text, new);
+        write_change(s, step, request, &files, new, "plan").await
     })
 }
 
@@ -129,9 +130,10 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
             why.push_str(&best_candidate_note(best.0, best.1));
         }
         let files = workspace_files(s)?;
-        let text = shown(s, step, &files, |s, f| prompts::fix(s, f, &why)).await;
-        let request = prompts::fix(s, &text, &why);
-        write_change(s, step, request, &files, "fix").await
+        let new = new_files::wanted(&s.task, prompts::output_now(s), &files);
+        let text = shown(s, step, &files, |s, f| prompts::fix(s, f, &why, new)).await;
+        let request = prompts::fix(s, &text, &why, new);
+        write_change(s, step, request, &files, new, "fix").await
     })
 }
 
@@ -339,7 +341,8 @@ fn phase(step: &mut Step, name: &str) {
 const RETRY_TEMPERATURE: f32 = 0.8;
 
 /// Asks for a change, held to the change format (`change::grammar`: every
-/// block names a file it may change or a declared new one under the root),
+/// block names a file it may change or, where `new_files`, a declared new
+/// one under the root),
 /// reads its files out of the answer and writes them. An answer that cannot
 /// be applied — no file path, no code, nothing changed,
 /// or the same change as an attempt that already failed — is refused within
@@ -349,7 +352,7 @@ const RETRY_TEMPERATURE: f32 = 0.8;
 /// The second asking is the first prompt with the reason added and a fresh
 /// sample, not a conversation holding the refused answer: a small model
 /// shown its own answer copies it back, refused or not.
-async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequest, files: &[(String, String)], kind: &str) -> Result<()> {
+async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequest, files: &[(String, String)], new_files: bool, kind: &str) -> Result<()> {
     if !s.attempts.is_empty() {
         request.temperature = Some(RETRY_TEMPERATURE);
     }
@@ -357,7 +360,8 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     let writable: Vec<(&str, &str)> =
         editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
     let taken: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
-    request.grammar = Some(change::grammar(&writable, s.edit_format(), change::NewFiles::Except(&taken)));
+    let new_files = if new_files { change::NewFiles::Except(&taken) } else { change::NewFiles::Never };
+    request.grammar = Some(change::grammar(&writable, s.edit_format(), new_files));
     let wanted = usize::try_from(s.config.candidates.max(1)).unwrap_or(1);
     let budget = wanted * ANSWERS_PER_CHANGE;
     let mut tried: Vec<Candidate> = Vec::new();

@@ -18,12 +18,20 @@ use agentloop_agent::text::shorten;
 const SYSTEM: &str = "You are a careful software engineer working in a repository. You make the smallest change that makes the tests pass, and you answer in the shape asked for.";
 
 /// How CODE and FIX give their change: plain fenced blocks, not JSON (see
-/// `change.rs` for why), in the configured edit format.
-fn change_shape(format: EditFormat) -> &'static str {
-    match format {
-        EditFormat::Whole => "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above (a file that does not exist yet: `new file PATH` on that line). Change the code, not the tests.",
-        EditFormat::Hunks => "Answer with each file you change: its path on a line of its own, then a fenced code block holding one or more edits. Each edit is a line `<<<<<<< SEARCH`, the lines to change copied exactly from the file, a line `=======`, the lines that replace them, and a line `>>>>>>> REPLACE`. (A file that does not exist yet: `new file PATH` on that line, then its whole content in a fenced code block.) Change the code, not the tests.",
-    }
+/// `change.rs` for why), in the configured edit format; with the way to
+/// add a file only when one may be needed (`new_files::wanted`).
+fn change_shape(format: EditFormat, new_files: bool) -> String {
+    let (shape, new_file) = match format {
+        EditFormat::Whole => (
+            "Answer with each file you change: its path on a line of its own, then its complete new content in a fenced code block, exactly like the files above.",
+            " (A file that does not exist yet: `new file PATH` on that line.)",
+        ),
+        EditFormat::Hunks => (
+            "Answer with each file you change: its path on a line of its own, then a fenced code block holding one or more edits. Each edit is a line `<<<<<<< SEARCH`, the lines to change copied exactly from the file, a line `=======`, the lines that replace them, and a line `>>>>>>> REPLACE`.",
+            " (A file that does not exist yet: `new file PATH` on that line, then its whole content in a fenced code block.)",
+        ),
+    };
+    format!("{shape}{} Change the code, not the tests.", if new_files { new_file } else { "" })
 }
 
 /// The start every phase's prompt shares: the system message, the task,
@@ -207,8 +215,13 @@ pub fn look_up(s: &CoderState, files: &str) -> ChatRequest {
     )
 }
 
-pub fn code(s: &CoderState, files: &str) -> ChatRequest {
-    request(s, files, format!("{}{}\nPlan:\n{}\n\nCarry out the plan. {}", memory(s), tests_now(s), numbered(&s.plan), change_shape(s.edit_format())))
+/// CODE's prompt; `new_files`: whether the answer may add a file.
+pub fn code(s: &CoderState, files: &str, new_files: bool) -> ChatRequest {
+    request(
+        s,
+        files,
+        format!("{}{}\nPlan:\n{}\n\nCarry out the plan. {}", memory(s), tests_now(s), numbered(&s.plan), change_shape(s.edit_format(), new_files)),
+    )
 }
 
 /// How REFLECT answers. It comes before the test output and the prompt
@@ -264,8 +277,13 @@ fn is_prose(path: &str) -> bool {
 /// Words in a row shared with the instructions that make a diagnosis an echo.
 const ECHO_WORDS: usize = 6;
 
-pub fn fix(s: &CoderState, files: &str, why: &str) -> ChatRequest {
-    request(s, files, format!("{}\nPlan:\n{}\n\nWhat to fix: {why}\n{}", memory(s) + &tests_now(s), numbered(&s.plan), change_shape(s.edit_format())))
+/// FIX's prompt; `new_files` as for CODE.
+pub fn fix(s: &CoderState, files: &str, why: &str, new_files: bool) -> ChatRequest {
+    request(
+        s,
+        files,
+        format!("{}\nPlan:\n{}\n\nWhat to fix: {why}\n{}", memory(s) + &tests_now(s), numbered(&s.plan), change_shape(s.edit_format(), new_files)),
+    )
 }
 
 /// REVIEW is shown the change, not the files: it asks another question of
@@ -295,14 +313,18 @@ mod tests {
             ..CoderState::default()
         };
         let files = "intervals.py\n```python\ndef merge(xs):\n    return xs\n```\n";
-        let phases = [plan(&s, files), plan_asking(&s, files), look_up(&s, files), code(&s, files), reflect(&s, files), fix(&s, files, "sort")];
+        let phases = [plan(&s, files), plan_asking(&s, files), look_up(&s, files), code(&s, files, false), reflect(&s, files), fix(&s, files, "sort", true)];
         let head = head(&s, files);
         for request in &phases {
             assert_eq!(request.messages[0].content, SYSTEM, "one system message for every phase");
             assert!(request.messages[1].content.starts_with(&head), "{}", request.messages[1].content);
         }
         assert!(head.contains("def merge(xs)") && head.contains("Fix merge()") && head.contains("python3 -m unittest"));
-        assert!(phases[3].messages[1].content.ends_with(change_shape(s.edit_format())), "the question comes last");
+        assert!(phases[3].messages[1].content.ends_with(&change_shape(s.edit_format(), false)), "the question comes last");
+        assert!(
+            !phases[3].messages[1].content.contains("new file PATH") && phases[5].messages[1].content.contains("new file PATH"),
+            "a new file offered only where one may be needed"
+        );
         assert!(phases[4].messages[1].content.ends_with("which line of the code above makes it fail?"), "a reflection ends in its question");
     }
 
