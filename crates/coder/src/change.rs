@@ -263,6 +263,16 @@ pub fn is_test_file(path: &str) -> bool {
         || name.contains(".spec.")
 }
 
+/// Whether `path` is a document for people (Markdown, reStructuredText,
+/// AsciiDoc, a licence), which no test runs: a change to one makes no
+/// failing test pass, so it is offered only when the task or the tests
+/// name it.
+pub fn is_document(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    matches!(ext.as_deref(), Some("md" | "markdown" | "rst" | "adoc")) || ["LICENSE", "LICENCE", "COPYING"].iter().any(|l| name.starts_with(l))
+}
+
 /// A word of prose stripped of markdown and punctuation: "`a.py`:" → "a.py".
 fn clean_word(word: &str) -> String {
     let word = word.trim_matches(|c: char| "`*'\"()[]<>,;".contains(c));
@@ -447,6 +457,16 @@ mod tests {
         }
         for path in ["intervals.py", "src/lib.rs", "contest.py", "latest_tests.md"] {
             assert!(!is_test_file(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn documents_by_their_kind() {
+        for path in ["README.md", "docs/usage.rst", "LICENSE", "LICENSE.txt", "guide.adoc"] {
+            assert!(is_document(path), "{path}");
+        }
+        for path in ["intervals.py", "requirements.txt", "setup.cfg", "data/readme.json"] {
+            assert!(!is_document(path), "{path}");
         }
     }
 

@@ -357,8 +357,12 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
         request.temperature = Some(RETRY_TEMPERATURE);
     }
     let editable = context::editable(files, s.regions());
-    let writable: Vec<(&str, &str)> =
-        editable.iter().map(|(p, c)| (p.as_str(), c.as_str())).filter(|(p, _)| s.config.edit_tests || !change::is_test_file(p)).collect();
+    let context = change_context(s);
+    let writable: Vec<(&str, &str)> = editable
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .filter(|(p, _)| (s.config.edit_tests || !change::is_test_file(p)) && (!change::is_document(p) || names(&context, p)))
+        .collect();
     let taken: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let new_files = if new_files { change::NewFiles::Except(&taken) } else { change::NewFiles::Never };
     request.grammar = Some(change::grammar(&writable, s.edit_format(), new_files));
@@ -559,24 +563,36 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
     if let Some(i) = s.attempts.iter().position(|a| a.change_hash == fingerprint(&change)) {
         return Err(format!("it is the same change as attempt {}, which failed: change something else", i + 1));
     }
-    let context =
-        format!("{}\n{}\n{}", s.task, s.baseline.as_deref().unwrap_or_default(), s.attempts.last().map(|a| a.test_output.as_str()).unwrap_or_default());
-    applicable(change, files, s.config.edit_tests, &context)
+    applicable(change, files, s.config.edit_tests, &change_context(s))
+}
+
+/// What a change answers to: the task and the test output, before any
+/// change and after the last.
+fn change_context(s: &CoderState) -> String {
+    format!("{}\n{}\n{}", s.task, s.baseline.as_deref().unwrap_or_default(), s.attempts.last().map(|a| a.test_output.as_str()).unwrap_or_default())
+}
+
+/// Whether `context` names `path`, whole or by its file name.
+fn names(context: &str, path: &str) -> bool {
+    context.contains(path) || path.rsplit('/').next().is_some_and(|name| context.contains(name))
 }
 
 /// The part of a change worth writing: files it leaves as they are are
 /// dropped, and so are test files — rewritten or new — unless allowed: the
 /// tests are the specification, and a test file of the model's own makes
-/// no failing test pass. So are new files nothing uses (`new_files`);
+/// no failing test pass. So are documents `context` does not name
+/// (`change::is_document`), and new files nothing uses (`new_files`);
 /// `context` is the task and the test output.
 fn applicable(change: change::Files, files: &[(String, String)], edit_tests: bool, context: &str) -> std::result::Result<change::Files, String> {
     let current = |path: &str| files.iter().find(|(p, _)| p == path).map(|(_, c)| c.trim_end());
     let mut tests = Vec::new();
+    let mut documents = Vec::new();
     let mut kept = Vec::new();
     for (path, content) in change {
         match current(&path) {
             Some(old) if old == content.trim_end() => {}
             _ if !edit_tests && change::is_test_file(&path) => tests.push(path),
+            _ if change::is_document(&path) && !names(context, &path) => documents.push(path),
             _ => kept.push((path, content)),
         }
     }
@@ -587,6 +603,8 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
     if kept.is_empty() {
         return Err(if !unused.is_empty() {
             format!("it only added files nothing uses ({}): change the code the failing tests run", unused.join(", "))
+        } else if !documents.is_empty() && tests.is_empty() {
+            format!("it only changed documents ({}), which no test runs: change the code the failing tests run", documents.join(", "))
         } else if tests.is_empty() {
             "it left every file as it was: change the code so that the failing tests pass".into()
         } else {

@@ -371,6 +371,21 @@ async fn new_files_nothing_uses_are_left_out_and_a_change_of_only_those_is_asked
 }
 
 #[tokio::test]
+async fn a_change_to_documents_alone_is_asked_again_and_no_new_file_is_offered_unasked() {
+    let mut codes = VecDeque::from([Value::String("README.md\n```markdown\n# calc\n\n`add` is fixed.\n```\n".into()), change(FIXED)]);
+    let (model, sent) = recording(move |phase| if phase == "code" { codes.pop_front().unwrap() } else { passing(phase) });
+    let (out, store, ws) = run_model(model, single(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(!ws.path().join("README.md").exists(), "the document was not written");
+    let refused = store.events(&out.session_id, 0, usize::MAX).unwrap().into_iter().find(|e| e.name == "coder:refused").expect("the refusal is an event");
+    assert!(refused.payload["reason"].as_str().unwrap().contains("only changed documents (README.md)"), "{}", refused.payload);
+    let first = &sent_in(&sent, "code")[0];
+    let grammar = first.grammar.clone().unwrap_or_default();
+    assert!(grammar.contains("\"calc.py\"") && !grammar.contains("new_file"), "nothing names a missing file, so none is offered: {grammar}");
+    assert!(!first.messages.last().unwrap().content.contains("new file PATH"));
+}
+
+#[tokio::test]
 async fn a_block_without_a_path_is_asked_for_again_within_the_same_iteration() {
     let script = Script::default()
         .with("plan", plan())
