@@ -10,7 +10,8 @@
 #
 #   benchsuite/main-job.sh [N] [OTHER]
 #
-# N defaults to 10; needs the release build. OTHER, another build's
+# N defaults to 10; needs the release build (or AGENTLOOP_BIN, a copy of
+# it, so that a rebuild during the runs does not change what is measured). OTHER, another build's
 # `agentloop` binary (an older commit's, say), runs beside it: each run
 # does both, in turns (which goes first alternates), on the same copy of
 # the example and the same pytest setting, so that the machine's noise
@@ -18,7 +19,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-10}
-bin="$here/target/release/agentloop"
+bin="${AGENTLOOP_BIN:-$here/target/release/agentloop}"
 other=${2:-}
 [ -z "$other" ] || [ -x "$other" ] || { echo "$other is not an executable agentloop binary" >&2; exit 2; }
 models="${XDG_DATA_HOME:-$HOME/.local/share}/agentloop/models"
