@@ -49,7 +49,7 @@ async fn every_block_a_constrained_model_writes_names_a_placeable_file() {
                 continue; // cut off mid-block: the one way not to end in a closed block
             }
             finished += 1;
-            let files = match read_change(&answer.content, &existing) {
+            let files = match read_change(&answer.content, &existing, None) {
                 Ok(files) => files,
                 Err(why) if format == EditFormat::Hunks && why.contains("the edits to") => continue,
                 Err(why) => panic!("{format:?} {ask:?}: {why}\n{}", answer.content),

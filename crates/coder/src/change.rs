@@ -25,6 +25,8 @@
 
 use std::collections::BTreeSet;
 
+use agentloop_codemap::Region;
+
 use super::hunks;
 use super::state::EditFormat;
 use agentloop_agent::fence::fences;
@@ -154,9 +156,11 @@ fn taken_paths(taken: &[&str]) -> String {
 pub type Files = Vec<(String, String)>;
 
 /// Reads the files out of `answer`. `existing` lists the workspace's files
-/// with their current content. Errs with a sentence for REFLECT (and the
+/// with their current content; `shown`, the regions shown when the files
+/// were not shown whole: a hunk whose lines recur in its file applies at
+/// the one place among them. Errs with a sentence for REFLECT (and the
 /// next prompt) when nothing usable was found.
-pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String> {
+pub fn read(answer: &str, existing: &[(String, String)], shown: Option<&[Region]>) -> Result<Files, String> {
     let mut files: Files = Vec::new();
     let mut unplaced = 0;
     for block in blocks(answer) {
@@ -180,7 +184,11 @@ pub fn read(answer: &str, existing: &[(String, String)]) -> Result<Files, String
         // Hunks edit the file as an earlier block of this answer left it.
         let current = files.iter().chain(existing).find(|(p, _)| *p == path).map(|(_, c)| c.as_str());
         let content = match (current, hunks::parse(&block.body)) {
-            (Some(old), Some(edits)) => agentloop_tools::apply_edits(old, &edits?).map_err(|why| format!("the edits to {path}: {why}"))?,
+            (Some(old), Some(edits)) => {
+                let shown_here =
+                    |first: usize, last: usize| shown.is_none_or(|regions| regions.iter().any(|r| r.path == path && r.start <= first && last <= r.end));
+                agentloop_tools::apply_edits_where(old, &edits?, &shown_here).map_err(|why| format!("the edits to {path}: {why}"))?
+            }
             (None, Some(_)) => return Err(format!("{path} does not exist, so it cannot be edited: give a new file's whole content")),
             (Some(old), None) if path.ends_with(".py") => splice_python(old, &block.body).unwrap_or_else(|| block.body.clone()),
             (_, None) => block.body.clone(),
@@ -398,23 +406,23 @@ mod tests {
 
     #[test]
     fn path_on_the_line_above() {
-        let got = read("intervals.py\n```python\ndef merge(x):\n    return x\n```", &[]).unwrap();
+        let got = read("intervals.py\n```python\ndef merge(x):\n    return x\n```", &[], None).unwrap();
         assert_eq!(got, files(&[("intervals.py", "def merge(x):\n    return x\n")]));
     }
 
     #[test]
     fn path_in_prose_or_the_info_string_preferring_existing_files() {
         let existing = files(&[("src/lib.rs", "fn a() {}\n")]);
-        let got = read("Here is the fixed `lib.rs`:\n```rust\nfn a() { 1; }\n```", &existing).unwrap();
+        let got = read("Here is the fixed `lib.rs`:\n```rust\nfn a() { 1; }\n```", &existing, None).unwrap();
         assert_eq!(got[0].0, "src/lib.rs");
-        let got = read("```python calc.py\nx = 1\n```", &[]).unwrap();
+        let got = read("```python calc.py\nx = 1\n```", &[], None).unwrap();
         assert_eq!(got[0].0, "calc.py");
     }
 
     #[test]
     fn no_path_goes_to_the_file_with_the_same_definitions() {
         let existing = files(&[("a.py", "def f():\n    pass\n"), ("b.py", "def g():\n    pass\n")]);
-        let got = read("The fix:\n```python\ndef g():\n    return 2\n```", &existing).unwrap();
+        let got = read("The fix:\n```python\ndef g():\n    return 2\n```", &existing, None).unwrap();
         assert_eq!(got[0].0, "b.py");
     }
 
@@ -422,31 +430,31 @@ mod tests {
     fn a_fragment_replaces_only_its_functions() {
         let old = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nX = 3\n";
         let existing = files(&[("m.py", old)]);
-        let got = read("m.py\n```python\nimport re\n\ndef g():\n    return 20\n```", &existing).unwrap();
+        let got = read("m.py\n```python\nimport re\n\ndef g():\n    return 20\n```", &existing, None).unwrap();
         assert_eq!(got[0].1, "import re\nimport os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 20\n\n\nX = 3\n");
     }
 
     #[test]
     fn a_whole_file_replaces_the_file() {
         let existing = files(&[("m.py", "def f():\n    return 1\n")]);
-        let got = read("m.py\n```python\ndef f():\n    return 2\n```", &existing).unwrap();
+        let got = read("m.py\n```python\ndef f():\n    return 2\n```", &existing, None).unwrap();
         assert_eq!(got[0].1, "def f():\n    return 2\n");
     }
 
     #[test]
     fn nothing_usable_says_what_to_do() {
-        assert!(read("I would sort the list first.", &[]).unwrap_err().contains("no fenced code block"));
-        assert!(read("```python\nx = 1\n```", &[]).unwrap_err().contains("no file path"));
-        assert!(read("a.py\n```text\nsome output\n```", &[]).is_err());
+        assert!(read("I would sort the list first.", &[], None).unwrap_err().contains("no fenced code block"));
+        assert!(read("```python\nx = 1\n```", &[], None).unwrap_err().contains("no file path"));
+        assert!(read("a.py\n```text\nsome output\n```", &[], None).is_err());
     }
 
     #[test]
     fn later_blocks_for_a_path_win_unless_cut_off() {
-        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n```", &[]).unwrap();
+        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n```", &[], None).unwrap();
         assert_eq!(got, files(&[("a.py", "x = 2\n")]));
-        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n", &[]).unwrap();
+        let got = read("a.py\n```python\nx = 1\n```\na.py\n```python\nx = 2\n", &[], None).unwrap();
         assert_eq!(got, files(&[("a.py", "x = 1\n")]), "a cut-off block does not replace a whole one");
-        let got = read("a.py\n```python\nx = 3\n", &[]).unwrap();
+        let got = read("a.py\n```python\nx = 3\n", &[], None).unwrap();
         assert_eq!(got, files(&[("a.py", "x = 3\n")]), "a cut-off block alone is still tried");
     }
 
@@ -473,18 +481,18 @@ mod tests {
     #[test]
     fn a_declared_new_file_is_read_by_its_path() {
         let existing = files(&[("a.py", "x = 1\n")]);
-        let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing).unwrap();
+        let got = read("new file pkg/b.py\n```python\ny = 2\n```", &existing, None).unwrap();
         assert_eq!(got, files(&[("pkg/b.py", "y = 2\n")]));
         let lark = grammar(&[("a.py", "x = 1\n")], EditFormat::Whole, NewFiles::Except(&["a.py"]));
         assert!(lark.contains(r#"whole_file: ("a.py") "\n```" LANG "\n" BODY"#) && lark.contains("file: whole_file | new_file"), "{lark}");
-        let err = read("new file a.py\n```python\nx = 2\n```", &existing).unwrap_err();
+        let err = read("new file a.py\n```python\nx = 2\n```", &existing, None).unwrap_err();
         assert!(err.contains("a.py already exists, so it cannot be a new file"), "{err}");
-        let err = read("new file a.py/fix/b.py\n```python\nx = 2\n```", &existing).unwrap_err();
+        let err = read("new file a.py/fix/b.py\n```python\nx = 2\n```", &existing, None).unwrap_err();
         assert!(err.contains("a.py is a file, so a.py/fix/b.py cannot be made under it"), "{err}");
         let nested = files(&[("pkg.v2/a.py", "x = 1\n")]);
-        let err = read("new file pkg.v2\n```python\nx = 2\n```", &nested).unwrap_err();
+        let err = read("new file pkg.v2\n```python\nx = 2\n```", &nested, None).unwrap_err();
         assert!(err.contains("pkg.v2 is a folder of the workspace"), "{err}");
-        assert!(read("new file pkg.v2/b.py\n```python\nx = 2\n```", &nested).is_ok(), "a new file beside one");
+        assert!(read("new file pkg.v2/b.py\n```python\nx = 2\n```", &nested, None).is_ok(), "a new file beside one");
     }
 
     /// Whether llguidance, fed `text` a byte at a time, takes it whole as
@@ -548,12 +556,17 @@ mod tests {
     fn hunks_edit_an_existing_file_in_place() {
         let existing = files(&[("a.py", "def f(a, b):\n    return a < b\n")]);
         let answer = "a.py\n```python\n<<<<<<< SEARCH\n    return a < b\n=======\n    return a <= b\n>>>>>>> REPLACE\n```";
-        assert_eq!(read(answer, &existing).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]));
+        assert_eq!(read(answer, &existing, None).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]));
         let missing = "a.py\n```python\n<<<<<<< SEARCH\n    return b\n=======\n    return a\n>>>>>>> REPLACE\n```";
-        let err = read(missing, &existing).unwrap_err();
+        let err = read(missing, &existing, None).unwrap_err();
         assert!(err.contains("the edits to a.py: block 1 did not match"), "{err}");
         let new = "b.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```";
-        assert!(read(new, &existing).unwrap_err().contains("b.py does not exist"));
+        assert!(read(new, &existing, None).unwrap_err().contains("b.py does not exist"));
+        let twice = files(&[("a.py", "def f(a, b):\n    return a < b\n\ndef g(a, b):\n    return a < b\n")]);
+        assert!(read(answer, &twice, None).unwrap_err().contains("matches 2 places"), "shown whole: which one is not known");
+        let g = [Region { path: "a.py".into(), start: 4, end: 5, name: "g".into() }];
+        let got = read(answer, &twice, Some(&g)).unwrap();
+        assert_eq!(got, files(&[("a.py", "def f(a, b):\n    return a < b\n\ndef g(a, b):\n    return a <= b\n")]), "the place that was shown");
     }
 
     #[test]
@@ -566,7 +579,7 @@ mod tests {
 
     #[test]
     fn paths_that_leave_the_root_are_still_read_so_the_jail_can_refuse_them() {
-        let got = read("../escaped.py\n```python\nx = 1\n```", &[]).unwrap();
+        let got = read("../escaped.py\n```python\nx = 1\n```", &[], None).unwrap();
         assert_eq!(got[0].0, "../escaped.py");
     }
 }

@@ -550,7 +550,7 @@ const ANSWERS_PER_CHANGE: usize = 2;
 
 /// The change an answer makes, or why it cannot be applied.
 fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::result::Result<change::Files, String> {
-    let mut change = change::read(answer, files)?;
+    let mut change = change::read(answer, files, s.regions())?;
     change.sort();
     for (path, after) in &change {
         let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str());

@@ -14,6 +14,15 @@ pub struct Edit {
 
 /// `text` with every block applied in order, or the first failure.
 pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, String> {
+    apply_edits_where(text, edits, &|_, _| true)
+}
+
+/// `apply_edits`, where a block whose lines are in the text at several
+/// places is applied at the one place `shown(first, last)` allows (lines
+/// counted from 1 in the text as the blocks before it left it): a model
+/// shown only part of a file copies lines from that part, which may
+/// recur elsewhere in the file.
+pub fn apply_edits_where(text: &str, edits: &[Edit], shown: &dyn Fn(usize, usize) -> bool) -> Result<String, String> {
     if edits.is_empty() {
         return Err("no edit blocks were given".into());
     }
@@ -29,10 +38,23 @@ pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String, String> {
                 Some(text) => out = text,
                 None => return Err(format!("block {n} did not match: {}", why_no_match(&out, &edit.search))),
             },
-            k => return Err(format!("block {n} matches {k} places; add surrounding lines to `search` so it matches one")),
+            k => match only_shown_place(&out, &edit.search, shown) {
+                Some(at) => out.replace_range(at..at + edit.search.len(), &edit.replace),
+                None => return Err(format!("block {n} matches {k} places; add surrounding lines to `search` so it matches one")),
+            },
         }
     }
     Ok(out)
+}
+
+/// The byte offset of the one place `search` occurs in `text` that
+/// `shown` allows, by its first and last line; `None` at none or several.
+fn only_shown_place(text: &str, search: &str, shown: &dyn Fn(usize, usize) -> bool) -> Option<usize> {
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    let last_byte = search.trim_end_matches('\n').len().max(1) - 1;
+    let mut places = text.match_indices(search).map(|(at, _)| at).filter(|&at| shown(line_of(at), line_of(at + last_byte)));
+    let at = places.next()?;
+    places.next().is_none().then_some(at)
 }
 
 /// `text` with `edit` applied where its lines match the file's when
@@ -105,6 +127,18 @@ mod tests {
         assert_eq!(out, "fn a() {\n    10\n}\nfn b() {\n    20\n}\n");
         let err = apply_edits(text, &[edit("    1", "    10"), edit("fn c()", "")]).unwrap_err();
         assert_eq!(err, "block 2 did not match: the line `fn c()` is not in the file");
+    }
+
+    #[test]
+    fn a_block_at_several_places_applies_at_the_one_shown() {
+        let text = "def a():\n    return x\n\ndef b():\n    return x\n";
+        let only_b = |first: usize, last: usize| first >= 4 && last <= 5;
+        let out = apply_edits_where(text, &[edit("    return x\n", "    return y\n")], &only_b).unwrap();
+        assert_eq!(out, "def a():\n    return x\n\ndef b():\n    return y\n");
+        let err = apply_edits_where(text, &[edit("    return x\n", "")], &|_, _| true).unwrap_err();
+        assert!(err.contains("matches 2 places"), "both shown: still which one is not known");
+        let neither = |first: usize, _: usize| first == 3;
+        assert!(apply_edits_where(text, &[edit("    return x", "")], &neither).is_err());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::time::Duration;
 use agentloop_core::Tools;
 
 pub use approval::{ApprovalPolicy, Approvals, Verdict};
-pub use edit::{apply_edits, Edit};
+pub use edit::{apply_edits, apply_edits_where, Edit};
 pub use files::{read_text, CreateDir, EditFile, ListDir, ReadFile, WriteFile};
 pub use jail::{Entry, Open, OpenError, Workspace};
 pub use patch::{fingerprint, ApplyPatch, Content, Patch, PatchStep};
