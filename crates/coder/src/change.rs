@@ -164,7 +164,9 @@ pub fn read(answer: &str, existing: &[(String, String)], shown: Option<&[Region]
     let mut files: Files = Vec::new();
     let mut unplaced = 0;
     for block in blocks(answer) {
-        if matches!(block.tag.as_str(), "text" | "output" | "console" | "sh" | "bash" | "shell" | "diff") {
+        // Output and commands are not files; but a block of edit hunks is an
+        // edit whatever its tag (a model tags one `diff` as readily as `python`).
+        if matches!(block.tag.as_str(), "text" | "output" | "console" | "sh" | "bash" | "shell" | "diff") && hunks::parse(&block.body).is_none() {
             continue;
         }
         let path = block.path(existing).or_else(|| owner_by_definitions(&block.body, existing));
@@ -562,6 +564,8 @@ mod tests {
         assert!(err.contains("the edits to a.py: block 1 did not match"), "{err}");
         let new = "b.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```";
         assert!(read(new, &existing, None).unwrap_err().contains("b.py does not exist"));
+        let tagged = answer.replace("```python", "```diff");
+        assert_eq!(read(&tagged, &existing, None).unwrap(), files(&[("a.py", "def f(a, b):\n    return a <= b\n")]), "hunks tagged `diff` are still hunks");
         let twice = files(&[("a.py", "def f(a, b):\n    return a < b\n\ndef g(a, b):\n    return a < b\n")]);
         assert!(read(answer, &twice, None).unwrap_err().contains("matches 2 places"), "shown whole: which one is not known");
         let g = [Region { path: "a.py".into(), start: 4, end: 5, name: "g".into() }];
