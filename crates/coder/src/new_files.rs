@@ -15,10 +15,15 @@
 pub fn used(path: &str, context: &str, others: &[(&str, &str)]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
-    if context.contains(path) || context.contains(name) || has_word(context, stem) && context.contains("module") {
+    if named(path, context) || has_word(context, stem) && context.contains("module") {
         return true;
     }
     others.iter().filter(|(p, _)| *p != path).any(|(_, text)| text.contains(name) || text.lines().any(|l| imports(l) && has_word(l, stem)))
+}
+
+/// Whether `context` names `path`, whole or by its file name.
+pub fn named(path: &str, context: &str) -> bool {
+    context.contains(path) || context.contains(path.rsplit('/').next().unwrap_or(path))
 }
 
 /// Whether a change may need a new file at all, so that the answer is

@@ -361,7 +361,7 @@ async fn write_change(s: &mut CoderState, step: &mut Step, mut request: ChatRequ
     let writable: Vec<(&str, &str)> = editable
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_str()))
-        .filter(|(p, _)| (s.config.edit_tests || !change::is_test_file(p)) && (!change::is_document(p) || names(&context, p)))
+        .filter(|(p, _)| (s.config.edit_tests || !change::is_test_file(p)) && (!change::is_document(p) || new_files::named(p, &context)))
         .collect();
     let taken: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let new_files = if new_files { change::NewFiles::Except(&taken) } else { change::NewFiles::Never };
@@ -572,11 +572,6 @@ fn change_context(s: &CoderState) -> String {
     format!("{}\n{}\n{}", s.task, s.baseline.as_deref().unwrap_or_default(), s.attempts.last().map(|a| a.test_output.as_str()).unwrap_or_default())
 }
 
-/// Whether `context` names `path`, whole or by its file name.
-fn names(context: &str, path: &str) -> bool {
-    context.contains(path) || path.rsplit('/').next().is_some_and(|name| context.contains(name))
-}
-
 /// The part of a change worth writing: files it leaves as they are are
 /// dropped, and so are test files — rewritten or new — unless allowed: the
 /// tests are the specification, and a test file of the model's own makes
@@ -592,7 +587,7 @@ fn applicable(change: change::Files, files: &[(String, String)], edit_tests: boo
         match current(&path) {
             Some(old) if old == content.trim_end() => {}
             _ if !edit_tests && change::is_test_file(&path) => tests.push(path),
-            _ if change::is_document(&path) && !names(context, &path) => documents.push(path),
+            _ if change::is_document(&path) && !new_files::named(&path, context) => documents.push(path),
             _ => kept.push((path, content)),
         }
     }
