@@ -43,10 +43,16 @@ pub struct PlanAsking {
     pub search: String,
 }
 
-/// One thing asked for, kept short.
+/// One thing asked for, kept short: a definition's name or a path with a
+/// line or range, never a sentence (a small model otherwise copies its
+/// plan's steps here, which name nothing).
 #[derive(Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Asked(#[schemars(length(max = 120))] pub String);
+pub struct Asked(#[schemars(length(max = 120), pattern(NAME_OR_RANGE))] pub String);
+
+/// What `open::resolve` can find: `name`, `Class.method`, `path:120`,
+/// `path:120-160`.
+const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|[^ \t\r\n:]+:[0-9]+(-[0-9]+)?)$";
 
 /// Opens what `asked` names and runs its search, over `files`.
 pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], asked: &PlanAsking) {
@@ -72,5 +78,26 @@ pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], ask
         let result = if hits.is_empty() { "no line holds it".to_string() } else { hits.join("\n  ") };
         step.emit(CoderEvent::Tool { tool: "search".into(), arguments: json!({"word": word}), result: result.clone() });
         s.lookups.push(format!("search `{word}` →\n  {result}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_plan_held_to_its_schema_asks_for_names_and_ranges_never_sentences() {
+        let model = agentloop_llm::catalog::DEFAULT_MODEL.path(&agentloop_llm::catalog::default_data_dir());
+        assert!(model.is_file(), "the default model is missing at {}: run `bash scripts/fetch-models.sh`", model.display());
+        let probe = agentloop_llm::GrammarProbe::load(&model).unwrap();
+        let schema = agentloop_core::json_schema_of::<PlanAsking>();
+        let plan = |open: &str| format!(r#"{{"steps": ["make add return the sum"], "open": [{open}], "search": "total += v"}}"#);
+        for open in [r#""add""#, r#""Cache.get", "src/pkg/a.py:120-160""#, r#""src/a.py:7""#, ""] {
+            probe.follow_schema(&schema, &plan(open)).unwrap_or_else(|e| panic!("{open}: {e}"));
+        }
+        for sentence in [r#""Check if the code is already correct""#, r#""add the numbers""#] {
+            assert!(probe.follow_schema(&schema, &plan(sentence)).is_err(), "{sentence} is not a name");
+        }
     }
 }

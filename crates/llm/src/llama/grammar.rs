@@ -69,7 +69,20 @@ impl GrammarProbe {
     /// then the token taken. `Err` says where the grammar engine gave up or
     /// the text left the grammar.
     pub fn follow(&self, lark: &str, text: &str) -> Result<(), String> {
-        let mut matcher = Matcher::new(self.grammars.factory.create_parser(TopLevelGrammar::from_lark(lark.to_string())));
+        self.follow_grammar(TopLevelGrammar::from_lark(lark.to_string()), text)
+    }
+
+    /// Follows `text` through the JSON `schema` as an answer held to it is
+    /// (compact, as `json_sampler` writes it).
+    pub fn follow_schema(&self, schema: &Value, text: &str) -> Result<(), String> {
+        self.follow_grammar(TopLevelGrammar::from_json_schema(compact(schema)), text)
+    }
+
+    fn follow_grammar(&self, grammar: TopLevelGrammar, text: &str) -> Result<(), String> {
+        let mut matcher = Matcher::new(self.grammars.factory.create_parser(grammar));
+        if let Some(why) = matcher.get_error() {
+            return Err(format!("the grammar is not valid ({why})"));
+        }
         let vocab = self.model.vocab();
         for (at, token) in vocab.tokenize(text.as_bytes(), false, false).iter().enumerate() {
             let piece = String::from_utf8_lossy(&vocab.token_to_piece(*token, false, None)).into_owned();
