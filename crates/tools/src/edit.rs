@@ -2,7 +2,10 @@
 //! block failed and why — what a model needs to correct itself. A block
 //! whose lines are in the file at one place but indented differently (a
 //! model often drops a function's indentation when it copies lines out of
-//! it) is applied there, its replacement shifted by the same amount.
+//! it) is applied there, its replacement shifted by the same amount. A
+//! replacement that starts with the block's own first line indented
+//! otherwise (a model indents a whole function it rewrites one level too
+//! deep) is shifted back to the block's indentation.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,7 @@ pub fn apply_edits_where(text: &str, edits: &[Edit], shown: &dyn Fn(usize, usize
     let mut out = text.to_string();
     for (i, edit) in edits.iter().enumerate() {
         let n = i + 1;
+        let edit = &aligned(edit);
         if edit.search.is_empty() {
             return Err(format!("block {n}: `search` is empty; give the exact text to replace"));
         }
@@ -84,6 +88,29 @@ fn reindented(text: &str, edit: &Edit) -> Option<String> {
     }
     out.push_str(&lines[at + wanted.len()..].concat());
     Some(out)
+}
+
+/// `edit` with its replacement shifted to the search's indentation, when
+/// the replacement's first line is the search's first line indented
+/// otherwise and every line of it can move as far; else as it is. A
+/// replacement that starts with another line (code wrapped in a new
+/// block, say), or that changes nothing but indentation (a line moved out
+/// of a loop), keeps the indentation it was given.
+fn aligned(edit: &Edit) -> Edit {
+    let first = |text: &str| text.lines().find(|l| !l.trim().is_empty()).map(str::to_string);
+    let (Some(search), Some(replace)) = (first(&edit.search), first(&edit.replace)) else { return edit.clone() };
+    let spaces = |l: &str| isize::try_from(l.len() - l.trim_start_matches(' ').len()).unwrap_or(0);
+    let shift = spaces(&search) - spaces(&replace);
+    let tabbed = |l: &str| l.trim_start_matches(' ').starts_with('\t');
+    let words = |text: &str| text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+    if shift == 0 || search.trim() != replace.trim() || tabbed(&search) || tabbed(&replace) || words(&edit.search) == words(&edit.replace) {
+        return edit.clone();
+    }
+    if edit.replace.lines().any(|l| !l.trim().is_empty() && spaces(l) < -shift) {
+        return edit.clone();
+    }
+    let replace = edit.replace.split_inclusive('\n').map(|l| shifted(l, shift)).collect();
+    Edit { search: edit.search.clone(), replace }
 }
 
 /// `line` moved right by `shift` spaces, or left by as many leading spaces
@@ -157,5 +184,20 @@ mod tests {
         assert_eq!(out, "def f(a, b):\n    if a <= b:\n        return a\n    return b\n");
         let twice = "def f():\n    x = 1\ndef g():\n    x = 1\n";
         assert!(apply_edits(twice, &[edit("\tx = 1\n", "\tx = 2\n")]).unwrap_err().contains("did not match"), "two places: not guessed");
+    }
+
+    #[test]
+    fn a_replacement_indented_a_level_too_deep_is_shifted_back() {
+        let text = "def f(a):\n    return a\n\n\nx = f(1)\n";
+        let deeper = edit("def f(a):\n    return a\n", "    def f(a):\n        a += 1\n        return a\n");
+        assert_eq!(apply_edits(text, &[deeper]).unwrap(), "def f(a):\n    a += 1\n    return a\n\n\nx = f(1)\n");
+        let wrapped = "def f(a):\n    if a:\n        return a\n";
+        let new_block = edit("    return a\n", "    if a:\n        return a\n");
+        assert_eq!(apply_edits("def f(a):\n    return a\n", &[new_block]).unwrap(), wrapped, "a new first line keeps its indentation");
+        let shallower = edit("def f(a):\n    return a\n", "  def f(a):\n      return a + 1\n");
+        assert_eq!(apply_edits("def f(a):\n    return a\n", &[shallower]).unwrap(), "def f(a):\n    return a + 1\n", "too shallow is shifted out too");
+        let looped = "def f(xs):\n    for x in xs:\n        return x\n";
+        let dedented = edit("        return x\n", "    return x\n");
+        assert_eq!(apply_edits(looped, &[dedented]).unwrap(), "def f(xs):\n    for x in xs:\n    return x\n", "a change of indentation alone is the change");
     }
 }
