@@ -206,7 +206,7 @@ pub fn read(answer: &str, existing: &[(String, String)], shown: Option<&[Region]
         return Err(if unplaced > 0 {
             "the answer had code but no file path: put the file's path on the line before its fenced block".into()
         } else {
-            "the answer had no fenced code block: give each changed file as its path, then its whole content in a ``` block".into()
+            "the answer had no fenced code block: give each changed file as its path on a line of its own, then its change in a ``` block".into()
         });
     }
     Ok(files)

@@ -123,11 +123,13 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
             Some(objection) => format!("a reviewer objected: {objection}"),
             None => s.attempts.last().and_then(|a| a.reflection.as_ref()).map(|r| r.feedback.clone()).unwrap_or_else(|| "make the tests pass".into()),
         };
-        if s.attempts.last().is_some_and(|a| a.undone) {
-            why = format!("your last change passed no more tests than the files before it and was undone: the files below are the best version so far. {why}");
+        let undone = s.attempts.last().is_some_and(|a| a.undone);
+        if undone {
+            // What was said of the change was said of files no longer there.
+            why = format!("your last change passed no more tests than the files before it and was undone: the files below are the best version so far. Of that change it was said: {why}");
         }
         if let Some(best) = s.attempts.last().and_then(|a| a.candidates.iter().find(|c| c.kept).map(|c| (a.candidates.len(), c))) {
-            why.push_str(&best_candidate_note(best.0, best.1));
+            why.push_str(&best_candidate_note(best.0, best.1, undone));
         }
         let files = workspace_files(s)?;
         let new = new_files::wanted(&s.task, prompts::output_now(s), &files);
@@ -138,15 +140,17 @@ pub fn fix<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resul
 }
 
 /// What FIX is told of the last search: the kept candidate's change and
-/// how many tests it passed (its files are the ones shown).
-fn best_candidate_note(tried: usize, kept: &CandidateRecord) -> String {
+/// how many tests it passed, and whether its files are the ones shown or
+/// it was undone.
+fn best_candidate_note(tried: usize, kept: &CandidateRecord, undone: bool) -> String {
     let tests = match kept.score {
         Some((_, ran)) if kept.failing_only => format!("none of the {ran} failing tests passed"),
         Some((p, r)) => format!("{p} of {r} tests passed"),
         None => "the tests did not say how many passed".to_string(),
     };
     let patch: String = kept.patch.chars().take(BEST_PATCH_CHARS).collect();
-    format!("\nThe best of the {tried} changes tried last ({tests}) is in the files below; it changed:\n```diff\n{}\n```", patch.trim_end())
+    let place = if undone { "was undone, so the files below are without it" } else { "is in the files below" };
+    format!("\nThe best of the {tried} changes tried last ({tests}) {place}; it changed:\n```diff\n{}\n```", patch.trim_end())
 }
 
 /// How much of the kept candidate's diff FIX is shown.
@@ -705,6 +709,15 @@ fn fit_diff(patch: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fix_is_told_whether_the_best_candidate_is_in_its_files_or_was_undone() {
+        let kept = CandidateRecord { patch: "-    return a\n+    return b\n".into(), passed: false, score: Some((0, 15)), kept: true, failing_only: true };
+        let note = best_candidate_note(3, &kept, false);
+        assert!(note.contains("The best of the 3 changes tried last (none of the 15 failing tests passed) is in the files below"), "{note}");
+        let note = best_candidate_note(3, &kept, true);
+        assert!(note.contains("was undone, so the files below are without it; it changed:") && note.contains("+    return b"), "{note}");
+    }
 
     #[test]
     fn review_is_shown_a_diff_with_context_never_whole_files_and_never_past_its_share() {

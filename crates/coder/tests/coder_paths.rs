@@ -228,6 +228,10 @@ async fn earlier_attempts_are_remembered_a_line_each_and_only_the_output_that_ma
     );
     assert_eq!(fix.matches("AssertionError").count(), 1, "the failure now, shown once: {fix}");
     assert!(fix.contains("The tests now, on the files above (before any change)"), "the files are the original again: {fix}");
+    assert!(
+        fix.contains("was undone: the files below are the best version so far. Of that change it was said:"),
+        "the reflection was of the undone change: {fix}"
+    );
 }
 
 #[tokio::test]
