@@ -8,17 +8,25 @@
 //! TEST then runs the suite on the user's files, and REVIEW reads it, as
 //! for any change. None passing costs the tries and nothing else.
 //!
+//! An edit that passes no suite but makes failing tests pass says where
+//! the fault is, and often what it is: a constant that must take its new
+//! value and keep its old one, a condition right for one case and wrong
+//! for another (mutation-based fault localization reads mutants the same
+//! way). The closest few are kept as near misses for the model's prompts.
+//!
 //! Run once a session, when the suite's line coverage was traced (the
 //! workspace was too large to show whole), and only on Python, whose
 //! coverage the tracer gives.
 
+use agentloop_agent::text::shorten;
 use agentloop_codemap::small_edits;
 use agentloop_core::{Result, Step};
 
+use super::best;
 use super::change;
 use super::events::CoderEvent;
 use super::failing_alone::{self, Judge};
-use super::scratch::TryRun;
+use super::scratch::{Tried, TryRun};
 use super::state::CoderState;
 
 /// What an attempt made of a small edit is called among the attempts.
@@ -47,19 +55,22 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     // An edit to a loop's condition can make the suite loop forever: a try
     // gets a few times what the suite took, not the command timeout.
     let timeout_secs = s.last_test_ms.map(|ms| ms.saturating_mul(TIMEOUT_FACTOR) / 1000 + TIMEOUT_SLACK_SECS);
-    let failing_only = match failing_alone::judge(s, step, timeout_secs).await? {
+    let alone = match failing_alone::judge(s, step, timeout_secs).await? {
         Judge::Alone(run) => Some(run),
         Judge::Suite => None,
         Judge::Declined => return Ok(None),
     };
     let suite = TryRun { command: None, timeout_secs };
+    let before = s.baseline.as_deref().and_then(best::score);
+    let mut near: Vec<NearMiss> = Vec::new();
     for (i, edit) in edits.iter().enumerate() {
         let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { continue };
         let change = vec![(edit.path.clone(), content)];
         // An edit that leaves a failing test failing cannot pass the suite.
-        let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, failing_only.as_ref(), &suite, |t| !t.passed).await? else {
+        let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, alone.as_ref(), &suite, |t| !t.passed).await? else {
             return Ok(None);
         };
+        near.extend(NearMiss::of(edit, &tried, failing_only, alone.is_some(), before));
         step.emit(CoderEvent::SmallEdit {
             number: i + 1,
             of: edits.len(),
@@ -74,5 +85,45 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
         }
     }
     step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
+    near.sort();
+    s.near_misses = near.into_iter().take(NEAR_MISSES).map(|m| m.text).collect();
     Ok(None)
+}
+
+/// Near misses kept for the prompts, at most.
+const NEAR_MISSES: usize = 3;
+/// An edit as a near miss shows it, at most.
+const EDIT_CHARS: usize = 240;
+
+/// A small edit that did not pass but moved the failing tests, ordered
+/// closest first: those that passed every failing test (breaking the
+/// fewest others) before those that passed some.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct NearMiss {
+    /// 0 when every failing test passed with it, 1 when some did.
+    class: u8,
+    /// Tests still failing with it.
+    failing: u32,
+    text: String,
+}
+
+impl NearMiss {
+    /// What `tried` says of `edit`: `failing_only` when the failing tests
+    /// alone decided it, `alone` when they were run alone first (so a
+    /// suite run means they passed), `before` the suite's score before any
+    /// change. `None` when it moved nothing.
+    fn of(edit: &small_edits::SmallEdit, tried: &Tried, failing_only: bool, alone: bool, before: Option<(u32, u32)>) -> Option<Self> {
+        let (passing, ran) = tried.score?;
+        let failing = ran.saturating_sub(passing);
+        let what = format!("`{}`", shorten(&edit.describe(), EDIT_CHARS));
+        if failing_only {
+            return (passing > 0).then(|| NearMiss { class: 1, failing, text: format!("{what}: {passing} of the {ran} failing tests pass with it") });
+        }
+        if alone && failing > 0 {
+            let others = if failing == 1 { "1 other test fails".to_string() } else { format!("{failing} other tests fail") };
+            return Some(NearMiss { class: 0, failing, text: format!("{what}: the failing tests pass with it, but {others}") });
+        }
+        let (was, _) = before?;
+        (passing > was).then(|| NearMiss { class: 1, failing, text: format!("{what}: {passing} of {ran} tests pass with it ({was} before)") })
+    }
 }

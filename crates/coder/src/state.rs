@@ -209,6 +209,11 @@ pub struct CoderState {
     /// The command that runs them alone, when they do.
     #[serde(default)]
     pub failing_alone: Option<String>,
+    /// Small edits that passed no suite but changed which tests fail, the
+    /// closest first, each a line for every later prompt
+    /// (`small_edits::NearMiss`).
+    #[serde(default)]
+    pub near_misses: Vec<String>,
 }
 
 impl State for CoderState {
@@ -239,6 +244,7 @@ impl State for CoderState {
         f.value("lastTestMs", &self.last_test_ms);
         f.value("failingAloneChecked", &self.failing_alone_checked);
         f.value("failingAlone", &self.failing_alone);
+        f.value("nearMisses", &self.near_misses);
     }
 }
 

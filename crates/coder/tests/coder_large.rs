@@ -362,3 +362,23 @@ async fn when_no_small_edit_passes_the_model_is_asked_and_the_tries_never_touch_
     assert_eq!(code_prompts(&sent).len(), 1, "the model wrote the change");
     assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), SCALED.replace("x * 100", "x * 10"), "only the model's change was written");
 }
+
+#[tokio::test]
+async fn a_small_edit_that_passes_the_failing_test_but_breaks_another_is_shown_to_the_model_as_a_near_miss() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "def teen(n):\n    return n % 100 in (11, 12)\n";
+    let tests = "import unittest\nfrom zz_calc import teen\n\nclass T(unittest.TestCase):\n    def test_thirteen(self):\n        self.assertTrue(teen(13))\n\n    def test_twelve(self):\n        self.assertTrue(teen(12))\n";
+    seed_with(ws.path(), faulty, tests);
+    let fix = "zz_calc.py\n```python\n<<<<<<< SEARCH\n    return n % 100 in (11, 12)\n=======\n    return n % 100 in (11, 12, 13)\n>>>>>>> REPLACE\n```\n";
+    let (model, sent) = model(vec![fix]);
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    let tried = small_edits(&store, &out);
+    assert!(tried.iter().all(|(_, passed)| !passed), "{tried:?}");
+    let prompt = &code_prompts(&sent)[0];
+    assert!(
+        prompt.contains("- `zz_calc.py:2: return n % 100 in (11, 12) → return n % 100 in (11, 13)`: the failing tests pass with it, but 1 other test fails"),
+        "the near miss is shown:\n{prompt}"
+    );
+    assert!(!prompt.contains("(12, 12)`"), "an edit that moved nothing is not shown:\n{prompt}");
+}
