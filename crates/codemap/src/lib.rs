@@ -18,6 +18,7 @@ pub mod python_run;
 pub mod rank;
 pub mod small_edits;
 pub mod symbols;
+pub mod syntax;
 pub mod test_files;
 pub mod view;
 

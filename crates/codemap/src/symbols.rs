@@ -43,7 +43,7 @@ impl Definition {
 }
 
 /// The language of a path, by its extension, when there is a grammar for it.
-fn language(path: &str) -> Option<tree_sitter::Language> {
+pub(crate) fn language(path: &str) -> Option<tree_sitter::Language> {
     match path.rsplit_once('.').map(|(_, ext)| ext) {
         Some("py") => Some(tree_sitter_python::LANGUAGE.into()),
         Some("rs") => Some(tree_sitter_rust::LANGUAGE.into()),

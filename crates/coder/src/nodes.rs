@@ -4,6 +4,8 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
+use agentloop_agent::text::shorten;
+use agentloop_codemap::syntax;
 use agentloop_core::{ChatRequest, EngineEvent, Error, JsonSchema, Result, SessionStatus, Step, Stop};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -567,7 +569,28 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
     if let Some(i) = s.attempts.iter().position(|a| a.change_hash == fingerprint(&change)) {
         return Err(format!("it is the same change as attempt {}, which failed: change something else", i + 1));
     }
-    applicable(change, files, s.config.edit_tests, &change_context(s))
+    let change = applicable(change, files, s.config.edit_tests, &change_context(s))?;
+    match unparsable(&change, files) {
+        Some(why) => Err(why),
+        None => Ok(change),
+    }
+}
+
+/// Why a change cannot be run: it leaves a file that parsed (or a new one)
+/// unparsable, so no test could pass with it. Asked again with the line,
+/// the model can mend what it would otherwise learn from a failed import.
+fn unparsable(change: &change::Files, files: &[(String, String)]) -> Option<String> {
+    change.iter().find_map(|(path, after)| {
+        let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str());
+        if before.is_some_and(|b| syntax::first_error(path, b).is_some()) {
+            return None;
+        }
+        let (line, text) = syntax::first_error(path, after)?;
+        Some(format!(
+            "it leaves {path} unparsable at line {line} (`{}`): write code as the file's own, with no line numbers or edit markers in it",
+            shorten(&text, 80)
+        ))
+    })
 }
 
 /// What a change answers to: the task and the test output, before any

@@ -414,6 +414,24 @@ print('no file named')
 }
 
 #[tokio::test]
+async fn a_change_that_leaves_a_file_unparsable_is_asked_again_with_the_line() {
+    let numbered = "def add(a, b):\n    return a + b\n\n\n28: def sub(a, b):\n    return a - b\n";
+    let mut codes = VecDeque::from([change(numbered), change(FIXED)]);
+    let (model, sent) = recording(move |phase| if phase == "code" { codes.pop_front().unwrap() } else { passing(phase) });
+    let (out, store, ws) = run_model(model, single(), TESTS, None).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("calc.py")).unwrap(), FIXED);
+    let refused = store.events(&out.session_id, 0, usize::MAX).unwrap().into_iter().find(|e| e.name == "coder:refused").expect("the refusal is an event");
+    assert!(refused.payload["reason"].as_str().unwrap().contains("it leaves calc.py unparsable at line 5 (`28: def sub(a, b):`)"), "{}", refused.payload);
+    assert_eq!(sent_in(&sent, "code").len(), 2, "asked again in the same step");
+    assert_eq!(
+        store.calls(&out.session_id).unwrap().iter().filter(|c| c.name == "try_change" || c.name == "run_command").count(),
+        2,
+        "the unparsable change ran no tests: the baseline and the fix's run alone"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_answer_is_asked_for_again_with_the_reason_and_without_the_refused_answer() {
     let mut codes = VecDeque::from([Value::String("```python\nprint('no file named')\n```".into()), change(FIXED)]);
     let (model, sent) = recording(move |phase| if phase == "code" { codes.pop_front().unwrap() } else { passing(phase) });
@@ -551,7 +569,7 @@ async fn a_change_that_passes_no_more_tests_is_undone_and_a_failed_session_leave
     );
     let script = Script::default()
         .with("plan", plan())
-        .with("code", change("def add(a, b):\n    return a +\n"))
+        .with("code", change("def add(a, b):\n    return 1\n"))
         .with("reflect", reflection("fix", 0.8))
         .with("fix", change(WRONG_TOO))
         .with("reflect", reflection("fix", 0.8));
