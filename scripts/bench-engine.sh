@@ -12,7 +12,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 iterations=${1:-500}
 runs=${2:-5}
 bin=${AGENTLOOP_BENCH_BIN:-$here/target/release/agentloop-bench}
-[ -x "$bin" ] || cargo build --release -q -p agentloop-bench --manifest-path "$here/Cargo.toml"
+if [ ! -x "$bin" ]; then
+  source "$here/scripts/cpu-features.sh"
+  cargo build --release -q -p agentloop-bench --manifest-path "$here/Cargo.toml"
+fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 

@@ -66,6 +66,7 @@ if [ "${1:-}" = "--no-run" ]; then
 fi
 
 echo "==> building agentloop (release)"
+source scripts/cpu-features.sh
 cargo build --release -q -p agentloop-cli
 # The main job first: the coder on a copy of a bundled example (the original
 # stays red for the next run), on the embedded model, with no questions

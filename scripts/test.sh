@@ -5,6 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 scripts/setup.sh --no-run
+source scripts/cpu-features.sh
 # A one-off build (CI, a fresh clone) gains nothing from the incremental cache,
 # which would take gigabytes of disk.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
