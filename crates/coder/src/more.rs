@@ -51,8 +51,9 @@ pub struct PlanAsking {
 pub struct Asked(#[schemars(length(max = 120), pattern(NAME_OR_RANGE))] pub String);
 
 /// What `open::resolve` can find: `name`, `Class.method`, `path:120`,
-/// `path:120-160`.
-const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|[^ \t\r\n:]+:[0-9]+(-[0-9]+)?)$";
+/// `path:120-160`, where a path ends in a file's extension (a small model
+/// otherwise repeats a test's parameters as a "path" to the length limit).
+const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|([A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?)$";
 
 /// Opens what `asked` names and runs its search, over `files`.
 pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], asked: &PlanAsking) {
@@ -96,7 +97,7 @@ mod tests {
         for open in [r#""add""#, r#""Cache.get", "src/pkg/a.py:120-160""#, r#""src/a.py:7""#, ""] {
             probe.follow_schema(&schema, &plan(open)).unwrap_or_else(|e| panic!("{open}: {e}"));
         }
-        for sentence in [r#""Check if the code is already correct""#, r#""add the numbers""#] {
+        for sentence in [r#""Check if the code is already correct""#, r#""add the numbers""#, r#""-13th--13th--133:1""#] {
             assert!(probe.follow_schema(&schema, &plan(sentence)).is_err(), "{sentence} is not a name");
         }
     }
