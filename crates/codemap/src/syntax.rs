@@ -29,14 +29,14 @@ pub fn first_error(path: &str, source: &str) -> Option<(usize, String)> {
 }
 
 /// The first node, in source order, that is an error or a token the
-/// parser had to assume was there.
+/// parser had to assume was there (a node with an error holds one).
 fn broken(node: Node) -> Option<Node> {
     if node.is_error() || node.is_missing() {
         return Some(node);
     }
     let mut cursor = node.walk();
-    let children: Vec<Node> = node.children(&mut cursor).filter(|c| c.has_error() || c.is_missing()).collect();
-    children.into_iter().find_map(broken).or(Some(node).filter(|n| n.is_error()))
+    let found = node.children(&mut cursor).filter(|c| c.has_error() || c.is_missing()).find_map(broken);
+    found
 }
 
 #[cfg(test)]

@@ -115,15 +115,15 @@ impl NearMiss {
     fn of(edit: &small_edits::SmallEdit, tried: &Tried, failing_only: bool, alone: bool, before: Option<(u32, u32)>) -> Option<Self> {
         let (passing, ran) = tried.score?;
         let failing = ran.saturating_sub(passing);
-        let what = format!("`{}`", shorten(&edit.describe(), EDIT_CHARS));
-        if failing_only {
-            return (passing > 0).then(|| NearMiss { class: 1, failing, text: format!("{what}: {passing} of the {ran} failing tests pass with it") });
-        }
-        if alone && failing > 0 {
+        let (class, said) = if failing_only {
+            (passing > 0).then(|| (1, format!("{passing} of the {ran} failing tests pass with it")))?
+        } else if alone && failing > 0 {
             let others = if failing == 1 { "1 other test fails".to_string() } else { format!("{failing} other tests fail") };
-            return Some(NearMiss { class: 0, failing, text: format!("{what}: the failing tests pass with it, but {others}") });
-        }
-        let (was, _) = before?;
-        (passing > was).then(|| NearMiss { class: 1, failing, text: format!("{what}: {passing} of {ran} tests pass with it ({was} before)") })
+            (0, format!("the failing tests pass with it, but {others}"))
+        } else {
+            let (was, _) = before?;
+            (passing > was).then(|| (1, format!("{passing} of {ran} tests pass with it ({was} before)")))?
+        };
+        Some(NearMiss { class, failing, text: format!("`{}`: {said}", shorten(&edit.describe(), EDIT_CHARS)) })
     }
 }
