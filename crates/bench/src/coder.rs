@@ -191,7 +191,8 @@ pub(crate) struct Solved {
 /// changed…), the candidates tried in scratch copies and those of them that
 /// passed. This is what tells one edit format from another. The small
 /// edits tried before the model was asked, and whether one passed, are
-/// counted apart: a case one of them solves owes nothing to the model.
+/// counted apart: a case one of them solves owes nothing to the model; and
+/// so are the model's line rewrites, a search of its own.
 #[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Changes {
@@ -202,6 +203,11 @@ pub(crate) struct Changes {
     small_edits: u32,
     #[serde(default)]
     small_edit_passed: u32,
+    /// The model's rewrites of suspicious lines tried, and those that passed.
+    #[serde(default)]
+    line_rewrites: u32,
+    #[serde(default)]
+    line_rewrite_passed: u32,
 }
 
 impl Changes {
@@ -214,9 +220,13 @@ impl Changes {
                     changes.tried += 1;
                     changes.passed += u32::from(passed);
                 }
-                Some(CoderEvent::SmallEdit { passed, .. }) => {
+                Some(CoderEvent::SmallEdit { passed, by_model: false, .. }) => {
                     changes.small_edits += 1;
                     changes.small_edit_passed += u32::from(passed);
+                }
+                Some(CoderEvent::SmallEdit { passed, by_model: true, .. }) => {
+                    changes.line_rewrites += 1;
+                    changes.line_rewrite_passed += u32::from(passed);
                 }
                 _ => {}
             }
@@ -230,6 +240,8 @@ impl Changes {
         self.passed += other.passed;
         self.small_edits += other.small_edits;
         self.small_edit_passed += other.small_edit_passed;
+        self.line_rewrites += other.line_rewrites;
+        self.line_rewrite_passed += other.line_rewrite_passed;
     }
 }
 

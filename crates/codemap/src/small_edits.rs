@@ -38,7 +38,8 @@ impl SmallEdit {
 
     /// The edit for people: `path:line: before → after`, trimmed.
     pub fn describe(&self) -> String {
-        format!("{}:{}: {} → {}", self.path, self.line, self.before.trim(), self.after.trim())
+        let after: Vec<&str> = self.after.lines().map(str::trim).collect();
+        format!("{}:{}: {} → {}", self.path, self.line, self.before.trim(), after.join(" ⏎ "))
     }
 }
 

@@ -33,9 +33,21 @@ pub enum CoderEvent {
     /// A small edit on a line the failing tests run was tried against the
     /// tests in a scratch copy (`edit`: where, and the line before and
     /// after). `failing_only`: it was run on the failing tests alone, did
-    /// not pass them, and so never ran the whole suite.
+    /// not pass them, and so never ran the whole suite. `by_model`: the
+    /// edit is the model's rewrite of the line (`line_rewrites.rs`), not a
+    /// one-token slip undone.
     #[serde(rename = "coder:small_edit")]
-    SmallEdit { number: usize, of: usize, edit: String, passing: Option<u32>, ran: Option<u32>, passed: bool, failing_only: bool },
+    SmallEdit {
+        number: usize,
+        of: usize,
+        edit: String,
+        passing: Option<u32>,
+        ran: Option<u32>,
+        passed: bool,
+        failing_only: bool,
+        #[serde(default)]
+        by_model: bool,
+    },
     /// A reflection repeated an earlier diagnosis word for word: it was set
     /// aside for the failing tests' names and what they expected.
     #[serde(rename = "coder:reflection_repeated")]
@@ -76,8 +88,9 @@ impl CoderEvent {
             Self::Candidate { number, of, passing, ran, passed, failing_only } => {
                 format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
-            Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only } => {
-                format!("    small edit {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
+            Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only, by_model } => {
+                let what = if *by_model { "line rewrite" } else { "small edit" };
+                format!("    {what} {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),
             Self::ReflectionRepeated { diagnosis } => format!("    reflection repeats an earlier one ({diagnosis}): working from the failing tests instead"),

@@ -32,6 +32,7 @@ mod failing_alone;
 mod failures;
 mod focus;
 mod hunks;
+mod line_rewrites;
 mod more;
 mod new_files;
 mod nodes;

@@ -105,8 +105,8 @@ pub fn code<'a>(s: &'a mut CoderState, step: &'a mut Step) -> BoxFuture<'a, Resu
     Box::pin(async move {
         phase(step, "code");
         let files = workspace_files(s)?;
-        if let Some(change) = small_edits::search(s, step, &files).await? {
-            return apply_change(s, step, change, small_edits::KIND).await;
+        if let Some((change, kind)) = small_edits::search(s, step, &files).await? {
+            return apply_change(s, step, change, kind).await;
         }
         let new = new_files::wanted(&s.task, prompts::output_now(s), &files);
         let text = shown(s, step, &files, |s, f| prompts::code(s, f, new)).await;

@@ -14,20 +14,27 @@
 //! for another (mutation-based fault localization reads mutants the same
 //! way). The closest few are kept as near misses for the model's prompts.
 //!
+//! When none passes, the model is asked what the most suspicious lines
+//! should read (`line_rewrites.rs`), and each answer is tried the same way.
+//!
 //! Run once a session, when the suite's line coverage was traced (the
 //! workspace was too large to show whole), and only on Python, whose
 //! coverage the tracer gives.
 
+use std::collections::VecDeque;
+
 use agentloop_agent::text::shorten;
-use agentloop_codemap::small_edits;
+use agentloop_codemap::{small_edits, syntax};
 use agentloop_core::{Result, Step};
 
 use super::best;
 use super::change;
 use super::events::CoderEvent;
 use super::failing_alone::{self, Judge};
+use super::line_rewrites;
 use super::scratch::{Tried, TryRun};
 use super::state::CoderState;
+use super::CODER_ROLE;
 
 /// What an attempt made of a small edit is called among the attempts.
 pub const KIND: &str = "small edit";
@@ -38,8 +45,10 @@ const TIMEOUT_FACTOR: u64 = 3;
 const TIMEOUT_SLACK_SECS: u64 = 10;
 
 /// The first small edit that makes the tests pass, as a change of its one
-/// file; `None` when none did, none was tried, or trying was declined.
-pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, String)]) -> Result<Option<change::Files>> {
+/// file with the kind of attempt it makes (a small edit, or the model's
+/// line rewrite when no small edit passed); `None` when none did, none was
+/// tried, or trying was declined.
+pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, String)]) -> Result<Option<(change::Files, &'static str)>> {
     // Every CODE or FIX after the first follows an attempt, which this
     // search or the model's change left: so the search runs once a session.
     if !s.attempts.is_empty() {
@@ -49,7 +58,8 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     let lines = small_edits::suspicious_lines(spectrum, &s.shown);
     let limit = usize::try_from(s.config.small_edits).unwrap_or(usize::MAX);
     let edits = small_edits::edits(files, &lines, limit);
-    if edits.is_empty() {
+    let rewrites = usize::try_from(s.config.line_rewrites).unwrap_or(usize::MAX);
+    if edits.is_empty() && (rewrites == 0 || lines.is_empty()) {
         return Ok(None);
     }
     // An edit to a loop's condition can make the suite loop forever: a try
@@ -60,34 +70,147 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
         Judge::Suite => None,
         Judge::Declined => return Ok(None),
     };
-    let suite = TryRun { command: None, timeout_secs };
-    let before = s.baseline.as_deref().and_then(best::score);
-    let mut near: Vec<NearMiss> = Vec::new();
+    let mut trial = Trial { alone, suite: TryRun { command: None, timeout_secs }, before: s.baseline.as_deref().and_then(best::score), near: Vec::new() };
     for (i, edit) in edits.iter().enumerate() {
-        let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { continue };
+        match trial.run(s, step, files, edit, (i + 1, edits.len()), false).await? {
+            Verdict::Passed(change) => return Ok(Some((change, KIND))),
+            Verdict::Failed => {}
+            Verdict::Declined => return Ok(None),
+        }
+    }
+    if !edits.is_empty() {
+        step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
+    }
+    trial.keep_near_misses(s);
+    let order: Vec<(String, usize)> = trial.near_lines().into_iter().chain(lines).fold(Vec::new(), distinct).into_iter().take(rewrites).collect();
+    let verdict = rewrite(s, step, files, order, &edits, &mut trial).await?;
+    trial.keep_near_misses(s);
+    Ok(match verdict {
+        Verdict::Passed(change) => Some((change, line_rewrites::KIND)),
+        Verdict::Failed | Verdict::Declined => None,
+    })
+}
+
+/// The model's rewrites of the lines in `order`, asked line by line and
+/// each tried, until one passes; `tried` the small edits already tried.
+async fn rewrite(
+    s: &mut CoderState,
+    step: &mut Step,
+    files: &[(String, String)],
+    order: Vec<(String, usize)>,
+    tried: &[small_edits::SmallEdit],
+    trial: &mut Trial,
+) -> Result<Verdict> {
+    let mut queue = VecDeque::from(order);
+    // Lines whose every answer missed, with the model that gave them: when
+    // a chain has moved on to its stronger model since, they are asked
+    // again once, so that the weaker model's misses do not cost the
+    // likeliest lines.
+    let mut missed: Vec<((String, usize), String)> = Vec::new();
+    let mut again: Vec<(String, usize)> = Vec::new();
+    while let Some((path, line)) = queue.pop_front() {
+        let Some(content) = files.iter().find(|(p, _)| *p == path).map(|(_, c)| c) else { continue };
+        let (answers, model) = line_rewrites::ask(s, step, &path, content, line).await?;
+        let back: Vec<(String, usize)> = missed.extract_if(.., |(_, by)| *by != model).map(|(at, _)| at).collect();
+        for at in back.into_iter().rev() {
+            again.push(at.clone());
+            queue.push_front(at);
+        }
+        let known = |a: &small_edits::SmallEdit| tried.iter().any(|t| t.path == a.path && t.line == a.line && t.after == a.after);
+        let (fresh, stale): (Vec<_>, Vec<_>) = answers.into_iter().partition(|a| !known(a) && parses(a, content));
+        if fresh.is_empty() && !again.contains(&(path.clone(), line)) {
+            missed.push(((path, line), model));
+        }
+        for _ in stale.iter().filter(|a| !parses(a, content)) {
+            step.reject_answer(CODER_ROLE)?;
+        }
+        for (i, edit) in fresh.iter().enumerate() {
+            match trial.run(s, step, files, edit, (i + 1, fresh.len()), true).await? {
+                Verdict::Failed => step.reject_answer(CODER_ROLE)?,
+                decided => return Ok(decided),
+            }
+        }
+    }
+    Ok(Verdict::Failed)
+}
+
+/// `list` with `item` added unless it holds it already.
+fn distinct<T: PartialEq>(mut list: Vec<T>, item: T) -> Vec<T> {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+    list
+}
+
+/// Whether `edit` leaves `content` parsing as it did: one that breaks the
+/// file's syntax can pass no test.
+fn parses(edit: &small_edits::SmallEdit, content: &str) -> bool {
+    let broken = |c: &str| syntax::first_error(&edit.path, c).is_some();
+    broken(content) || edit.apply(content).is_some_and(|after| !broken(&after))
+}
+
+/// How the edits of one search are tried: on the failing tests alone
+/// first where they run alone, then on the suite; what came close kept.
+struct Trial {
+    alone: Option<TryRun>,
+    suite: TryRun,
+    /// The suite's score before any change.
+    before: Option<(u32, u32)>,
+    near: Vec<NearMiss>,
+}
+
+/// What the tests made of one edit.
+enum Verdict {
+    Passed(change::Files),
+    Failed,
+    /// Running the tests was declined.
+    Declined,
+}
+
+impl Trial {
+    /// Tries `edit`, the `number`th of `of` (`by_model`: a line rewrite),
+    /// and tells the live view.
+    async fn run(
+        &mut self,
+        s: &mut CoderState,
+        step: &mut Step,
+        files: &[(String, String)],
+        edit: &small_edits::SmallEdit,
+        (number, of): (usize, usize),
+        by_model: bool,
+    ) -> Result<Verdict> {
+        let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { return Ok(Verdict::Failed) };
         let change = vec![(edit.path.clone(), content)];
         // An edit that leaves a failing test failing cannot pass the suite.
-        let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, alone.as_ref(), &suite, |t| !t.passed).await? else {
-            return Ok(None);
+        let Some((tried, failing_only)) = failing_alone::try_change(s, step, &change, self.alone.as_ref(), &self.suite, |t| !t.passed).await? else {
+            return Ok(Verdict::Declined);
         };
-        near.extend(NearMiss::of(edit, &tried, failing_only, alone.is_some(), before));
+        self.near.extend(NearMiss::of(edit, &tried, failing_only, self.alone.is_some(), self.before));
         step.emit(CoderEvent::SmallEdit {
-            number: i + 1,
-            of: edits.len(),
+            number,
+            of,
             edit: edit.describe(),
             passing: tried.score.map(|s| s.0),
             ran: tried.score.map(|s| s.1),
             passed: tried.passed,
             failing_only,
+            by_model,
         });
-        if tried.passed {
-            return Ok(Some(change));
-        }
+        Ok(if tried.passed { Verdict::Passed(change) } else { Verdict::Failed })
     }
-    step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
-    near.sort();
-    s.near_misses = near.into_iter().take(NEAR_MISSES).map(|m| m.text).collect();
-    Ok(None)
+
+    /// The lines of the near misses, closest first: where a slip moved
+    /// the failing tests is where the fault likeliest is (mutation-based
+    /// fault localization), before the lines coverage alone suspects.
+    fn near_lines(&self) -> Vec<(String, usize)> {
+        self.near.iter().map(|m| (m.path.clone(), m.line)).collect()
+    }
+
+    /// The closest near misses so far, for the prompts after.
+    fn keep_near_misses(&mut self, s: &mut CoderState) {
+        self.near.sort();
+        s.near_misses = self.near.iter().take(NEAR_MISSES).map(|m| m.text.clone()).collect();
+    }
 }
 
 /// Near misses kept for the prompts, at most.
@@ -105,6 +228,9 @@ struct NearMiss {
     /// Tests still failing with it.
     failing: u32,
     text: String,
+    /// The line edited.
+    path: String,
+    line: usize,
 }
 
 impl NearMiss {
@@ -124,6 +250,6 @@ impl NearMiss {
             let (was, _) = before?;
             (passing > was).then(|| (1, format!("{passing} of {ran} tests pass with it ({was} before)")))?
         };
-        Some(NearMiss { class, failing, text: format!("`{}`: {said}", shorten(&edit.describe(), EDIT_CHARS)) })
+        Some(NearMiss { class, failing, text: format!("`{}`: {said}", shorten(&edit.describe(), EDIT_CHARS)), path: edit.path.clone(), line: edit.line })
     }
 }

@@ -45,6 +45,11 @@ declare_settings! {
         /// (pytest or unittest on a workspace shown in part).
         #[arg(long)]
         pub small_edits: u32 = 40,
+        /// Lines the model is asked to rewrite, most suspicious first, when
+        /// no small edit passes: each answer is tried as a small edit is,
+        /// before the model is asked for a whole change; 0: none.
+        #[arg(long)]
+        pub line_rewrites: u32 = 6,
         /// How a change gives an existing file: whole, or hunks (search/replace blocks).
         #[arg(long, value_enum)]
         pub edit_format: EditFormat = EditFormat::Whole,

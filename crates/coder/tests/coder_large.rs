@@ -49,13 +49,26 @@ fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
 
 /// `model`, planning with `plan`.
 fn planning(plan: &'static str, changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
+    rewriting_with(plan, changes, |_| None)
+}
+
+/// `model`, answering a line rewrite's question with `rewrite` of the
+/// marked line (`None`: the line as it is, which is no edit).
+fn rewriting(rewrite: fn(&str) -> Option<&'static str>) -> (ScriptedModel, Sent) {
+    rewriting_with(r#"{"steps": ["make add return the sum"]}"#, vec![], rewrite)
+}
+
+fn rewriting_with(plan: &'static str, changes: Vec<&'static str>, rewrite: fn(&str) -> Option<&'static str>) -> (ScriptedModel, Sent) {
     let sent: Sent = Arc::default();
     let seen = sent.clone();
     let changes = Mutex::new(changes.into_iter());
     let model = ScriptedModel::with(move |req| {
         seen.lock().unwrap().push(req.clone());
         let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
-        let text = if prompt.contains("Write a short plan") {
+        let text = if prompt.contains(REWRITE_QUESTION) {
+            let marked = prompt.lines().find_map(|l| l.strip_suffix("  # <- this line")).unwrap_or_default().trim();
+            rewrite(marked).unwrap_or(marked).to_string()
+        } else if prompt.contains("Write a short plan") {
             plan.to_string()
         } else if prompt.contains("Carry out the plan") || prompt.contains("What to fix") {
             changes.lock().unwrap().next().unwrap_or("nothing").to_string()
@@ -73,10 +86,11 @@ async fn run(root: &std::path::Path, model: ScriptedModel) -> (agentloop_core::O
     run_with(root, model, "python3 -m unittest -q").await
 }
 
-/// The model alone writes the changes: no small edits are tried first
-/// (those have tests of their own below).
+/// The model alone writes the changes: no small edits or line rewrites
+/// are tried first (those have tests of their own below).
 async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &str) -> (agentloop_core::Outcome, Arc<dyn Store>) {
-    run_configured(root, model, test_command, CoderSettings { candidates: 1, max_iterations: 3, small_edits: 0, ..CoderSettings::default() }).await
+    run_configured(root, model, test_command, CoderSettings { candidates: 1, max_iterations: 3, small_edits: 0, line_rewrites: 0, ..CoderSettings::default() })
+        .await
 }
 
 async fn run_configured(root: &std::path::Path, model: ScriptedModel, test_command: &str, config: CoderSettings) -> (agentloop_core::Outcome, Arc<dyn Store>) {
@@ -303,7 +317,7 @@ async fn a_candidate_that_passes_none_of_the_failing_tests_never_runs_the_whole_
     seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
     let wrong = "zz_calc.py\n```python\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a * b\n>>>>>>> REPLACE\n```\n";
     let (model, _) = model(vec![wrong, HUNK]);
-    let config = CoderSettings { candidates: 2, max_iterations: 3, small_edits: 0, ..CoderSettings::default() };
+    let config = CoderSettings { candidates: 2, max_iterations: 3, small_edits: 0, line_rewrites: 0, ..CoderSettings::default() };
     let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", config).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let tries = tries(&store, &out);
@@ -381,4 +395,51 @@ async fn a_small_edit_that_passes_the_failing_test_but_breaks_another_is_shown_t
         "the near miss is shown:\n{prompt}"
     );
     assert!(!prompt.contains("(12, 12)`"), "an edit that moved nothing is not shown:\n{prompt}");
+}
+
+/// What a line rewrite's prompt asks.
+const REWRITE_QUESTION: &str = "Write what should stand in its place";
+
+fn rewrite_prompts(sent: &Sent) -> Vec<ChatRequest> {
+    sent.lock().unwrap().iter().filter(|r| r.messages.last().is_some_and(|m| m.content.contains(REWRITE_QUESTION))).cloned().collect()
+}
+
+#[tokio::test]
+async fn an_element_missing_from_a_literal_is_written_by_the_model_asked_for_the_line_alone() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "def teen(n):\n    return n % 100 in (11, 12)\n";
+    let tests = "import unittest\nfrom zz_calc import teen\n\nclass T(unittest.TestCase):\n    def test_thirteen(self):\n        self.assertTrue(teen(13))\n\n    def test_twelve(self):\n        self.assertTrue(teen(12))\n";
+    seed_with(ws.path(), faulty, tests);
+    let (model, sent) = rewriting(|line| (line == "return n % 100 in (11, 12)").then_some("return n % 100 in (11, 12, 13)"));
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
+    let asked = rewrite_prompts(&sent);
+    assert!(!asked.is_empty() && asked.len().is_multiple_of(3), "each line's answers are sampled together: {}", asked.len());
+    assert!(asked.iter().all(|r| r.grammar.is_some()), "the answer is held to lines of code");
+    let prompt = &asked[asked.len() - 1].messages[1].content;
+    assert!(
+        prompt.contains("zz_calc.py lines 1-2:") && prompt.contains("(11, 13)`: the failing tests pass with it"),
+        "the function and the near miss are shown:\n{prompt}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), "def teen(n):\n    return n % 100 in (11, 12, 13)\n");
+    let state: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!((state.attempts[0].kind.as_str(), state.attempts[0].passed), ("line rewrite", true));
+    let rewrites: Vec<bool> =
+        store.events(&out.session_id, 0, 1000).unwrap().iter().filter(|e| e.name == "coder:small_edit").map(|e| e.payload["byModel"] == true).collect();
+    assert_eq!(rewrites.last(), Some(&true), "the edit that passed was the model's: {rewrites:?}");
+}
+
+#[tokio::test]
+async fn a_dropped_statement_is_put_back_beside_the_line_the_model_was_asked_about() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "def running(values):\n    out = []\n    total = 0\n    for v in values:\n        out.append(total)\n    return out\n";
+    let tests = "import unittest\nfrom zz_calc import running\n\nclass T(unittest.TestCase):\n    def test_running(self):\n        self.assertEqual(running([1, 2, 3]), [1, 3, 6])\n";
+    seed_with(ws.path(), faulty, tests);
+    let (model, sent) = rewriting(|line| (line == "out.append(total)").then_some("total += v\nout.append(total)"));
+    let (out, _) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
+    let fixed = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
+    assert_eq!(fixed, faulty.replace("        out.append", "        total += v\n        out.append"), "put back at the line's indentation");
 }
