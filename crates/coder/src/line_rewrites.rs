@@ -46,9 +46,17 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
     if code.is_empty() || code.starts_with('#') {
         return None;
     }
-    let (start, end) = window(path, content, line, lines.len());
-    let shown: Vec<String> = (start..=end).map(|n| if n == line { format!("{}{MARK}", lines[n - 1]) } else { lines[n - 1].to_string() }).collect();
-    let mut request = prompts::line_rewrite(s, path, (start, end), &shown.join("\n"), line);
+    let (head, start, end) = window(path, content, line, lines.len());
+    let mut shown: Vec<String> = Vec::new();
+    if let Some(head) = head.filter(|h| *h < start) {
+        // The signature, so that the model knows what the lines belong to.
+        shown.push(lines[head - 1].to_string());
+        if head + 1 < start {
+            shown.push(format!("{}...", indentation(lines[start - 1])));
+        }
+    }
+    shown.extend((start..=end).map(|n| if n == line { format!("{}{MARK}", lines[n - 1]) } else { lines[n - 1].to_string() }));
+    let mut request = prompts::line_rewrite(s, path, &shown.join("\n"), line, code);
     request.grammar = Some(grammar());
     request.max_tokens = Some(u32::try_from(ANSWER_LINES * (LINE_TOKENS + 1)).unwrap_or(u32::MAX));
     Some(
@@ -73,16 +81,17 @@ fn grammar() -> String {
     )
 }
 
-/// The lines shown around `line`: the innermost definition holding it, cut
-/// to `WINDOW_SIDE` lines either side; around a line outside any
+/// The lines shown around `line`: the first line of the innermost
+/// definition holding it (`None` outside any), and the lines of that
+/// definition cut to `WINDOW_SIDE` either side; around a line outside any
 /// definition, half that.
-fn window(path: &str, content: &str, line: usize, total: usize) -> (usize, usize) {
+fn window(path: &str, content: &str, line: usize, total: usize) -> (Option<usize>, usize, usize) {
     let innermost = definitions(path, content).into_iter().filter(|d| d.contains(line)).min_by_key(|d| d.lines());
-    let (from, to, side) = match innermost {
-        Some(d) => (d.start, d.end, WINDOW_SIDE),
-        None => (1, total, WINDOW_SIDE / 2),
+    let (head, from, to, side) = match innermost {
+        Some(d) => (Some(d.start), d.start, d.end, WINDOW_SIDE),
+        None => (None, 1, total, WINDOW_SIDE / 2),
     };
-    (from.max(line.saturating_sub(side)).max(1), to.min(line + side).min(total))
+    (head, from.max(line.saturating_sub(side)).max(1), to.min(line + side).min(total))
 }
 
 /// The gathered answers for `line` (1-based) of `path`, whose lines are
@@ -211,8 +220,8 @@ mod tests {
         source.push_str(&"    x += 1\n".repeat(60));
         source.push_str("    return x\n");
         let total = source.split('\n').count();
-        assert_eq!(window("m.py", &source, 5, total), (4, 6));
-        assert_eq!(window("m.py", &source, 40, total), (40 - WINDOW_SIDE, 40 + WINDOW_SIDE));
-        assert_eq!(window("m.py", &source, 1, total), (1, 1 + WINDOW_SIDE / 2));
+        assert_eq!(window("m.py", &source, 5, total), (Some(4), 4, 6));
+        assert_eq!(window("m.py", &source, 40, total), (Some(9), 40 - WINDOW_SIDE, 40 + WINDOW_SIDE), "the signature, then the lines near");
+        assert_eq!(window("m.py", &source, 1, total), (None, 1, 1 + WINDOW_SIDE / 2));
     }
 }

@@ -51,9 +51,10 @@ pub struct PlanAsking {
 pub struct Asked(#[schemars(length(max = 120), pattern(NAME_OR_RANGE))] pub String);
 
 /// What `open::resolve` can find: `name`, `Class.method`, `path:120`,
-/// `path:120-160`, where a path ends in a file's extension (a small model
-/// otherwise repeats a test's parameters as a "path" to the length limit).
-const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|([A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?)$";
+/// `path:120-160`, where a path ends in a file's extension, which starts
+/// with a letter (a small model otherwise repeats a test's parameters as a
+/// "path" to the length limit, `-13th--1.3:1`).
+const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|([A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]*:[0-9]+(-[0-9]+)?)$";
 
 /// Opens what `asked` names and runs its search, over `files`.
 pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], asked: &PlanAsking) {
@@ -97,7 +98,7 @@ mod tests {
         for open in [r#""add""#, r#""Cache.get", "src/pkg/a.py:120-160""#, r#""src/a.py:7""#, ""] {
             probe.follow_schema(&schema, &plan(open)).unwrap_or_else(|e| panic!("{open}: {e}"));
         }
-        for sentence in [r#""Check if the code is already correct""#, r#""add the numbers""#, r#""-13th--13th--133:1""#] {
+        for sentence in [r#""Check if the code is already correct""#, r#""add the numbers""#, r#""-13th--13th--133:1""#, r#""-13th--13th--1.3:1""#] {
             assert!(probe.follow_schema(&schema, &plan(sentence)).is_err(), "{sentence} is not a name");
         }
     }

@@ -196,14 +196,15 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
-/// The question of a line rewrite (`line_rewrites.rs`): `window`, lines
-/// `start`-`end` of `path` with `line` marked, after the task, what was
-/// learned of the small edits and the tests; the window and the question
-/// last, so that lines asked one after another share all before them.
-pub fn line_rewrite(s: &CoderState, path: &str, (start, end): (usize, usize), window: &str, line: usize) -> ChatRequest {
+/// The question of a line rewrite (`line_rewrites.rs`): `window`, the
+/// lines of `path` around `line` (which reads `code`) with it marked, after
+/// the task, what was learned of the small edits and the tests; the window
+/// and the question last, so that lines asked one after another share all
+/// before them.
+pub fn line_rewrite(s: &CoderState, path: &str, window: &str, line: usize, code: &str) -> ChatRequest {
     let lang = agentloop_codemap::view::fence(path);
     let text = format!(
-        "Task: {}\n{}{}\n{path} lines {start}-{end}:\n```{lang}\n{window}\n```\n\nThe failing tests run line {line} (marked) more than the passing tests do. It may be wrong, or a line may be missing just before or after it. Write what should stand in its place: the line as it should be, with any missing line before or after it, at most 3 lines. Answer with a fenced code block holding only those lines.",
+        "Task: {}\n{}{}\nFrom {path}:\n```{lang}\n{window}\n```\n\nThe failing tests point at line {line}, marked `# <- this line`:\n```{lang}\n{code}\n```\nRewrite that line so that the failing tests pass. If a statement is missing right before or after it, write that statement too, in its place. Answer with a fenced code block of at most 3 lines, holding nothing else.",
         s.task,
         memory(s),
         tests_now(s),

@@ -398,7 +398,7 @@ async fn a_small_edit_that_passes_the_failing_test_but_breaks_another_is_shown_t
 }
 
 /// What a line rewrite's prompt asks.
-const REWRITE_QUESTION: &str = "Write what should stand in its place";
+const REWRITE_QUESTION: &str = "Rewrite that line so that the failing tests pass";
 
 fn rewrite_prompts(sent: &Sent) -> Vec<ChatRequest> {
     sent.lock().unwrap().iter().filter(|r| r.messages.last().is_some_and(|m| m.content.contains(REWRITE_QUESTION))).cloned().collect()
@@ -419,7 +419,7 @@ async fn an_element_missing_from_a_literal_is_written_by_the_model_asked_for_the
     assert!(asked.iter().all(|r| r.grammar.is_some()), "the answer is held to lines of code");
     let prompt = &asked[asked.len() - 1].messages[1].content;
     assert!(
-        prompt.contains("zz_calc.py lines 1-2:") && prompt.contains("(11, 13)`: the failing tests pass with it"),
+        prompt.contains("From zz_calc.py:") && prompt.contains("(11, 13)`: the failing tests pass with it"),
         "the function and the near miss are shown:\n{prompt}"
     );
     assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), "def teen(n):\n    return n % 100 in (11, 12, 13)\n");
