@@ -172,6 +172,11 @@ pub fn variants(line: &str) -> Vec<String> {
 /// The byte ranges of `line` that are code — outside string literals and
 /// before a `#` comment: only there are operators and words code — and
 /// where its code ends.
+/// `line` without its comment, if it has one, and the blanks before it.
+pub fn without_comment(line: &str) -> &str {
+    line[..code_spans(line).1].trim_end()
+}
+
 fn code_spans(line: &str) -> (Vec<(usize, usize)>, usize) {
     let mut spans = Vec::new();
     let mut start = Some(0);

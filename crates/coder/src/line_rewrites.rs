@@ -15,6 +15,7 @@
 //! side), and the lines share their prompt up to the window, so the model
 //! reads the task and the tests once.
 
+use agentloop_codemap::small_edits::without_comment;
 use agentloop_codemap::{definitions, SmallEdit};
 use agentloop_core::{ChatRequest, Result, Step};
 
@@ -33,7 +34,8 @@ const ANSWER_LINES: usize = 3;
 const LINE_TOKENS: usize = 60;
 /// Lines shown on either side of the asked line, at most, within its function.
 const WINDOW_SIDE: usize = 20;
-/// What marks the asked line in the window; stripped from answers that copy it.
+/// What marks the asked line in the window: a comment, which answers that
+/// copy it lose with their other comments.
 const MARK: &str = "  # <- this line";
 
 /// The requests for the model's versions of `line` (1-based) of `path`,
@@ -112,19 +114,27 @@ pub fn edits(path: &str, lines: &[&str], line: usize, answers: &[String]) -> (Ve
 }
 
 /// One answer as an edit of `line`; `None` when it holds no code or only
-/// the lines as they were. A model asked for one line often copies the
+/// the lines as they were. Comments are not code: the model's are left
+/// out, and a line whose code is the asked line's is that line as it was. A model asked for one line often copies the
 /// lines around it too: lines that repeat those just before or after the
 /// asked one are context, not part of the replacement, and an answer of
 /// both sides' context alone drops the line.
 fn edit_of(path: &str, lines: &[&str], line: usize, answer: &str) -> Option<SmallEdit> {
     let before = *lines.get(line.checked_sub(1)?)?;
-    let code: Vec<&str> = answer
+    let code: Vec<String> = answer
         .lines()
         .filter(|l| !l.trim_start().starts_with("```"))
-        .map(|l| l.strip_suffix(MARK).or_else(|| l.strip_suffix(MARK.trim_start())).unwrap_or(l).trim_end())
+        .map(|l| {
+            if without_comment(l).trim() == without_comment(before).trim() {
+                format!("{}{}", indentation(l), before.trim_start())
+            } else {
+                without_comment(l).to_string()
+            }
+        })
         .filter(|l| !l.trim().is_empty())
         .take(ANSWER_LINES)
         .collect();
+    let code: Vec<&str> = code.iter().map(String::as_str).collect();
     let same = |a: &[&str], b: &[&str]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.trim() == y.trim());
     let above = &lines[..line - 1];
     let below = &lines[line..];
@@ -194,6 +204,7 @@ mod tests {
         let nested = edit_of("m.py", &lines, 3, "    if x:\n        total += x").unwrap();
         assert_eq!(nested.after, "        if x:\n            total += x", "relative indentation is kept");
         assert_eq!(edit_of("m.py", &lines, 3, "```python\ntotal += x + 1  # <- this line\n```").unwrap().after, "        total += x + 1");
+        assert_eq!(edit_of("m.py", &lines, 3, "total += x  # nothing to change\n# really"), None, "a comment is no change");
     }
 
     #[test]
