@@ -61,7 +61,7 @@ pub fn memory(s: &CoderState) -> String {
     }
     if !s.near_misses.is_empty() {
         out.push_str(
-            "\nOne-token edits tried on the lines the failing tests run: none passed, but these came close (where the fault is, and what it may be):\n",
+            "\nSmall edits tried on the lines the failing tests run: none passed, but these came close (where the fault is, and what it may be):\n",
         );
         for m in &s.near_misses {
             out.push_str(&format!("- {m}\n"));
