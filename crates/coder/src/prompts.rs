@@ -60,9 +60,7 @@ pub fn memory(s: &CoderState) -> String {
         }
     }
     if !s.near_misses.is_empty() {
-        out.push_str(
-            "\nSmall edits tried on the lines the failing tests run: none passed, but these came close (where the fault is, and what it may be):\n",
-        );
+        out.push_str("\nSmall edits tried on the lines the failing tests run: none passed, but these came close (where the fault is, and what it may be):\n");
         for m in &s.near_misses {
             out.push_str(&format!("- {m}\n"));
         }
