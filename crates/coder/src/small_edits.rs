@@ -117,12 +117,16 @@ async fn rewrite(
             queue.push_front(at);
         }
         let known = |a: &small_edits::SmallEdit| tried.iter().any(|t| t.path == a.path && t.line == a.line && t.after == a.after);
-        let (fresh, stale): (Vec<_>, Vec<_>) = answers.into_iter().partition(|a| !known(a) && parses(a, content));
+        let mut fresh = Vec::new();
+        for answer in answers.into_iter().filter(|a| !known(a)) {
+            if parses(&answer, content) {
+                fresh.push(answer);
+            } else {
+                step.reject_answer(CODER_ROLE)?;
+            }
+        }
         if fresh.is_empty() && !again.contains(&(path.clone(), line)) {
             missed.push(((path, line), model));
-        }
-        for _ in stale.iter().filter(|a| !parses(a, content)) {
-            step.reject_answer(CODER_ROLE)?;
         }
         for (i, edit) in fresh.iter().enumerate() {
             match trial.run(s, step, files, edit, (i + 1, fresh.len()), true).await? {
