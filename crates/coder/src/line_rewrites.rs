@@ -16,7 +16,7 @@
 //! reads the task and the tests once.
 
 use agentloop_codemap::small_edits::without_comment;
-use agentloop_codemap::{definitions, SmallEdit};
+use agentloop_codemap::{definitions, Definition, SmallEdit};
 use agentloop_core::{ChatRequest, Result, Step};
 
 use super::prompts;
@@ -71,6 +71,20 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
             })
             .collect(),
     )
+}
+
+/// Whether `line` (1-based) of `content` is worth a question: it holds
+/// code, and it is not a definition's signature or decorator. A call marks
+/// its function's signature as run, so the signature ranks with the body;
+/// but asked to rewrite it, a model copies it with its docstring, and a
+/// slip in a default value is the small edits' to find.
+pub fn askable(path: &str, content: &str, line: usize) -> bool {
+    let Some(code) = line.checked_sub(1).and_then(|i| content.split('\n').nth(i)).map(str::trim) else { return false };
+    if code.is_empty() || code.starts_with('#') {
+        return false;
+    }
+    let head = |d: &Definition| d.contains(line) && (code == d.signature || code.starts_with('@'));
+    !definitions(path, content).iter().any(head)
 }
 
 /// An answer: a fenced block of one to `ANSWER_LINES` lines, each holding
@@ -223,6 +237,13 @@ mod tests {
         assert_eq!(edit_of("m.py", &lines, 2, "\n\n"), None);
         let answers = ["return n % 100 in (11, 12, 13)".to_string(), "return n % 100 in (11, 12, 13)".to_string(), lines[1].trim().to_string()];
         assert_eq!(edits("m.py", &lines, 2, &answers), (vec![edit_of("m.py", &lines, 2, &answers[0]).unwrap()], 1), "the same answer twice is one edit");
+    }
+
+    #[test]
+    fn a_signature_or_decorator_is_not_asked_about() {
+        let source = "import functools\n\n\nclass Cache:\n    @functools.wraps(len)\n    def size(self, n=1):\n        # how many\n        return n\n";
+        let asked: Vec<usize> = (1..=9).filter(|&n| askable("m.py", source, n)).collect();
+        assert_eq!(asked, vec![1, 8], "the import and the body's statement; not the class, decorator, def, comment or blank lines");
     }
 
     #[test]

@@ -82,7 +82,9 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
         step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
     }
     trial.keep_near_misses(s);
-    let order: Vec<(String, usize)> = trial.near_lines().into_iter().chain(lines).fold(Vec::new(), distinct).into_iter().take(rewrites).collect();
+    let askable = |(path, line): &(String, usize)| files.iter().any(|(p, content)| p == path && line_rewrites::askable(path, content, *line));
+    let order: Vec<(String, usize)> =
+        trial.near_lines().into_iter().chain(lines).fold(Vec::new(), distinct).into_iter().filter(askable).take(rewrites).collect();
     let verdict = rewrite(s, step, files, order, &edits, &mut trial).await?;
     trial.keep_near_misses(s);
     Ok(match verdict {

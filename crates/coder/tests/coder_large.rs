@@ -442,4 +442,13 @@ async fn a_dropped_statement_is_put_back_beside_the_line_the_model_was_asked_abo
     assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
     let fixed = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
     assert_eq!(fixed, faulty.replace("        out.append", "        total += v\n        out.append"), "put back at the line's indentation");
+    let asked: Vec<String> = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.messages.last().map(|m| m.content.clone()))
+        .filter(|p| p.contains(REWRITE_QUESTION))
+        .filter_map(|p| p.lines().find_map(|l| l.strip_suffix("  # <- this line")).map(|l| l.trim().to_string()))
+        .collect();
+    assert!(!asked.is_empty() && asked.iter().all(|l| !l.starts_with("def ")), "the signature is never asked about: {asked:?}");
 }
