@@ -16,7 +16,9 @@
 //! reads the task and the tests once.
 
 use agentloop_codemap::small_edits::without_comment;
-use agentloop_codemap::{definitions, Definition, SmallEdit};
+use std::collections::BTreeSet;
+
+use agentloop_codemap::{definitions, SmallEdit};
 use agentloop_core::{ChatRequest, Result, Step};
 
 use super::prompts;
@@ -44,10 +46,10 @@ const MARK: &str = "  # <- this line";
 pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Option<Vec<ChatRequest>> {
     let lines: Vec<&str> = content.split('\n').collect();
     let text = *lines.get(line.checked_sub(1)?)?;
-    let code = text.trim();
-    if code.is_empty() || code.starts_with('#') {
+    if !holds_code(text) {
         return None;
     }
+    let code = text.trim();
     let (head, start, end) = window(path, content, line, lines.len());
     let mut shown: Vec<String> = Vec::new();
     if let Some(head) = head.filter(|h| *h < start) {
@@ -73,18 +75,29 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
     )
 }
 
-/// Whether `line` (1-based) of `content` is worth a question: it holds
-/// code, and it is not a definition's signature or decorator. A call marks
-/// its function's signature as run, so the signature ranks with the body;
-/// but asked to rewrite it, a model copies it with its docstring, and a
-/// slip in a default value is the small edits' to find.
-pub fn askable(path: &str, content: &str, line: usize) -> bool {
-    let Some(code) = line.checked_sub(1).and_then(|i| content.split('\n').nth(i)).map(str::trim) else { return false };
-    if code.is_empty() || code.starts_with('#') {
-        return false;
+/// The lines of `content` no question is asked of: each definition's
+/// decorators and signature. A call marks its function's signature as run,
+/// so the signature ranks with the body; but asked to rewrite it, a model
+/// copies it with its docstring, and a slip in a default value is the
+/// small edits' to find. One parse a file, however many lines are asked.
+pub fn signature_lines(path: &str, content: &str) -> BTreeSet<usize> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let mut out = BTreeSet::new();
+    for d in definitions(path, content) {
+        for n in d.start..=d.end {
+            out.insert(n);
+            if lines.get(n - 1).is_none_or(|l| l.trim() == d.signature) {
+                break;
+            }
+        }
     }
-    let head = |d: &Definition| d.contains(line) && (code == d.signature || code.starts_with('@'));
-    !definitions(path, content).iter().any(head)
+    out
+}
+
+/// Whether a line holds code: not blank, not a comment.
+pub fn holds_code(text: &str) -> bool {
+    let code = text.trim();
+    !code.is_empty() && !code.starts_with('#')
 }
 
 /// An answer: a fenced block of one to `ANSWER_LINES` lines, each holding
@@ -242,7 +255,9 @@ mod tests {
     #[test]
     fn a_signature_or_decorator_is_not_asked_about() {
         let source = "import functools\n\n\nclass Cache:\n    @functools.wraps(len)\n    def size(self, n=1):\n        # how many\n        return n\n";
-        let asked: Vec<usize> = (1..=9).filter(|&n| askable("m.py", source, n)).collect();
+        let heads = signature_lines("m.py", source);
+        let lines: Vec<&str> = source.split('\n').collect();
+        let asked: Vec<usize> = (1..=9).filter(|&n| holds_code(lines[n - 1]) && !heads.contains(&n)).collect();
         assert_eq!(asked, vec![1, 8], "the import and the body's statement; not the class, decorator, def, comment or blank lines");
     }
 

@@ -21,7 +21,7 @@
 //! workspace was too large to show whole), and only on Python, whose
 //! coverage the tracer gives.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use agentloop_agent::text::shorten;
 use agentloop_codemap::{small_edits, syntax};
@@ -82,7 +82,12 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
         step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
     }
     trial.keep_near_misses(s);
-    let askable = |(path, line): &(String, usize)| files.iter().any(|(p, content)| p == path && line_rewrites::askable(path, content, *line));
+    let heads: Vec<(&str, &str, BTreeSet<usize>)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str(), line_rewrites::signature_lines(p, c))).collect();
+    let askable = |(path, line): &(String, usize)| {
+        heads.iter().any(|(p, content, heads)| {
+            p == path && !heads.contains(line) && line.checked_sub(1).and_then(|i| content.split('\n').nth(i)).is_some_and(line_rewrites::holds_code)
+        })
+    };
     let order: Vec<(String, usize)> =
         trial.near_lines().into_iter().chain(lines).fold(Vec::new(), distinct).into_iter().filter(askable).take(rewrites).collect();
     let verdict = rewrite(s, step, files, order, &edits, &mut trial).await?;
