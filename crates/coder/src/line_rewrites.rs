@@ -16,9 +16,9 @@
 //! reads the task and the tests once.
 
 use agentloop_codemap::small_edits::without_comment;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
-use agentloop_codemap::{definitions, SmallEdit};
+use agentloop_codemap::{definitions, Region, SmallEdit};
 use agentloop_core::{ChatRequest, Result, Step};
 
 use super::prompts;
@@ -91,6 +91,31 @@ pub fn signature_lines(path: &str, content: &str) -> BTreeSet<usize> {
             }
         }
     }
+    out
+}
+
+/// `lines` (most suspicious first) in the order they are asked: the ranked
+/// `regions` taken breadth first, each region's most suspicious line in
+/// rank order, then each one's next, and so on; lines outside every region
+/// last. The regions' rank weighs the tests' words and frames with the
+/// line coverage; the coverage alone ranks a function every test runs
+/// below the callers only the failing tests run, so asking line after
+/// line in its order spends the few questions on one guess of where the
+/// fault is.
+pub fn breadth_first(lines: Vec<(String, usize)>, regions: &[Region]) -> Vec<(String, usize)> {
+    let mut by_region: Vec<VecDeque<(String, usize)>> = vec![VecDeque::new(); regions.len()];
+    let mut outside = Vec::new();
+    for (path, line) in lines {
+        match regions.iter().position(|r| r.covers(&path, line, line)) {
+            Some(i) => by_region[i].push_back((path, line)),
+            None => outside.push((path, line)),
+        }
+    }
+    let mut out = Vec::new();
+    while by_region.iter().any(|q| !q.is_empty()) {
+        out.extend(by_region.iter_mut().filter_map(VecDeque::pop_front));
+    }
+    out.extend(outside);
     out
 }
 
@@ -259,6 +284,15 @@ mod tests {
         let lines: Vec<&str> = source.split('\n').collect();
         let asked: Vec<usize> = (1..=9).filter(|&n| holds_code(lines[n - 1]) && !heads.contains(&n)).collect();
         assert_eq!(asked, vec![1, 8], "the import and the body's statement; not the class, decorator, def, comment or blank lines");
+    }
+
+    #[test]
+    fn the_ranked_regions_are_asked_about_breadth_first() {
+        let region = |start, end| Region { path: "m.py".into(), start, end, name: String::new() };
+        let regions = [region(10, 20), region(1, 5), region(30, 40)];
+        let at = |n: &[usize]| n.iter().map(|&l| ("m.py".to_string(), l)).collect::<Vec<_>>();
+        let lines = at(&[11, 12, 13, 2, 3, 50, 31]);
+        assert_eq!(breadth_first(lines, &regions), at(&[11, 2, 31, 12, 3, 13, 50]), "one line of each region in rank order, then the next; lines outside last");
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //! for another (mutation-based fault localization reads mutants the same
 //! way). The closest few are kept as near misses for the model's prompts.
 //!
-//! When none passes, the model is asked what the most suspicious lines
-//! should read (`line_rewrites.rs`), and each answer is tried the same way.
+//! When none passes, the model is asked what the most suspicious lines of
+//! the ranked regions should read (`line_rewrites.rs`), and each answer is
+//! tried the same way.
 //!
 //! Run once a session, when the suite's line coverage was traced (the
 //! workspace was too large to show whole), and only on Python, whose
@@ -88,8 +89,9 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
             p == path && !heads.contains(line) && line.checked_sub(1).and_then(|i| content.split('\n').nth(i)).is_some_and(line_rewrites::holds_code)
         })
     };
+    let ranked = line_rewrites::breadth_first(lines.into_iter().filter(askable).collect(), &s.shown);
     let order: Vec<(String, usize)> =
-        trial.near_lines().into_iter().chain(lines).fold(Vec::new(), distinct).into_iter().filter(askable).take(rewrites).collect();
+        trial.near_lines().into_iter().filter(askable).chain(ranked).fold(Vec::new(), distinct).into_iter().take(rewrites).collect();
     let verdict = rewrite(s, step, files, order, &edits, &mut trial).await?;
     trial.keep_near_misses(s);
     Ok(match verdict {
