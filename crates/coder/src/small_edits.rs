@@ -111,10 +111,10 @@ async fn rewrite(
     trial: &mut Trial,
 ) -> Result<Verdict> {
     let mut queue = VecDeque::from(order);
-    // Lines whose every answer missed, with the model that gave them: when
-    // a chain has moved on to its stronger model since, they are asked
-    // again once, so that the weaker model's misses do not cost the
-    // likeliest lines.
+    // Lines whose every answer missed (none was an edit, or every edit
+    // failed), with the model that gave them: when a chain has moved on to
+    // its stronger model since, they are asked again once, so that the
+    // weaker model's misses do not cost the likeliest lines.
     let mut missed: Vec<((String, usize), String)> = Vec::new();
     let mut again: Vec<(String, usize)> = Vec::new();
     while let Some((path, line)) = queue.pop_front() {
@@ -134,14 +134,14 @@ async fn rewrite(
                 step.reject_answer(CODER_ROLE)?;
             }
         }
-        if fresh.is_empty() && !again.contains(&(path.clone(), line)) {
-            missed.push(((path, line), model));
-        }
         for (i, edit) in fresh.iter().enumerate() {
             match trial.run(s, step, files, edit, (i + 1, fresh.len()), true).await? {
                 Verdict::Failed => step.reject_answer(CODER_ROLE)?,
                 decided => return Ok(decided),
             }
+        }
+        if !again.contains(&(path.clone(), line)) {
+            missed.push(((path, line), model));
         }
     }
     Ok(Verdict::Failed)

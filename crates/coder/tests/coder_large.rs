@@ -94,11 +94,24 @@ async fn run_with(root: &std::path::Path, model: ScriptedModel, test_command: &s
 }
 
 async fn run_configured(root: &std::path::Path, model: ScriptedModel, test_command: &str, config: CoderSettings) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    run_on(root, Arc::new(model), test_command, config).await
+}
+
+/// `run_configured` on a chain of models, with unittest.
+async fn run_chained(root: &std::path::Path, chain: agentloop_llm::FallbackChain, config: CoderSettings) -> (agentloop_core::Outcome, Arc<dyn Store>) {
+    run_on(root, Arc::new(chain), "python3 -m unittest -q", config).await
+}
+
+async fn run_on(
+    root: &std::path::Path,
+    model: Arc<dyn agentloop_core::ChatModel>,
+    test_command: &str,
+    config: CoderSettings,
+) -> (agentloop_core::Outcome, Arc<dyn Store>) {
     let workspace = Workspace::new(root).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let sandbox = agentloop_tools::Sandbox::new(workspace.root(), &Default::default(), None, None).unwrap();
-    let runner =
-        coder::runner(&Wiring::new(Models::new(Arc::new(model)), store.clone()), &workspace, &sandbox, Duration::from_secs(COMMAND_TIMEOUT_SECS)).unwrap();
+    let runner = coder::runner(&Wiring::new(Models::new(model), store.clone()), &workspace, &sandbox, Duration::from_secs(COMMAND_TIMEOUT_SECS)).unwrap();
     let state = CoderState::new(&workspace, "make add() return the sum", test_command, config.clone(), Approvals::new(ApprovalPolicy::Never));
     let mut options = StartOptions::new(coder::termination(&config));
     options.exit_when_paused = true;
@@ -451,4 +464,31 @@ async fn a_dropped_statement_is_put_back_beside_the_line_the_model_was_asked_abo
         .filter_map(|p| p.lines().find_map(|l| l.strip_suffix("  # <- this line")).map(|l| l.trim().to_string()))
         .collect();
     assert!(!asked.is_empty() && asked.iter().all(|l| !l.starts_with("def ")), "the signature is never asked about: {asked:?}");
+}
+
+#[tokio::test]
+async fn a_line_whose_every_answer_failed_is_asked_again_once_the_chain_moves_to_its_stronger_model() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "def teen(n):\n    n = abs(n)\n    return n % 100 in (11, 12)\n";
+    let tests = "import unittest\nfrom zz_calc import teen\n\nclass T(unittest.TestCase):\n    def test_thirteen(self):\n        self.assertTrue(teen(13))\n\n    def test_twelve(self):\n        self.assertTrue(teen(12))\n";
+    seed_with(ws.path(), faulty, tests);
+    // The weaker model plans, then answers each rewrite with a different
+    // wrong literal: edits that parse, and fail.
+    let weak = ScriptedModel::with(|req| {
+        let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+        Ok(ChatResponse::text(if prompt.contains(REWRITE_QUESTION) {
+            format!("return n % 100 in (11, {})", 14 + (req.temperature.unwrap_or(0.0) * 10.0) as u32)
+        } else {
+            r#"{"steps": ["count 13 as a teen"]}"#.to_string()
+        }))
+    })
+    .named("weak");
+    let (strong, sent) = rewriting(|line| (line == "return n % 100 in (11, 12)").then_some("return n % 100 in (11, 12, 13)"));
+    let chain = agentloop_llm::FallbackChain::new("chain", vec![Arc::new(weak), Arc::new(strong.named("strong"))], 3).unwrap();
+    let (out, store) = run_chained(ws.path(), chain, searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
+    assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), faulty.replace("(11, 12)", "(11, 12, 13)"));
+    let state: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!((state.attempts[0].kind.as_str(), state.attempts[0].passed), ("line rewrite", true));
 }
