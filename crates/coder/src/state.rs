@@ -49,7 +49,7 @@ declare_settings! {
         /// no small edit passes: each answer is tried as a small edit is,
         /// before the model is asked for a whole change; 0: none.
         #[arg(long)]
-        pub line_rewrites: u32 = 6,
+        pub line_rewrites: u32 = 12,
         /// How a change gives an existing file: whole, or hunks (search/replace blocks).
         #[arg(long, value_enum)]
         pub edit_format: EditFormat = EditFormat::Whole,
