@@ -75,17 +75,18 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
     )
 }
 
-/// The lines of `content` no question is asked of: each definition's
-/// decorators and signature. A call marks its function's signature as run,
-/// so the signature ranks with the body; but asked to rewrite it, a model
-/// copies it with its docstring, and a slip in a default value is the
-/// small edits' to find. One parse a file, however many lines are asked.
-pub fn signature_lines(path: &str, content: &str) -> BTreeSet<usize> {
+/// The lines of `content` a question may be asked of: those that hold
+/// code, but not a definition's decorators or signature. A call marks its
+/// function's signature as run, so the signature ranks with the body; but
+/// asked to rewrite it, a model copies it with its docstring, and a slip
+/// in a default value is the small edits' to find. One parse and one split
+/// a file, however many lines are asked.
+pub fn askable_lines(path: &str, content: &str) -> BTreeSet<usize> {
     let lines: Vec<&str> = content.split('\n').collect();
-    let mut out = BTreeSet::new();
+    let mut out: BTreeSet<usize> = (1..=lines.len()).filter(|&n| holds_code(lines[n - 1])).collect();
     for d in definitions(path, content) {
         for n in d.start..=d.end {
-            out.insert(n);
+            out.remove(&n);
             if lines.get(n - 1).is_none_or(|l| l.trim() == d.signature) {
                 break;
             }
@@ -120,7 +121,7 @@ pub fn breadth_first(lines: Vec<(String, usize)>, regions: &[Region]) -> Vec<(St
 }
 
 /// Whether a line holds code: not blank, not a comment.
-pub fn holds_code(text: &str) -> bool {
+fn holds_code(text: &str) -> bool {
     let code = text.trim();
     !code.is_empty() && !code.starts_with('#')
 }
@@ -280,9 +281,7 @@ mod tests {
     #[test]
     fn a_signature_or_decorator_is_not_asked_about() {
         let source = "import functools\n\n\nclass Cache:\n    @functools.wraps(len)\n    def size(self, n=1):\n        # how many\n        return n\n";
-        let heads = signature_lines("m.py", source);
-        let lines: Vec<&str> = source.split('\n').collect();
-        let asked: Vec<usize> = (1..=9).filter(|&n| holds_code(lines[n - 1]) && !heads.contains(&n)).collect();
+        let asked: Vec<usize> = askable_lines("m.py", source).into_iter().collect();
         assert_eq!(asked, vec![1, 8], "the import and the body's statement; not the class, decorator, def, comment or blank lines");
     }
 

@@ -83,12 +83,8 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
         step.emit(CoderEvent::Notice { text: format!("none of {} small edits on the lines the failing tests run passes: asking the model", edits.len()) });
     }
     trial.keep_near_misses(s);
-    let heads: Vec<(&str, &str, BTreeSet<usize>)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str(), line_rewrites::signature_lines(p, c))).collect();
-    let askable = |(path, line): &(String, usize)| {
-        heads.iter().any(|(p, content, heads)| {
-            p == path && !heads.contains(line) && line.checked_sub(1).and_then(|i| content.split('\n').nth(i)).is_some_and(line_rewrites::holds_code)
-        })
-    };
+    let askable_lines: Vec<(&str, BTreeSet<usize>)> = files.iter().map(|(p, c)| (p.as_str(), line_rewrites::askable_lines(p, c))).collect();
+    let askable = |(path, line): &(String, usize)| askable_lines.iter().any(|(p, lines)| p == path && lines.contains(line));
     let ranked = line_rewrites::breadth_first(lines.into_iter().filter(askable).collect(), &s.shown);
     let order: Vec<(String, usize)> =
         trial.near_lines().into_iter().filter(askable).chain(ranked).fold(Vec::new(), distinct).into_iter().take(rewrites).collect();

@@ -97,11 +97,6 @@ async fn run_configured(root: &std::path::Path, model: ScriptedModel, test_comma
     run_on(root, Arc::new(model), test_command, config).await
 }
 
-/// `run_configured` on a chain of models, with unittest.
-async fn run_chained(root: &std::path::Path, chain: agentloop_llm::FallbackChain, config: CoderSettings) -> (agentloop_core::Outcome, Arc<dyn Store>) {
-    run_on(root, Arc::new(chain), "python3 -m unittest -q", config).await
-}
-
 async fn run_on(
     root: &std::path::Path,
     model: Arc<dyn agentloop_core::ChatModel>,
@@ -485,7 +480,7 @@ async fn a_line_whose_every_answer_failed_is_asked_again_once_the_chain_moves_to
     .named("weak");
     let (strong, sent) = rewriting(|line| (line == "return n % 100 in (11, 12)").then_some("return n % 100 in (11, 12, 13)"));
     let chain = agentloop_llm::FallbackChain::new("chain", vec![Arc::new(weak), Arc::new(strong.named("strong"))], 3).unwrap();
-    let (out, store) = run_chained(ws.path(), chain, searching()).await;
+    let (out, store) = run_on(ws.path(), Arc::new(chain), "python3 -m unittest -q", searching()).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
     assert_eq!(std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap(), faulty.replace("(11, 12)", "(11, 12, 13)"));
