@@ -102,27 +102,41 @@ pub async fn run(config: &BenchEnv, args: CoderArgs) -> Result<()> {
         _ => None,
     };
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(config.db_path(), config.durability)?);
-    // A record an earlier run left counts only if it was made the same way:
-    // with the model (and the peer) when this run has them.
-    let (with_model, with_peer) = (models.is_some(), peer.is_some());
-    let same_kind = |r: &serde_json::Value| r["case"].is_string() && (!with_model || r["solved"].is_boolean()) && (!with_peer || r["peer"].is_object());
-    let (mut out, earlier) = if args.resume {
-        Results::resume(args.out.as_deref(), &config.data_dir, "coder-real", same_kind)?
+    // A record an earlier run left counts only if it was made with the model
+    // when this run has one. One the coder made without the peer is kept as
+    // it is, and with `--peer` only the peer runs on its case: the peer's
+    // row does not depend on the coder's code, so a set too long for one
+    // sitting need not hold the coder's code still for both.
+    let with_model = models.is_some();
+    let coder_done = |r: &serde_json::Value| r["case"].is_string() && (!with_model || r["solved"].is_boolean());
+    let (mut out, mut earlier) = if args.resume {
+        Results::resume(args.out.as_deref(), &config.data_dir, "coder-real", coder_done)?
     } else {
         (Results::create(args.out.as_deref(), &config.data_dir, "coder-real")?, Vec::new())
     };
+    let chosen = |r: &serde_json::Value| cases.iter().any(|c| r["case"] == c.id.as_str());
+    if let Some(peer) = &peer {
+        for i in 0..earlier.len() {
+            if earlier[i]["peer"].is_object() || !chosen(&earlier[i]) {
+                continue;
+            }
+            let case = cases.iter().find(|c| earlier[i]["case"] == c.id.as_str()).context("a chosen case is among the cases")?;
+            let (tarball, _) = sdist(&set, case, &bench_dir)?;
+            let command = earlier[i]["command"].as_str().with_context(|| format!("the record of case {} names no test command", case.id))?.to_string();
+            earlier[i]["peer"] = peer.solve(&tarball, &scratch.join(format!("{}-peer", case.id)), case, &command, config).await?;
+            out.rewrite(&earlier)?;
+        }
+    }
     let mut tally = Tally::default();
     let done: std::collections::BTreeSet<String> = earlier.iter().filter_map(|r| r["case"].as_str().map(str::to_string)).collect();
-    for record in earlier.iter().filter(|r| cases.iter().any(|c| r["case"] == c.id.as_str())) {
+    for record in earlier.iter().filter(|r| chosen(r)) {
         tally.add(record);
     }
     let cases: Vec<Case> = cases.into_iter().filter(|c| !done.contains(&c.id)).collect();
     let bar = harness::bar(cases.len());
     for case in &cases {
         bar.set_message(case.id.clone());
-        let project =
-            set.projects.get(&case.project).with_context(|| format!("case {} names the project {}, which the set does not list", case.id, case.project))?;
-        let tarball = fetch(&case.project, project, &bench_dir.join("sdists"))?;
+        let (tarball, project) = sdist(&set, case, &bench_dir)?;
         let ws = scratch.join(&case.id);
         unpack(&tarball, &ws)?;
         let sandbox = config.sandbox(&ws)?;
@@ -381,6 +395,13 @@ fn pytest_beside(target: &Path) -> Result<()> {
 /// The project's sdist, from the cache or from PyPI, checked against its
 /// sha256. Fetched by Python's own HTTP client, which trusts the system's
 /// certificates as pip does (a proxy's included).
+/// The case's project and its sdist, fetched once into the bench's cache.
+fn sdist<'a>(set: &'a SetFile, case: &Case, bench_dir: &Path) -> Result<(PathBuf, &'a Project)> {
+    let project =
+        set.projects.get(&case.project).with_context(|| format!("case {} names the project {}, which the set does not list", case.id, case.project))?;
+    Ok((fetch(&case.project, project, &bench_dir.join("sdists"))?, project))
+}
+
 fn fetch(name: &str, project: &Project, cache: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
     let path = cache.join(format!("{name}-{}.tar.gz", project.version));

@@ -35,12 +35,26 @@ impl Results {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e).with_context(|| format!("cannot read {} to resume from it", path.display())),
         };
+        Ok((Self::replaced(path, &earlier)?, earlier))
+    }
+
+    /// Puts `items` in place of what the file holds, as a resumed run
+    /// amends an item it had kept.
+    pub fn rewrite(&mut self, items: &[Value]) -> Result<()> {
+        *self = Self::replaced(self.path.clone(), items)?;
+        Ok(())
+    }
+
+    /// The file at `path` holding `items` and open to append more. They are
+    /// written aside and moved in, so a stop at any point leaves either the
+    /// old items or the new, never fewer.
+    fn replaced(path: PathBuf, items: &[Value]) -> Result<Self> {
         let aside = path.with_extension("resuming");
-        let kept: String = earlier.iter().map(|v| format!("{v}\n")).collect();
+        let kept: String = items.iter().map(|v| format!("{v}\n")).collect();
         std::fs::write(&aside, kept).with_context(|| format!("cannot write {}", aside.display()))?;
         std::fs::rename(&aside, &path).with_context(|| format!("cannot move {} to {}", aside.display(), path.display()))?;
         let file = std::fs::OpenOptions::new().append(true).open(&path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok((Self { file, path }, earlier))
+        Ok(Self { file, path })
     }
 
     fn path(given: Option<&Path>, data_dir: &Path, name: &str) -> Result<PathBuf> {
@@ -181,5 +195,19 @@ mod tests {
         assert_eq!(served.report(), serde_json::json!({"calls": {"small": 6, "strong": 2}, "share": {"small": 0.75, "strong": 0.25}}));
         assert_eq!(fraction(1, 0), 1.0);
         assert_eq!(round(1.23456, 2), 1.23);
+    }
+
+    #[test]
+    fn a_resumed_file_keeps_what_it_accepts_and_an_amended_item_takes_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, "{\"case\":\"a\"}\n{\"case\":\"b\",\"drop\":true}\n{\"case\":\"c\"").unwrap();
+        let (mut results, mut kept) = Results::resume(Some(&path), dir.path(), "run", |v| v["drop"] != true).unwrap();
+        assert_eq!(kept, vec![serde_json::json!({"case": "a"})], "the unaccepted item and the line cut off mid-write are dropped");
+        kept[0]["peer"] = serde_json::json!({"solved": false});
+        results.rewrite(&kept).unwrap();
+        results.write(&serde_json::json!({"case": "d"})).unwrap();
+        let lines = records(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(lines, vec![serde_json::json!({"case": "a", "peer": {"solved": false}}), serde_json::json!({"case": "d"})]);
     }
 }
