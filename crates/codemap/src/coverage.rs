@@ -50,8 +50,9 @@ const TRACER: &str = concat!(include_str!("unittest_cases.py"), include_str!("co
 /// What starts the tracer's report in its output.
 const MARK: &str = "AGENTLOOP_SPECTRUM ";
 
-/// Seconds after which the tracer starts no more tests and reports what it
-/// traced: a suite runs several times slower under a tracer.
+/// Seconds after which the tracer traces no more, starts no more tests and
+/// reports what it traced: a suite runs several times slower under a
+/// tracer.
 pub const TRACE_SECONDS: u32 = 120;
 
 /// The command that runs `test_command`'s suite under the tracer, when the
@@ -60,8 +61,12 @@ pub const TRACE_SECONDS: u32 = 120;
 /// rest of the suite after them while `TRACE_SECONDS` last. `None` for any
 /// other command.
 pub fn command(test_command: &str, evidence: &Evidence) -> Option<String> {
+    command_within(test_command, evidence, TRACE_SECONDS)
+}
+
+fn command_within(test_command: &str, evidence: &Evidence, seconds: u32) -> Option<String> {
     let run = PythonRun::parse(test_command)?;
-    let mut flags = vec![format!("--seconds={TRACE_SECONDS}")];
+    let mut flags = vec![format!("--seconds={seconds}")];
     let only = test_files(evidence);
     if !only.is_empty() {
         flags.push(format!("--only={}", only.join(",")));
@@ -120,6 +125,30 @@ mod tests {
         assert!(c.ends_with("' pytest --seconds=120 --only=tests/test_a.py -q"), "{c}");
         let c = command("python3 -m pytest -q", &failing(&["tests/test a.py"])).unwrap_or_default();
         assert!(c.ends_with("' pytest --seconds=120 -q"), "an odd path leaves the suite's order: {c}");
+    }
+
+    #[test]
+    fn a_test_still_running_when_time_is_up_is_not_counted_and_the_run_ends() {
+        use crate::evidence::{FailingTest, Frame};
+        let ws = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(ws.path().join(name), text).unwrap();
+        write("calc.py", "def add(a, b):\n    return a - b\n\n\ndef tick(n):\n    return n + 1\n");
+        let case = |class: &str, body: &str| {
+            format!("import time\nimport unittest\nimport calc\n\n\nclass {class}(unittest.TestCase):\n    def test_it(self):\n{body}")
+        };
+        write("test_a_add.py", &case("Add", "        self.assertEqual(calc.add(1, 2), 3)\n"));
+        // Runs the workspace's code until well past the bound, traced all along.
+        let spin = "        end, n = time.monotonic() + 6, 0\n        while time.monotonic() < end:\n            n = calc.tick(n)\n";
+        write("test_b_spin.py", &case("Spin", spin));
+        write("test_c_after.py", &case("After", "        self.assertEqual(calc.tick(1), 2)\n"));
+        let frame = Frame { path: "test_a_add.py".into(), line: 8, function: None };
+        let evidence = Evidence { failing: vec![FailingTest { frames: vec![frame], ..FailingTest::default() }] };
+        let traced = command_within("python3 -m unittest", &evidence, 3).unwrap_or_default();
+        let out = std::process::Command::new("sh").arg("-c").arg(&traced).current_dir(ws.path()).output().unwrap();
+        let report = read(&String::from_utf8_lossy(&out.stdout)).unwrap_or_else(|| panic!("a report: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!((report.failed, report.passed), (1, 0), "only the failing test, traced before time ran out, counts");
+        assert_eq!(report.failing, vec!["test_a_add.Add.test_it".to_string()]);
+        assert!(report.ochiai("calc.py", 2) > 0.0, "{report:?}");
     }
 
     #[test]

@@ -9,8 +9,12 @@
 # tests of those files (the failing tests' own, relative to the workspace)
 # first: the failing tests, and the passing tests nearest to them, are
 # traced before the rest of the suite, which adds contrast while time
-# lasts. `--seconds` stops starting tests after that long and reports what
-# was traced: a suite runs several times slower under a tracer.
+# lasts. `--seconds` bounds the tracing: when that long has passed, the
+# test running stops being traced and is not counted, no test starts
+# after it, and the report holds what was traced. A suite runs several
+# times slower under a tracer, and one test that loops in the workspace's
+# code can run for minutes under it: the bound must hold inside a test,
+# not only between tests.
 #
 # Prints one line on its own stdout, after the run and nothing else:
 #   AGENTLOOP_SPECTRUM {"failed": F, "passed": P, "lines": {path: {line: [ef, ep]}}, "failing": [id…]}
@@ -24,7 +28,7 @@ import functools
 import json
 import os
 import sys
-import time
+import threading
 
 ROOT = os.path.realpath(os.getcwd()) + os.sep
 MARK = "AGENTLOOP_SPECTRUM "
@@ -34,7 +38,9 @@ KEEP = 6000
 KEEP_FAILING = 100
 
 ONLY = set()  # the files whose tests run first
-DEADLINE = [None]
+# Set by a timer when time is up; read at every traced line, so it is one
+# plain global.
+stopped = False
 
 ran = set()
 counts = {}
@@ -93,13 +99,15 @@ def called_to_report(frame):
 
 
 def local(frame, event, arg):
+    if stopped:
+        return None
     if event == "line":
         ran.add((frame.f_code.co_filename, frame.f_lineno))
     return local
 
 
 def trace(frame, event, arg):
-    if event != "call" or not under_root(frame.f_code.co_filename) or called_to_report(frame):
+    if stopped or event != "call" or not under_root(frame.f_code.co_filename) or called_to_report(frame):
         return None
     ran.add((frame.f_code.co_filename, frame.f_lineno))
     return local
@@ -109,8 +117,9 @@ def first(path):
     return os.path.relpath(os.path.realpath(path), ROOT) in ONLY
 
 
-def late():
-    return DEADLINE[0] is not None and time.monotonic() > DEADLINE[0]
+def stop():
+    global stopped
+    stopped = True
 
 
 def start():
@@ -126,9 +135,10 @@ def failed(yes):
 
 def finish(test_id):
     sys.settrace(None)
-    if outcome[0] and len(failing) < KEEP_FAILING:
-        failing.append(test_id)
-    if outcome[0] is not None:
+    # A test time ran out on was traced in part: it is not counted.
+    if outcome[0] is not None and not stopped:
+        if outcome[0] and len(failing) < KEEP_FAILING:
+            failing.append(test_id)
         totals["failed" if outcome[0] else "passed"] += 1
         for key in ran:
             c = counts.setdefault(key, [0, 0])
@@ -150,7 +160,7 @@ def run_pytest(args):
             items.sort(key=lambda i: not first(str(i.path)))
 
         def pytest_runtest_logstart(self, nodeid, location):
-            if late() and self.session is not None:
+            if stopped and self.session is not None:
                 self.session.shouldstop = "time is up"
             start()
 
@@ -178,7 +188,7 @@ def run_unittest(args):
 
     class Result(unittest.TextTestResult):
         def startTest(self, test):
-            if late():
+            if stopped:
                 self.stop()
             super().startTest(test)
             start()
@@ -214,7 +224,9 @@ def main():
         if flag == "--only":
             ONLY.update(p for p in value.split(",") if p)
         else:
-            DEADLINE[0] = time.monotonic() + float(value)
+            timer = threading.Timer(float(value), stop)
+            timer.daemon = True
+            timer.start()
     report = os.fdopen(os.dup(1), "w")
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
