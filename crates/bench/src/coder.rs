@@ -208,6 +208,12 @@ pub(crate) struct Changes {
     line_rewrites: u32,
     #[serde(default)]
     line_rewrite_passed: u32,
+    /// The model's missing statements tried (each at one place), and those
+    /// that passed.
+    #[serde(default)]
+    missing_statements: u32,
+    #[serde(default)]
+    missing_statement_passed: u32,
 }
 
 impl Changes {
@@ -223,6 +229,10 @@ impl Changes {
                 Some(CoderEvent::SmallEdit { passed, by_model: false, .. }) => {
                     changes.small_edits += 1;
                     changes.small_edit_passed += u32::from(passed);
+                }
+                Some(CoderEvent::SmallEdit { passed, inserted: true, .. }) => {
+                    changes.missing_statements += 1;
+                    changes.missing_statement_passed += u32::from(passed);
                 }
                 Some(CoderEvent::SmallEdit { passed, by_model: true, .. }) => {
                     changes.line_rewrites += 1;
@@ -242,6 +252,8 @@ impl Changes {
         self.small_edit_passed += other.small_edit_passed;
         self.line_rewrites += other.line_rewrites;
         self.line_rewrite_passed += other.line_rewrite_passed;
+        self.missing_statements += other.missing_statements;
+        self.missing_statement_passed += other.missing_statement_passed;
     }
 }
 

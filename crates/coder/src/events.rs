@@ -35,7 +35,8 @@ pub enum CoderEvent {
     /// after). `failing_only`: it was run on the failing tests alone, did
     /// not pass them, and so never ran the whole suite. `by_model`: the
     /// edit is the model's rewrite of the line (`line_rewrites.rs`), not a
-    /// one-token slip undone.
+    /// one-token slip undone; `inserted`: the model's missing statement put
+    /// beside the line (`missing_statements.rs`).
     #[serde(rename = "coder:small_edit")]
     SmallEdit {
         number: usize,
@@ -47,6 +48,8 @@ pub enum CoderEvent {
         failing_only: bool,
         #[serde(default)]
         by_model: bool,
+        #[serde(default)]
+        inserted: bool,
     },
     /// A reflection repeated an earlier diagnosis word for word: it was set
     /// aside for the failing tests' names and what they expected.
@@ -88,8 +91,12 @@ impl CoderEvent {
             Self::Candidate { number, of, passing, ran, passed, failing_only } => {
                 format!("    candidate {number}/{of} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
-            Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only, by_model } => {
-                let what = if *by_model { "line rewrite" } else { "small edit" };
+            Self::SmallEdit { number, of, edit, passing, ran, passed, failing_only, by_model, inserted } => {
+                let what = match (by_model, inserted) {
+                    (_, true) => "missing statement",
+                    (true, false) => "line rewrite",
+                    (false, false) => "small edit",
+                };
                 format!("    {what} {number}/{of} · {edit} · {}{}", tests_line(*passing, *ran, *failing_only), if *passed { " · passes" } else { "" })
             }
             Self::CandidateKept { number, tried } => format!("    ✓ kept candidate {number} of {tried}"),

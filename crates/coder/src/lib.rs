@@ -33,6 +33,7 @@ mod failures;
 mod focus;
 mod hunks;
 mod line_rewrites;
+mod missing_statements;
 mod more;
 mod new_files;
 mod nodes;

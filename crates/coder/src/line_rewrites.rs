@@ -29,11 +29,11 @@ use super::CODER_ROLE;
 pub const KIND: &str = "line rewrite";
 
 /// Answers sampled for each line: the greedy one and two spread.
-const TEMPERATURES: [f32; 3] = [0.0, 0.8, 1.0];
+pub const TEMPERATURES: [f32; 3] = [0.0, 0.8, 1.0];
 /// Lines an answer may hold: the line, and one missing before and after it.
 const ANSWER_LINES: usize = 3;
 /// Tokens one line of an answer may take.
-const LINE_TOKENS: usize = 60;
+pub const LINE_TOKENS: usize = 60;
 /// Lines shown on either side of the asked line, at most, within its function.
 const WINDOW_SIDE: usize = 20;
 /// What marks the asked line in the window: a comment, which answers that
@@ -61,7 +61,7 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
     }
     shown.extend((start..=end).map(|n| if n == line { format!("{}{MARK}", lines[n - 1]) } else { lines[n - 1].to_string() }));
     let mut request = prompts::line_rewrite(s, path, &shown.join("\n"), line, code);
-    request.grammar = Some(grammar());
+    request.grammar = Some(grammar(ANSWER_LINES));
     request.max_tokens = Some(u32::try_from(ANSWER_LINES * (LINE_TOKENS + 1)).unwrap_or(u32::MAX));
     Some(
         TEMPERATURES
@@ -126,13 +126,13 @@ fn holds_code(text: &str) -> bool {
     !code.is_empty() && !code.starts_with('#')
 }
 
-/// An answer: a fenced block of one to `ANSWER_LINES` lines, each holding
-/// code. The fence comes first, so the model starts in code, not in the
+/// An answer: a fenced block of one to `lines` lines, each holding code.
+/// The fence comes first, so the model starts in code, not in the
 /// sentence about code a small model otherwise writes.
-fn grammar() -> String {
+pub fn grammar(lines: usize) -> String {
     format!(
         "start: \"```\" LANG \"\\n\" line (\"\\n\" line){{0,{}}} \"\\n```\"\nLANG: /[a-z]{{0,10}}/\nline[max_tokens={LINE_TOKENS}]: /[ \\t]*[^\\s`][^\\n`]*/\n",
-        ANSWER_LINES - 1
+        lines.saturating_sub(1)
     )
 }
 
@@ -242,10 +242,10 @@ mod tests {
         let probe = agentloop_llm::GrammarProbe::load(&model).unwrap();
         for answer in ["return n % 100 in (11, 12, 13)", "    total += v\n    out.append(total)", "if x:\n    y = 1\nz = 2"] {
             let fenced = format!("```python\n{answer}\n```");
-            probe.follow(&grammar(), &fenced).unwrap_or_else(|e| panic!("{fenced:?}: {e}"));
+            probe.follow(&grammar(ANSWER_LINES), &fenced).unwrap_or_else(|e| panic!("{fenced:?}: {e}"));
         }
         for answer in ["x = 1", "The line should be:\n```python\nx = 1\n```", "```python\na\nb\nc\nd\n```", "```python\nx = 1\n\ny = 2\n```"] {
-            assert!(probe.follow(&grammar(), answer).is_err(), "{answer:?} is not a few lines of code");
+            assert!(probe.follow(&grammar(ANSWER_LINES), answer).is_err(), "{answer:?} is not a few lines of code");
         }
     }
 

@@ -210,6 +210,20 @@ pub fn line_rewrite(s: &CoderState, path: &str, window: &str, line: usize, code:
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(text)])
 }
 
+/// A short ranked function shown whole, and the model asked for the
+/// statement it lacks (`missing_statements.rs`): only the new lines, as
+/// where they go is for the tests to find.
+pub fn missing_statement(s: &CoderState, path: &str, function: &str) -> ChatRequest {
+    let lang = agentloop_codemap::view::fence(path);
+    let text = format!(
+        "Task: {}\n{}{}\nFrom {path}:\n```{lang}\n{function}\n```\n\nThe failing tests run this function, and a statement it needs may be missing from it. Write only the missing statement, not the lines already there. Answer with a fenced code block of at most 4 lines, holding nothing else.",
+        s.task,
+        memory(s),
+        tests_now(s),
+    );
+    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(text)])
+}
+
 pub fn plan(s: &CoderState, files: &str) -> ChatRequest {
     request(s, files, format!("{}{}\nWrite a short plan: the steps to complete the task.", memory(s), tests_now(s)))
 }

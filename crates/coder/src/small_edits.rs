@@ -15,8 +15,9 @@
 //! way). The closest few are kept as near misses for the model's prompts.
 //!
 //! When none passes, the model is asked what the most suspicious lines of
-//! the ranked regions should read (`line_rewrites.rs`), and each answer is
-//! tried the same way.
+//! the ranked regions should read (`line_rewrites.rs`), then what
+//! statement the first few short ranked functions lack
+//! (`missing_statements.rs`), and each answer is tried the same way.
 //!
 //! Run once a session, when the suite's line coverage was traced (the
 //! workspace was too large to show whole), and only on Python, whose
@@ -33,6 +34,7 @@ use super::change;
 use super::events::CoderEvent;
 use super::failing_alone::{self, Judge};
 use super::line_rewrites;
+use super::missing_statements;
 use super::scratch::{Tried, TryRun};
 use super::state::CoderState;
 use super::CODER_ROLE;
@@ -73,7 +75,7 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     };
     let mut trial = Trial { alone, suite: TryRun { command: None, timeout_secs }, before: s.baseline.as_deref().and_then(best::score), near: Vec::new() };
     for (i, edit) in edits.iter().enumerate() {
-        match trial.run(s, step, files, edit, (i + 1, edits.len()), false).await? {
+        match trial.run(s, step, files, edit, (i + 1, edits.len()), Source::Slip).await? {
             Verdict::Passed(change) => return Ok(Some((change, KIND))),
             Verdict::Failed => {}
             Verdict::Declined => return Ok(None),
@@ -85,15 +87,43 @@ pub async fn search(s: &mut CoderState, step: &mut Step, files: &[(String, Strin
     trial.keep_near_misses(s);
     let askable_lines: Vec<(&str, BTreeSet<usize>)> = files.iter().map(|(p, c)| (p.as_str(), line_rewrites::askable_lines(p, c))).collect();
     let askable = |(path, line): &(String, usize)| askable_lines.iter().any(|(p, lines)| p == path && lines.contains(line));
-    let ranked = line_rewrites::breadth_first(lines.into_iter().filter(askable).collect(), &s.shown);
+    let places: Vec<(String, usize)> = lines.into_iter().filter(askable).collect();
+    let ranked = line_rewrites::breadth_first(places.clone(), &s.shown);
     let order: Vec<(String, usize)> =
         trial.near_lines().into_iter().filter(askable).chain(ranked).fold(Vec::new(), distinct).into_iter().take(rewrites).collect();
-    let verdict = rewrite(s, step, files, order, &edits, &mut trial).await?;
+    let mut verdict = (rewrite(s, step, files, order, &edits, &mut trial).await?, line_rewrites::KIND);
     trial.keep_near_misses(s);
+    if matches!(verdict.0, Verdict::Failed) && rewrites > 0 {
+        verdict = (insert(s, step, files, &places, &mut trial).await?, missing_statements::KIND);
+        trial.keep_near_misses(s);
+    }
     Ok(match verdict {
-        Verdict::Passed(change) => Some((change, line_rewrites::KIND)),
-        Verdict::Failed | Verdict::Declined => None,
+        (Verdict::Passed(change), kind) => Some((change, kind)),
+        (Verdict::Failed | Verdict::Declined, _) => None,
     })
+}
+
+/// The model's missing statements for the first few short ranked
+/// functions, each put at each of `places` (the lines the failing tests
+/// run, likeliest first) in the function and tried, until one passes.
+async fn insert(s: &mut CoderState, step: &mut Step, files: &[(String, String)], places: &[(String, usize)], trial: &mut Trial) -> Result<Verdict> {
+    let regions: Vec<agentloop_codemap::Region> = missing_statements::regions(&s.shown, places).into_iter().cloned().collect();
+    for region in regions {
+        let Some(content) = files.iter().find(|(p, _)| *p == region.path).map(|(_, c)| c) else { continue };
+        let inside: Vec<usize> = places.iter().filter(|(p, l)| region.covers(p, *l, *l)).map(|(_, l)| *l).collect();
+        let (edits, _) = missing_statements::ask(s, step, &region.path, content, &region, &inside).await?;
+        let edits: Vec<small_edits::SmallEdit> = edits.into_iter().filter(|e| parses(e, content)).take(missing_statements::TRIES).collect();
+        for (i, edit) in edits.iter().enumerate() {
+            match trial.run(s, step, files, edit, (i + 1, edits.len()), Source::MissingStatement).await? {
+                Verdict::Failed => {}
+                decided => return Ok(decided),
+            }
+        }
+        if !edits.is_empty() {
+            step.reject_answer(CODER_ROLE)?;
+        }
+    }
+    Ok(Verdict::Failed)
 }
 
 /// The model's rewrites of the lines in `order`, asked line by line and
@@ -131,7 +161,7 @@ async fn rewrite(
             }
         }
         for (i, edit) in fresh.iter().enumerate() {
-            match trial.run(s, step, files, edit, (i + 1, fresh.len()), true).await? {
+            match trial.run(s, step, files, edit, (i + 1, fresh.len()), Source::LineRewrite).await? {
                 Verdict::Failed => step.reject_answer(CODER_ROLE)?,
                 decided => return Ok(decided),
             }
@@ -168,6 +198,17 @@ struct Trial {
     near: Vec<NearMiss>,
 }
 
+/// Where an edit tried came from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// A one-token slip undone.
+    Slip,
+    /// The model's rewrite of a line.
+    LineRewrite,
+    /// The model's missing statement, put beside a line.
+    MissingStatement,
+}
+
 /// What the tests made of one edit.
 enum Verdict {
     Passed(change::Files),
@@ -177,8 +218,7 @@ enum Verdict {
 }
 
 impl Trial {
-    /// Tries `edit`, the `number`th of `of` (`by_model`: a line rewrite),
-    /// and tells the live view.
+    /// Tries `edit`, the `number`th of `of`, and tells the live view.
     async fn run(
         &mut self,
         s: &mut CoderState,
@@ -186,7 +226,7 @@ impl Trial {
         files: &[(String, String)],
         edit: &small_edits::SmallEdit,
         (number, of): (usize, usize),
-        by_model: bool,
+        source: Source,
     ) -> Result<Verdict> {
         let Some(content) = files.iter().find(|(p, _)| *p == edit.path).and_then(|(_, c)| edit.apply(c)) else { return Ok(Verdict::Failed) };
         let change = vec![(edit.path.clone(), content)];
@@ -203,7 +243,8 @@ impl Trial {
             ran: tried.score.map(|s| s.1),
             passed: tried.passed,
             failing_only,
-            by_model,
+            by_model: !matches!(source, Source::Slip),
+            inserted: matches!(source, Source::MissingStatement),
         });
         Ok(if tried.passed { Verdict::Passed(change) } else { Verdict::Failed })
     }

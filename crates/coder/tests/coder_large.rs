@@ -256,13 +256,13 @@ async fn a_plan_may_open_more_code_and_search_it_and_later_prompts_show_what_it_
     assert_eq!(asked, vec!["open", "open", "search"], "each request is in the journal");
 }
 
-/// The small edits tried, as the live view records them: each edit and
-/// whether it passed.
+/// The one-token slips tried (not the model's edits), as the live view
+/// records them: each edit and whether it passed.
 fn small_edits(store: &Arc<dyn Store>, out: &agentloop_core::Outcome) -> Vec<(String, bool)> {
     let events = store.events(&out.session_id, 0, 1000).unwrap();
     events
         .iter()
-        .filter(|e| e.name == "coder:small_edit")
+        .filter(|e| e.name == "coder:small_edit" && e.payload["byModel"] != true)
         .map(|e| (e.payload["edit"].as_str().unwrap_or_default().to_string(), e.payload["passed"] == true))
         .collect()
 }
@@ -459,6 +459,50 @@ async fn a_dropped_statement_is_put_back_beside_the_line_the_model_was_asked_abo
         .filter_map(|p| p.lines().find_map(|l| l.strip_suffix("  # <- this line")).map(|l| l.trim().to_string()))
         .collect();
     assert!(!asked.is_empty() && asked.iter().all(|l| !l.starts_with("def ")), "the signature is never asked about: {asked:?}");
+}
+
+/// What a missing statement's prompt asks.
+const MISSING_QUESTION: &str = "a statement it needs may be missing from it";
+
+#[tokio::test]
+async fn a_statement_no_line_rewrite_wrote_is_asked_of_the_whole_function_and_the_tests_find_where_it_goes() {
+    let ws = tempfile::tempdir().unwrap();
+    let faulty = "class Meter:\n    def __init__(self):\n        self.readings = []\n        self.total = 0\n\n    def read(self, amount):\n        self.readings.append(amount)\n        return self.total\n";
+    let tests = "import unittest\nfrom zz_calc import Meter\n\nclass T(unittest.TestCase):\n    def test_sum(self):\n        m = Meter()\n        m.read(2)\n        self.assertEqual(m.read(3), 5)\n";
+    seed_with(ws.path(), faulty, tests);
+    let sent: Sent = Arc::default();
+    let seen = sent.clone();
+    // Every line's rewrite is the line as it was; asked what the function
+    // lacks, the model names the statement but not where it goes.
+    let model = ScriptedModel::with(move |req| {
+        seen.lock().unwrap().push(req.clone());
+        let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
+        Ok(ChatResponse::text(if prompt.contains(REWRITE_QUESTION) {
+            prompt.lines().find_map(|l| l.strip_suffix("  # <- this line")).unwrap_or_default().trim().to_string()
+        } else if prompt.contains(MISSING_QUESTION) {
+            "```python\nself.total += amount\n```".to_string()
+        } else if prompt.contains("Write a short plan") {
+            r#"{"steps": ["add the reading to the total"]}"#.to_string()
+        } else {
+            r#"{"accept": true, "objection": ""}"#.to_string()
+        }))
+    });
+    let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
+    assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
+    assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
+    let fixed = std::fs::read_to_string(ws.path().join("zz_calc.py")).unwrap();
+    assert!(
+        fixed.contains("        self.total += amount\n") && fixed.contains("    def read(self, amount):\n"),
+        "put in the function at its body's indentation:\n{fixed}"
+    );
+    let asked: Vec<String> =
+        sent.lock().unwrap().iter().filter_map(|r| r.messages.last().map(|m| m.content.clone())).filter(|p| p.contains(MISSING_QUESTION)).collect();
+    let whole = "```python\n    def read(self, amount):\n        self.readings.append(amount)\n        return self.total\n```";
+    assert!(asked.iter().any(|p| p.contains(whole)), "the function is shown whole:\n{asked:#?}");
+    let state: CoderState = serde_json::from_value(store.load(&out.session_id).unwrap().state).unwrap();
+    assert_eq!((state.attempts[0].kind.as_str(), state.attempts[0].passed), ("missing statement", true));
+    let inserted = store.events(&out.session_id, 0, 1000).unwrap().iter().filter(|e| e.name == "coder:small_edit" && e.payload["inserted"] == true).count();
+    assert!(inserted >= 1, "tried as a missing statement");
 }
 
 #[tokio::test]

@@ -1,0 +1,168 @@
+//! When no slip and no line's rewrite passes: the model asked what
+//! statement a short ranked function lacks, and each answer tried at each
+//! place in the function the failing tests run, against the tests.
+//!
+//! A dropped statement (an update of some state, a guard, a step of a
+//! computation) leaves no wrong line to point at: every line the tests run
+//! is right, and what is wrong is what they do not run. Asked to rewrite a
+//! line, a small model rewrites that line. Asked what the whole function
+//! lacks, it can name the statement; and where it goes is for the tests to
+//! find, not the model: a function the failing tests run at n lines has at
+//! most 2n places, each a try of seconds on the failing tests alone.
+
+use std::collections::BTreeSet;
+
+use agentloop_codemap::small_edits::without_comment;
+use agentloop_codemap::{Region, SmallEdit};
+use agentloop_core::{ChatRequest, Result, Step};
+
+use super::line_rewrites;
+use super::prompts;
+use super::state::CoderState;
+use super::CODER_ROLE;
+
+/// What an attempt made of a missing statement is called among the attempts.
+pub const KIND: &str = "missing statement";
+
+/// Ranked regions asked about, at most.
+pub const REGIONS: usize = 3;
+/// A function longer than this is not shown whole to be asked about.
+const REGION_LINES: usize = 60;
+/// Lines an answer may hold: a statement, or a guarded one.
+const ANSWER_LINES: usize = 4;
+/// Edits tried for one function, at most.
+pub const TRIES: usize = 30;
+
+/// The regions asked about: the first `REGIONS` of the ranked `regions`
+/// that hold a place (a line the failing tests run) and are short enough
+/// to show whole.
+pub fn regions<'a>(regions: &'a [Region], places: &[(String, usize)]) -> Vec<&'a Region> {
+    regions.iter().filter(|r| r.end + 1 - r.start <= REGION_LINES && places.iter().any(|(p, l)| r.covers(p, *l, *l))).take(REGIONS).collect()
+}
+
+/// Asks the model for the statement `region` of `path` (whose text is
+/// `content`) lacks, and reads its answers as edits that put each at each
+/// of `places` (lines of the region, likeliest first); with the model
+/// that answered.
+pub async fn ask(s: &CoderState, step: &mut Step, path: &str, content: &str, region: &Region, places: &[usize]) -> Result<(Vec<SmallEdit>, String)> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let Some(function) = lines.get(region.start.saturating_sub(1)..region.end.min(lines.len())) else { return Ok((Vec::new(), String::new())) };
+    let mut request = prompts::missing_statement(s, path, &function.join("\n"));
+    request.grammar = Some(line_rewrites::grammar(ANSWER_LINES));
+    request.max_tokens = Some(u32::try_from(ANSWER_LINES * (line_rewrites::LINE_TOKENS + 1)).unwrap_or(u32::MAX));
+    let asked: Vec<ChatRequest> = line_rewrites::TEMPERATURES
+        .iter()
+        .map(|t| {
+            let mut r = request.clone();
+            r.temperature = Some(*t);
+            r
+        })
+        .collect();
+    let answers = step.chat_all_as(CODER_ROLE, asked).await?;
+    let model = answers.last().map(|a| a.model.clone()).unwrap_or_default();
+    let statements: Vec<Vec<String>> = answers.iter().filter_map(|a| statement(&a.content, function)).fold(Vec::new(), |mut out, s| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+        out
+    });
+    if statements.is_empty() {
+        step.reject_answer(CODER_ROLE)?;
+    }
+    Ok((placed(path, &lines, places, &statements), model))
+}
+
+/// The new lines of one answer, their common indentation taken off; `None`
+/// when it holds none. Comments are not code, and a line the function
+/// already holds is the model copying context, not the missing statement.
+fn statement(answer: &str, function: &[&str]) -> Option<Vec<String>> {
+    let known: BTreeSet<&str> = function.iter().map(|l| without_comment(l).trim()).filter(|l| !l.is_empty()).collect();
+    let code: Vec<&str> = answer
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("```"))
+        .map(without_comment)
+        .filter(|l| !l.trim().is_empty() && !known.contains(l.trim()))
+        .take(ANSWER_LINES)
+        .collect();
+    let common = code.iter().map(|l| indentation(l).len()).min()?;
+    Some(code.iter().map(|l| l[common..].trim_end().to_string()).collect())
+}
+
+/// Each statement put before and after each place, at the place's own
+/// indentation, in that order; an edit that leaves the file as another
+/// already does is left out.
+fn placed(path: &str, lines: &[&str], places: &[usize], statements: &[Vec<String>]) -> Vec<SmallEdit> {
+    let mut out: Vec<SmallEdit> = Vec::new();
+    let mut seen: BTreeSet<(usize, String, String)> = BTreeSet::new();
+    for statement in statements {
+        for &place in places {
+            let Some(&at) = place.checked_sub(1).and_then(|i| lines.get(i)) else { continue };
+            let indent = indentation(at);
+            let new: Vec<String> = statement.iter().map(|l| format!("{indent}{l}")).collect();
+            let new = new.join("\n");
+            // Before the line, and after it unless it opens a block.
+            let mut edits = vec![(place, format!("{new}\n{at}"))];
+            if !without_comment(at).trim_end().ends_with(':') {
+                edits.push((place + 1, format!("{at}\n{new}")));
+            }
+            for (slot, after) in edits {
+                // Before line n+1 at its indentation is after line n at
+                // the same: one place, tried once.
+                if seen.insert((slot, indent.to_string(), new.clone())) {
+                    out.push(SmallEdit { path: path.to_string(), line: place, before: at.to_string(), after });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn indentation(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const FUNCTION: [&str; 5] = ["def get(self, key):", "    value = self.data[key]", "    if value is None:", "        return None", "    return value"];
+
+    #[test]
+    fn an_answer_is_its_new_lines_without_the_context_it_copies() {
+        let answer = "```python\n    value = self.data[key]\n    self.order.append(key)  # mark it used\n```";
+        assert_eq!(statement(answer, &FUNCTION), Some(vec!["self.order.append(key)".to_string()]));
+        let guarded = "try:\n    self.touch(key)\nexcept KeyError:\n    pass";
+        assert_eq!(statement(guarded, &FUNCTION).unwrap(), vec!["try:", "    self.touch(key)", "except KeyError:", "    pass"], "relative indentation is kept");
+        assert_eq!(statement("```python\nreturn value\n```", &FUNCTION), None, "only lines already there");
+    }
+
+    #[test]
+    fn a_statement_is_put_before_and_after_each_place_at_its_indentation_once_each() {
+        let statements = vec![vec!["self.order.append(key)".to_string()]];
+        let edits = placed("m.py", &FUNCTION, &[2, 5], &statements);
+        let applied: Vec<String> = edits.iter().map(|e| e.apply(&FUNCTION.join("\n")).unwrap()).collect();
+        assert_eq!(edits.len(), 4, "before and after each of the two places: {applied:#?}");
+        assert!(applied[1].contains("    value = self.data[key]\n    self.order.append(key)\n    if value"), "{}", applied[1]);
+        assert!(applied[2].contains("        return None\n    self.order.append(key)\n    return value"), "{}", applied[2]);
+        let openers = placed("m.py", &FUNCTION, &[3, 4], &statements);
+        assert_eq!(openers.len(), 3, "nothing goes after a line that opens a block");
+        assert!(openers[1].after.starts_with("        self.order"), "inside the block at its own indentation");
+    }
+
+    #[test]
+    fn after_a_line_and_before_the_next_at_the_same_indentation_is_one_place() {
+        let lines = ["def f(xs):", "    total = 0", "    total += 1", "    return total"];
+        let edits = placed("m.py", &lines, &[2, 3], &[vec!["total *= 2".to_string()]]);
+        assert_eq!(edits.len(), 3, "before 2, after 2 (= before 3), after 3: {edits:#?}");
+    }
+
+    #[test]
+    fn only_the_first_short_ranked_regions_that_the_failing_tests_run_are_asked_about() {
+        let region = |start, end| Region { path: "m.py".into(), start, end, name: String::new() };
+        let ranked = [region(1, 200), region(210, 220), region(230, 240), region(250, 260), region(270, 280), region(290, 300)];
+        let run = [("m.py".to_string(), 5), ("m.py".to_string(), 215), ("m.py".to_string(), 255), ("m.py".to_string(), 275), ("m.py".to_string(), 295)];
+        let asked: Vec<usize> = regions(&ranked, &run).iter().map(|r| r.start).collect();
+        assert_eq!(asked, vec![210, 250, 270], "not the long one, not one no failing test runs, three at most");
+    }
+}
