@@ -394,6 +394,14 @@ pub(crate) async fn solve_task(
     let (passed, tail) = tests_pass(sandbox, command)?;
     let changes = Changes::of(store.as_ref(), &outcome.session_id)?;
     let calls = store.calls(&outcome.session_id)?;
+    // Counted from the journal: a session stopped mid-iteration made calls
+    // its last checkpoint's progress does not hold.
+    let answered: Vec<&CallRecord> = calls.iter().filter(|c| c.kind == CallKind::Model && c.status == CallStatus::Success).collect();
+    let mut served = std::collections::BTreeMap::new();
+    for call in &answered {
+        *served.entry(call.name.clone()).or_default() += 1;
+    }
+    let prompt_tokens = answered.iter().map(|c| c.output.as_ref().and_then(|o| o["usage"]["promptTokens"].as_u64()).unwrap_or(0)).sum();
     Ok(Solved {
         changes,
         lengths: Lengths::count(&calls),
@@ -404,8 +412,8 @@ pub(crate) async fn solve_task(
         finish_reason: if out_of_time { Some("budget".into()) } else { outcome.finish_reason },
         solved: passed && !out_of_time,
         iterations: outcome.progress.iterations,
-        prompt_tokens: outcome.progress.prompt_tokens,
-        served: outcome.progress.served,
+        prompt_tokens,
+        served,
         tests_tail: tail,
     })
 }

@@ -279,8 +279,17 @@ impl Tally {
         }
         self.false_completions += u32::from(r["saidPassed"] == true && !solved);
         self.seconds.extend(r["seconds"].as_f64());
-        self.calls += r["modelCalls"].as_u64().unwrap_or(0);
-        self.prompt_tokens += r["promptTokens"].as_u64().unwrap_or(0);
+        // The journal's count, per phase, where the record has it: the
+        // progress a record's `modelCalls` came from before misses the
+        // calls of an iteration the budget stopped.
+        let phases: Vec<&serde_json::Value> = r["prefill"].as_object().map(|p| p.values().collect()).unwrap_or_default();
+        if phases.is_empty() {
+            self.calls += r["modelCalls"].as_u64().unwrap_or(0);
+            self.prompt_tokens += r["promptTokens"].as_u64().unwrap_or(0);
+        } else {
+            self.calls += phases.iter().map(|p| p["calls"].as_u64().unwrap_or(0)).sum::<u64>();
+            self.prompt_tokens += phases.iter().map(|p| p["promptTokens"].as_u64().unwrap_or(0)).sum::<u64>();
+        }
         if let Ok(served) = serde_json::from_value(r["served"].clone()) {
             self.served.add(&served);
         }
@@ -499,6 +508,7 @@ mod tests {
             "lengths": {"refused": 0, "cutOff": 1}, "peer": {"solved": false, "endedWithinBudget": true, "seconds": 50.0}});
         let now = json!({"case": "b", "project": "q", "verified": true, "faultyRank": 4, "faultyRankWithout": {"words": 2}, "smallEditRank": null,
             "solved": false, "saidPassed": true, "seconds": 600, "modelCalls": 6, "served": {"m": 6},
+            "prefill": {"code": {"calls": 10, "promptTokens": 12000, "cachedTokens": 0}, "plan": {"calls": 2, "promptTokens": 4000, "cachedTokens": 0}},
             "peer": {"solved": true, "endedWithinBudget": false, "seconds": 600.0}});
         let mut tally = Tally::default();
         tally.add(&earlier);
@@ -516,7 +526,8 @@ mod tests {
         assert_eq!((report["changes"]["smallEdits"].as_u64(), report["changes"]["smallEditPassed"].as_u64()), (Some(7), Some(1)));
         assert_eq!(report["false_completions"], 1);
         assert_eq!(report["median_seconds"], 350.0);
-        assert_eq!(report["model_calls_per_case"], 5.0);
+        assert_eq!(report["model_calls_per_case"], 8.0, "the journal's 12 calls, not the 6 the last checkpoint held");
+        assert_eq!(report["prompt_tokens_per_call"], 1500);
         assert_eq!(report["model_calls"]["calls"]["m"], 10);
         assert_eq!(report["calls_over_length"]["cutOff"], 1);
         assert_eq!(report["peer"]["solved"], 0.5);
