@@ -24,8 +24,9 @@ use super::CODER_ROLE;
 /// What an attempt made of a missing statement is called among the attempts.
 pub const KIND: &str = "missing statement";
 
-/// Ranked regions asked about, at most.
-pub const REGIONS: usize = 3;
+/// Ranked regions asked about, at most: the five a localization counts as
+/// the fault shown near the top.
+pub const REGIONS: usize = 5;
 /// A function longer than this is not shown whole to be asked about.
 const REGION_LINES: usize = 60;
 /// Lines an answer may hold: a statement, or a guarded one.
@@ -160,9 +161,10 @@ mod tests {
     #[test]
     fn only_the_first_short_ranked_regions_that_the_failing_tests_run_are_asked_about() {
         let region = |start, end| Region { path: "m.py".into(), start, end, name: String::new() };
-        let ranked = [region(1, 200), region(210, 220), region(230, 240), region(250, 260), region(270, 280), region(290, 300)];
-        let run = [("m.py".to_string(), 5), ("m.py".to_string(), 215), ("m.py".to_string(), 255), ("m.py".to_string(), 275), ("m.py".to_string(), 295)];
+        let ranked: Vec<Region> =
+            [(1, 200), (210, 220), (230, 240), (250, 260), (270, 280), (290, 300), (310, 320), (330, 340)].map(|(a, b)| region(a, b)).to_vec();
+        let run: Vec<(String, usize)> = [5, 215, 255, 275, 295, 315, 335].map(|l| ("m.py".to_string(), l)).to_vec();
         let asked: Vec<usize> = regions(&ranked, &run).iter().map(|r| r.start).collect();
-        assert_eq!(asked, vec![210, 250, 270], "not the long one, not one no failing test runs, three at most");
+        assert_eq!(asked, vec![210, 250, 270, 290, 310], "not the long one, not one no failing test runs, five at most");
     }
 }
