@@ -201,26 +201,23 @@ fn indent(text: &str) -> String {
 /// before them.
 pub fn line_rewrite(s: &CoderState, path: &str, window: &str, line: usize, code: &str) -> ChatRequest {
     let lang = agentloop_codemap::view::fence(path);
-    let text = format!(
-        "Task: {}\n{}{}\nFrom {path}:\n```{lang}\n{window}\n```\n\nThe failing tests point at line {line}, marked `# <- this line`:\n```{lang}\n{code}\n```\nRewrite that line so that the failing tests pass. If a statement is missing right before or after it, write that statement too, in its place. Answer with a fenced code block of at most 3 lines, holding nothing else.",
-        s.task,
-        memory(s),
-        tests_now(s),
-    );
-    ChatRequest::new(vec![Message::system(SYSTEM), Message::user(text)])
+    code_question(s, path, window, &format!(
+        "The failing tests point at line {line}, marked `# <- this line`:\n```{lang}\n{code}\n```\nRewrite that line so that the failing tests pass. If a statement is missing right before or after it, write that statement too, in its place. Answer with a fenced code block of at most 3 lines, holding nothing else."
+    ))
 }
 
 /// A short ranked function shown whole, and the model asked for the
 /// statement it lacks (`missing_statements.rs`): only the new lines, as
 /// where they go is for the tests to find.
 pub fn missing_statement(s: &CoderState, path: &str, function: &str) -> ChatRequest {
+    code_question(s, path, function, "The failing tests run this function, and a statement it needs may be missing from it. Write only the missing statement, not the lines already there. Answer with a fenced code block of at most 4 lines, holding nothing else.")
+}
+
+/// The task, what was learned of the small edits, the tests, then a few
+/// lines of `path` and a question about them.
+fn code_question(s: &CoderState, path: &str, code: &str, question: &str) -> ChatRequest {
     let lang = agentloop_codemap::view::fence(path);
-    let text = format!(
-        "Task: {}\n{}{}\nFrom {path}:\n```{lang}\n{function}\n```\n\nThe failing tests run this function, and a statement it needs may be missing from it. Write only the missing statement, not the lines already there. Answer with a fenced code block of at most 4 lines, holding nothing else.",
-        s.task,
-        memory(s),
-        tests_now(s),
-    );
+    let text = format!("Task: {}\n{}{}\nFrom {path}:\n```{lang}\n{code}\n```\n\n{question}", s.task, memory(s), tests_now(s));
     ChatRequest::new(vec![Message::system(SYSTEM), Message::user(text)])
 }
 
