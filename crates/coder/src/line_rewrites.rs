@@ -29,11 +29,11 @@ use super::CODER_ROLE;
 pub const KIND: &str = "line rewrite";
 
 /// Answers sampled for each line: the greedy one and two spread.
-pub const TEMPERATURES: [f32; 3] = [0.0, 0.8, 1.0];
+const TEMPERATURES: [f32; 3] = [0.0, 0.8, 1.0];
 /// Lines an answer may hold: the line, and one missing before and after it.
 const ANSWER_LINES: usize = 3;
 /// Tokens one line of an answer may take.
-pub const LINE_TOKENS: usize = 60;
+const LINE_TOKENS: usize = 60;
 /// Lines shown on either side of the asked line, at most, within its function.
 const WINDOW_SIDE: usize = 20;
 /// What marks the asked line in the window: a comment, which answers that
@@ -60,19 +60,23 @@ pub fn requests(s: &CoderState, path: &str, content: &str, line: usize) -> Optio
         }
     }
     shown.extend((start..=end).map(|n| if n == line { format!("{}{MARK}", lines[n - 1]) } else { lines[n - 1].to_string() }));
-    let mut request = prompts::line_rewrite(s, path, &shown.join("\n"), line, code);
-    request.grammar = Some(grammar(ANSWER_LINES));
-    request.max_tokens = Some(u32::try_from(ANSWER_LINES * (LINE_TOKENS + 1)).unwrap_or(u32::MAX));
-    Some(
-        TEMPERATURES
-            .iter()
-            .map(|t| {
-                let mut asked = request.clone();
-                asked.temperature = Some(*t);
-                asked
-            })
-            .collect(),
-    )
+    let request = prompts::line_rewrite(s, path, &shown.join("\n"), line, code);
+    Some(sampled(request, ANSWER_LINES))
+}
+
+/// `request`, its answer held to a fenced block of one to `lines` lines of
+/// code, once for each temperature: the answers are decoded side by side.
+pub fn sampled(mut request: ChatRequest, lines: usize) -> Vec<ChatRequest> {
+    request.grammar = Some(grammar(lines));
+    request.max_tokens = Some(u32::try_from(lines * (LINE_TOKENS + 1)).unwrap_or(u32::MAX));
+    TEMPERATURES
+        .iter()
+        .map(|t| {
+            let mut asked = request.clone();
+            asked.temperature = Some(*t);
+            asked
+        })
+        .collect()
 }
 
 /// The lines of `content` a question may be asked of: those that hold
@@ -129,7 +133,7 @@ fn holds_code(text: &str) -> bool {
 /// An answer: a fenced block of one to `lines` lines, each holding code.
 /// The fence comes first, so the model starts in code, not in the
 /// sentence about code a small model otherwise writes.
-pub fn grammar(lines: usize) -> String {
+fn grammar(lines: usize) -> String {
     format!(
         "start: \"```\" LANG \"\\n\" line (\"\\n\" line){{0,{}}} \"\\n```\"\nLANG: /[a-z]{{0,10}}/\nline[max_tokens={LINE_TOKENS}]: /[ \\t]*[^\\s`][^\\n`]*/\n",
         lines.saturating_sub(1)
@@ -208,7 +212,7 @@ fn edit_of(path: &str, lines: &[&str], line: usize, answer: &str) -> Option<Smal
     Some(SmallEdit { path: path.to_string(), line, before: before.to_string(), after })
 }
 
-fn indentation(line: &str) -> &str {
+pub fn indentation(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
 }
 

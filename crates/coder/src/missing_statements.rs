@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 
 use agentloop_codemap::small_edits::without_comment;
 use agentloop_codemap::{Region, SmallEdit};
-use agentloop_core::{ChatRequest, Result, Step};
+use agentloop_core::{Result, Step};
 
-use super::line_rewrites;
+use super::line_rewrites::{self, indentation};
 use super::prompts;
 use super::state::CoderState;
 use super::CODER_ROLE;
@@ -43,34 +43,22 @@ pub fn regions<'a>(regions: &'a [Region], places: &[(String, usize)]) -> Vec<&'a
 
 /// Asks the model for the statement `region` of `path` (whose text is
 /// `content`) lacks, and reads its answers as edits that put each at each
-/// of `places` (lines of the region, likeliest first); with the model
-/// that answered.
-pub async fn ask(s: &CoderState, step: &mut Step, path: &str, content: &str, region: &Region, places: &[usize]) -> Result<(Vec<SmallEdit>, String)> {
+/// of `places` (lines of the region, likeliest first).
+pub async fn ask(s: &CoderState, step: &mut Step, path: &str, content: &str, region: &Region, places: &[usize]) -> Result<Vec<SmallEdit>> {
     let lines: Vec<&str> = content.split('\n').collect();
-    let Some(function) = lines.get(region.start.saturating_sub(1)..region.end.min(lines.len())) else { return Ok((Vec::new(), String::new())) };
-    let mut request = prompts::missing_statement(s, path, &function.join("\n"));
-    request.grammar = Some(line_rewrites::grammar(ANSWER_LINES));
-    request.max_tokens = Some(u32::try_from(ANSWER_LINES * (line_rewrites::LINE_TOKENS + 1)).unwrap_or(u32::MAX));
-    let asked: Vec<ChatRequest> = line_rewrites::TEMPERATURES
-        .iter()
-        .map(|t| {
-            let mut r = request.clone();
-            r.temperature = Some(*t);
-            r
-        })
-        .collect();
+    let Some(function) = lines.get(region.start.saturating_sub(1)..region.end.min(lines.len())) else { return Ok(Vec::new()) };
+    let asked = line_rewrites::sampled(prompts::missing_statement(s, path, &function.join("\n")), ANSWER_LINES);
     let answers = step.chat_all_as(CODER_ROLE, asked).await?;
-    let model = answers.last().map(|a| a.model.clone()).unwrap_or_default();
-    let statements: Vec<Vec<String>> = answers.iter().filter_map(|a| statement(&a.content, function)).fold(Vec::new(), |mut out, s| {
-        if !out.contains(&s) {
-            out.push(s);
+    let mut statements: Vec<Vec<String>> = Vec::new();
+    for found in answers.iter().filter_map(|a| statement(&a.content, function)) {
+        if !statements.contains(&found) {
+            statements.push(found);
         }
-        out
-    });
+    }
     if statements.is_empty() {
         step.reject_answer(CODER_ROLE)?;
     }
-    Ok((placed(path, &lines, places, &statements), model))
+    Ok(placed(path, &lines, places, &statements))
 }
 
 /// The new lines of one answer, their common indentation taken off; `None`
@@ -94,7 +82,7 @@ fn statement(answer: &str, function: &[&str]) -> Option<Vec<String>> {
 /// already does is left out.
 fn placed(path: &str, lines: &[&str], places: &[usize], statements: &[Vec<String>]) -> Vec<SmallEdit> {
     let mut out: Vec<SmallEdit> = Vec::new();
-    let mut seen: BTreeSet<(usize, String, String)> = BTreeSet::new();
+    let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
     for statement in statements {
         for &place in places {
             let Some(&at) = place.checked_sub(1).and_then(|i| lines.get(i)) else { continue };
@@ -109,17 +97,13 @@ fn placed(path: &str, lines: &[&str], places: &[usize], statements: &[Vec<String
             for (slot, after) in edits {
                 // Before line n+1 at its indentation is after line n at
                 // the same: one place, tried once.
-                if seen.insert((slot, indent.to_string(), new.clone())) {
+                if seen.insert((slot, new.clone())) {
                     out.push(SmallEdit { path: path.to_string(), line: place, before: at.to_string(), after });
                 }
             }
         }
     }
     out
-}
-
-fn indentation(line: &str) -> &str {
-    &line[..line.len() - line.trim_start().len()]
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ async fn insert(s: &mut CoderState, step: &mut Step, files: &[(String, String)],
     for region in regions {
         let Some(content) = files.iter().find(|(p, _)| *p == region.path).map(|(_, c)| c) else { continue };
         let inside: Vec<usize> = places.iter().filter(|(p, l)| region.covers(p, *l, *l)).map(|(_, l)| *l).collect();
-        let (edits, _) = missing_statements::ask(s, step, &region.path, content, &region, &inside).await?;
+        let edits = missing_statements::ask(s, step, &region.path, content, &region, &inside).await?;
         let edits: Vec<small_edits::SmallEdit> = edits.into_iter().filter(|e| parses(e, content)).take(missing_statements::TRIES).collect();
         for (i, edit) in edits.iter().enumerate() {
             match trial.run(s, step, files, edit, (i + 1, edits.len()), Source::MissingStatement).await? {

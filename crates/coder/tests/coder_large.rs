@@ -49,16 +49,22 @@ fn model(changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
 
 /// `model`, planning with `plan`.
 fn planning(plan: &'static str, changes: Vec<&'static str>) -> (ScriptedModel, Sent) {
-    rewriting_with(plan, changes, |_| None)
+    rewriting_with(plan, changes, |_| None, None)
 }
 
 /// `model`, answering a line rewrite's question with `rewrite` of the
 /// marked line (`None`: the line as it is, which is no edit).
 fn rewriting(rewrite: fn(&str) -> Option<&'static str>) -> (ScriptedModel, Sent) {
-    rewriting_with(r#"{"steps": ["make add return the sum"]}"#, vec![], rewrite)
+    rewriting_with(r#"{"steps": ["make add return the sum"]}"#, vec![], rewrite, None)
 }
 
-fn rewriting_with(plan: &'static str, changes: Vec<&'static str>, rewrite: fn(&str) -> Option<&'static str>) -> (ScriptedModel, Sent) {
+/// `rewriting`, also answering what a function lacks with `statement`.
+fn rewriting_with(
+    plan: &'static str,
+    changes: Vec<&'static str>,
+    rewrite: fn(&str) -> Option<&'static str>,
+    statement: Option<&'static str>,
+) -> (ScriptedModel, Sent) {
     let sent: Sent = Arc::default();
     let seen = sent.clone();
     let changes = Mutex::new(changes.into_iter());
@@ -68,6 +74,8 @@ fn rewriting_with(plan: &'static str, changes: Vec<&'static str>, rewrite: fn(&s
         let text = if prompt.contains(REWRITE_QUESTION) {
             let marked = prompt.lines().find_map(|l| l.strip_suffix("  # <- this line")).unwrap_or_default().trim();
             rewrite(marked).unwrap_or(marked).to_string()
+        } else if let Some(statement) = statement.filter(|_| prompt.contains(MISSING_QUESTION)) {
+            statement.to_string()
         } else if prompt.contains("Write a short plan") {
             plan.to_string()
         } else if prompt.contains("Carry out the plan") || prompt.contains("What to fix") {
@@ -470,23 +478,9 @@ async fn a_statement_no_line_rewrite_wrote_is_asked_of_the_whole_function_and_th
     let faulty = "class Meter:\n    def __init__(self):\n        self.readings = []\n        self.total = 0\n\n    def read(self, amount):\n        self.readings.append(amount)\n        return self.total\n";
     let tests = "import unittest\nfrom zz_calc import Meter\n\nclass T(unittest.TestCase):\n    def test_sum(self):\n        m = Meter()\n        m.read(2)\n        self.assertEqual(m.read(3), 5)\n";
     seed_with(ws.path(), faulty, tests);
-    let sent: Sent = Arc::default();
-    let seen = sent.clone();
     // Every line's rewrite is the line as it was; asked what the function
     // lacks, the model names the statement but not where it goes.
-    let model = ScriptedModel::with(move |req| {
-        seen.lock().unwrap().push(req.clone());
-        let prompt = req.messages.last().map(|m| m.content.as_str()).unwrap_or_default();
-        Ok(ChatResponse::text(if prompt.contains(REWRITE_QUESTION) {
-            prompt.lines().find_map(|l| l.strip_suffix("  # <- this line")).unwrap_or_default().trim().to_string()
-        } else if prompt.contains(MISSING_QUESTION) {
-            "```python\nself.total += amount\n```".to_string()
-        } else if prompt.contains("Write a short plan") {
-            r#"{"steps": ["add the reading to the total"]}"#.to_string()
-        } else {
-            r#"{"accept": true, "objection": ""}"#.to_string()
-        }))
-    });
+    let (model, sent) = rewriting_with(r#"{"steps": ["add the reading to the total"]}"#, vec![], |_| None, Some("```python\nself.total += amount\n```"));
     let (out, store) = run_configured(ws.path(), model, "python3 -m unittest -q", searching()).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     assert!(code_prompts(&sent).is_empty(), "no whole change was asked of the model");
