@@ -15,28 +15,57 @@ use crate::symbols::language;
 /// line's text trimmed; `None` when it parses, or when `path` is in a
 /// language without a grammar here.
 pub fn first_error(path: &str, source: &str) -> Option<(usize, String)> {
-    let lang = language(path)?;
-    let mut parser = Parser::new();
-    parser.set_language(&lang).ok()?;
-    let tree = parser.parse(source, None)?;
-    let root = tree.root_node();
-    if !root.has_error() {
-        return None;
-    }
-    let line = broken(root).map_or(0, |n| n.start_position().row);
-    let text = source.lines().nth(line).unwrap_or_default().trim().to_string();
-    Some((line + 1, text))
+    errors(path, source).into_iter().next()
 }
 
-/// The first node, in source order, that is an error or a token the
-/// parser had to assume was there (a node with an error holds one).
-fn broken(node: Node) -> Option<Node> {
+/// The first line where `after` does not parse that `before` did not
+/// already have broken. A file as published may hold what the grammar
+/// cannot read (a construct newer than it); a change must still not add a
+/// break of its own. A break is known by its line's text, so one the
+/// change only moved is not new, and only a change that adds breaks has
+/// one.
+pub fn first_new_error(path: &str, before: &str, after: &str) -> Option<(usize, String)> {
+    let old = errors(path, before);
+    let new = errors(path, after);
+    if new.len() <= old.len() {
+        return None;
+    }
+    new.into_iter().find(|(_, text)| !old.iter().any(|(_, t)| t == text))
+}
+
+/// Each line (1-based) where `source` does not parse, in source order,
+/// with its text trimmed.
+fn errors(path: &str, source: &str) -> Vec<(usize, String)> {
+    let Some(lang) = language(path) else { return Vec::new() };
+    let mut parser = Parser::new();
+    if parser.set_language(&lang).is_err() {
+        return Vec::new();
+    }
+    let Some(tree) = parser.parse(source, None) else { return Vec::new() };
+    let root = tree.root_node();
+    if !root.has_error() {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    broken(root, &mut rows);
+    if rows.is_empty() {
+        rows.push(0);
+    }
+    rows.dedup();
+    rows.into_iter().map(|row| (row + 1, source.lines().nth(row).unwrap_or_default().trim().to_string())).collect()
+}
+
+/// The rows of the nodes, in source order, that are errors or tokens the
+/// parser had to assume were there (a node with an error holds one).
+fn broken(node: Node, rows: &mut Vec<usize>) {
     if node.is_error() || node.is_missing() {
-        return Some(node);
+        rows.push(node.start_position().row);
+        return;
     }
     let mut cursor = node.walk();
-    let found = node.children(&mut cursor).filter(|c| c.has_error() || c.is_missing()).find_map(broken);
-    found
+    for child in node.children(&mut cursor).filter(|c| c.has_error() || c.is_missing()) {
+        broken(child, rows);
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +89,18 @@ mod tests {
         assert_eq!(first_error("lib.rs", "fn f() -> u8 { 1 }\n"), None);
         assert!(first_error("lib.rs", "fn f() -> u8 { 1 \n").is_some());
         assert_eq!(first_error("notes.txt", "def (((\n"), None, "no grammar: never said to be broken");
+    }
+
+    #[test]
+    fn a_change_to_a_file_already_broken_is_judged_by_the_breaks_it_adds() {
+        let published = "def f(a):\n    return a +\n\n\ndef g(b):\n    return b\n";
+        assert!(first_error("m.py", published).is_some(), "the file as published does not parse");
+        let elsewhere = published.replace("return b", "return b * 2");
+        assert_eq!(first_new_error("m.py", published, &elsewhere), None, "a change that parses leaves only the old break");
+        let moved = format!("import os\n\n{published}");
+        assert_eq!(first_new_error("m.py", published, &moved), None, "the old break moved down is not new");
+        let colonless = published.replace("def g(b):", "def g(b)");
+        assert_eq!(first_new_error("m.py", published, &colonless).map(|(line, _)| line), Some(5), "a break of its own is found");
+        assert_eq!(first_new_error("m.py", "def g(b):\n    return b\n", "def g(b)\n    return b\n").map(|(line, _)| line), Some(1));
     }
 }

@@ -576,16 +576,14 @@ fn usable(s: &CoderState, answer: &str, files: &[(String, String)]) -> std::resu
     }
 }
 
-/// Why a change cannot be run: it leaves a file that parsed (or a new one)
-/// unparsable, so no test could pass with it. Asked again with the line,
-/// the model can mend what it would otherwise learn from a failed import.
+/// Why a change cannot be run: it breaks a file's syntax where it parsed
+/// before (or a new file's), so no test could pass with it. Asked again
+/// with the line, the model can mend what it would otherwise learn from a
+/// failed import.
 fn unparsable(change: &change::Files, files: &[(String, String)]) -> Option<String> {
     change.iter().find_map(|(path, after)| {
-        let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str());
-        if before.is_some_and(|b| syntax::first_error(path, b).is_some()) {
-            return None;
-        }
-        let (line, text) = syntax::first_error(path, after)?;
+        let before = files.iter().find(|(p, _)| p == path).map(|(_, c)| c.as_str()).unwrap_or_default();
+        let (line, text) = syntax::first_new_error(path, before, after)?;
         Some(format!(
             "it leaves {path} unparsable at line {line} (`{}`): write code as the file's own, with no line numbers or edit markers in it",
             shorten(&text, 80)

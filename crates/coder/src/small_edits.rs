@@ -184,8 +184,7 @@ fn distinct<T: PartialEq>(mut list: Vec<T>, item: T) -> Vec<T> {
 /// Whether `edit` leaves `content` parsing as it did: one that breaks the
 /// file's syntax can pass no test.
 fn parses(edit: &small_edits::SmallEdit, content: &str) -> bool {
-    let broken = |c: &str| syntax::first_error(&edit.path, c).is_some();
-    broken(content) || edit.apply(content).is_some_and(|after| !broken(&after))
+    edit.apply(content).is_some_and(|after| syntax::first_new_error(&edit.path, content, &after).is_none())
 }
 
 /// How the edits of one search are tried: on the failing tests alone
