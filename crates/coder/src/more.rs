@@ -56,10 +56,14 @@ pub struct Asked(#[schemars(length(max = 120), pattern(NAME_OR_RANGE))] pub Stri
 /// "path" to the length limit, `-13th--1.3:1`).
 const NAME_OR_RANGE: &str = r"^([A-Za-z_][A-Za-z0-9_.]*|([A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]*:[0-9]+(-[0-9]+)?)$";
 
-/// Opens what `asked` names and runs its search, over `files`.
+/// Opens what `asked` names and runs its search, over `files`. A name
+/// asked twice in one plan is opened once, and what a lookup found is
+/// listed once however often later plans ask it again (a small model
+/// repeats a word it cannot resolve).
 pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], asked: &PlanAsking) {
     let defs: Vec<Definition> = files.iter().flat_map(|(p, c)| definitions(p, c)).collect();
-    for a in asked.open.iter().take(OPEN_PER_PLAN) {
+    let mut seen = std::collections::HashSet::new();
+    for a in asked.open.iter().filter(|a| seen.insert(a.0.trim())).take(OPEN_PER_PLAN) {
         let found = open::resolve(files, &defs, &a.0);
         let result = match &found {
             Some(r) => format!("{} lines {}-{}", r.path, r.start, r.end),
@@ -69,7 +73,7 @@ pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], ask
         match found {
             Some(region) if !s.opened.contains(&region) => s.opened.push(region),
             Some(_) => {}
-            None => s.lookups.push(format!("open `{}` → {result}", a.0)),
+            None => remember(s, format!("open `{}` → {result}", a.0)),
         }
     }
     let excess = s.opened.len().saturating_sub(OPEN_KEPT);
@@ -79,7 +83,14 @@ pub fn take(s: &mut CoderState, step: &mut Step, files: &[(String, String)], ask
         let hits = open::search(files, word, SEARCH_HITS);
         let result = if hits.is_empty() { "no line holds it".to_string() } else { hits.join("\n  ") };
         step.emit(CoderEvent::Tool { tool: "search".into(), arguments: json!({"word": word}), result: result.clone() });
-        s.lookups.push(format!("search `{word}` →\n  {result}"));
+        remember(s, format!("search `{word}` →\n  {result}"));
+    }
+}
+
+/// Adds `lookup` to what every later prompt lists, unless it is there.
+fn remember(s: &mut CoderState, lookup: String) {
+    if !s.lookups.contains(&lookup) {
+        s.lookups.push(lookup);
     }
 }
 

@@ -251,17 +251,17 @@ async fn what_pytest_runs_to_explain_an_assert_is_not_evidence_either() {
 async fn a_plan_may_open_more_code_and_search_it_and_later_prompts_show_what_it_found() {
     let ws = tempfile::tempdir().unwrap();
     seed(ws.path(), "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a - b\n");
-    let plan = r#"{"steps": ["make add return the sum"], "open": ["helper_3_7", "nothing_by_this_name"], "search": "total += v * 59"}"#;
+    let plan = r#"{"steps": ["make add return the sum"], "open": ["helper_3_7", "nothing_by_this_name", "nothing_by_this_name"], "search": "total += v * 59"}"#;
     let (model, sent) = planning(plan, vec![HUNK]);
     let (out, store) = run(ws.path(), model).await;
     assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
     let prompt = &code_prompts(&sent)[0];
     assert!(prompt.contains("a03_helpers.py lines 43-47 (helper_3_7, as asked)"), "the definition asked for is opened:\n{prompt}");
-    assert!(prompt.contains("open `nothing_by_this_name` → nothing by that name or range"), "{prompt}");
+    assert_eq!(prompt.matches("open `nothing_by_this_name` → nothing by that name or range").count(), 1, "asked twice, listed once:\n{prompt}");
     assert!(prompt.contains("search `total += v * 59`") && prompt.contains("a00_helpers.py:"), "the search's hits are shown:\n{prompt}");
     let events = store.events(&out.session_id, 0, 1000).unwrap();
     let asked: Vec<&str> = events.iter().filter(|e| e.name == "coder:tool").filter_map(|e| e.payload["tool"].as_str()).collect();
-    assert_eq!(asked, vec!["open", "open", "search"], "each request is in the journal");
+    assert_eq!(asked, vec!["open", "open", "search"], "each distinct request is in the journal once");
 }
 
 /// The one-token slips tried (not the model's edits), as the live view
