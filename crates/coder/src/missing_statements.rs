@@ -50,7 +50,7 @@ pub async fn ask(s: &CoderState, step: &mut Step, path: &str, content: &str, reg
     let asked = line_rewrites::sampled(prompts::missing_statement(s, path, &function.join("\n")), ANSWER_LINES);
     let answers = step.chat_all_as(CODER_ROLE, asked).await?;
     let mut statements: Vec<Vec<String>> = Vec::new();
-    for found in answers.iter().filter_map(|a| statement(&a.content, function)) {
+    for found in answers.iter().filter_map(|a| statement(&a.content, function)).filter(|f| could_run(f, content)) {
         if !statements.contains(&found) {
             statements.push(found);
         }
@@ -77,15 +77,31 @@ fn statement(answer: &str, function: &[&str]) -> Option<Vec<String>> {
     Some(code.iter().map(|l| l[common..].trim_end().to_string()).collect())
 }
 
+/// Whether `statement` could be what a function of `content` lacks: it
+/// is not a definition of its own (a body lacks a statement, not a nested
+/// function), and every private attribute it reads (`obj._name`) is named
+/// somewhere in the file, since a class's private state is its own. A
+/// small model otherwise writes a helper the class does not have, and each
+/// of its places is a try that can only fail.
+fn could_run(statement: &[String], content: &str) -> bool {
+    let opens_definition = statement.first().is_some_and(|l| ["def ", "async def ", "class "].iter().any(|k| l.starts_with(k)));
+    let known: BTreeSet<&str> = content.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+    let private =
+        statement.iter().flat_map(|l| l.split('.').skip(1)).map(|after| after.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or_default());
+    !opens_definition && private.filter(|name| name.starts_with('_')).all(|name| known.contains(name))
+}
+
 /// Each statement put before and after each place, at the place's own
-/// indentation, in that order; an edit that leaves the file as another
-/// already does is left out.
+/// indentation: the likeliest place first, each statement there before
+/// the next place, so that every statement reaches the likeliest places
+/// within the tries; an edit that leaves the file as another already does
+/// is left out.
 fn placed(path: &str, lines: &[&str], places: &[usize], statements: &[Vec<String>]) -> Vec<SmallEdit> {
     let mut out: Vec<SmallEdit> = Vec::new();
     let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
-    for statement in statements {
-        for &place in places {
-            let Some(&at) = place.checked_sub(1).and_then(|i| lines.get(i)) else { continue };
+    for &place in places {
+        let Some(&at) = place.checked_sub(1).and_then(|i| lines.get(i)) else { continue };
+        for statement in statements {
             let indent = indentation(at);
             let new: Vec<String> = statement.iter().map(|l| format!("{indent}{l}")).collect();
             let new = new.join("\n");
@@ -133,6 +149,26 @@ mod tests {
         let openers = placed("m.py", &FUNCTION, &[3, 4], &statements);
         assert_eq!(openers.len(), 3, "nothing goes after a line that opens a block");
         assert!(openers[1].after.starts_with("        self.order"), "inside the block at its own indentation");
+    }
+
+    #[test]
+    fn every_statement_is_tried_at_the_likeliest_place_before_any_is_tried_at_the_next() {
+        let statements = vec![vec!["self.order.append(key)".to_string()], vec!["self.hits += 1".to_string()]];
+        let edits = placed("m.py", &FUNCTION, &[5, 2], &statements);
+        let first: Vec<&str> = edits.iter().take(4).map(|e| e.after.as_str()).collect();
+        assert!(edits.iter().take(4).all(|e| e.line == 5), "{edits:#?}");
+        assert_eq!(first[0], "    self.order.append(key)\n    return value");
+        assert_eq!(first[2], "    self.hits += 1\n    return value", "{edits:#?}");
+    }
+
+    #[test]
+    fn a_definition_or_a_private_helper_the_file_never_names_is_not_a_missing_statement() {
+        let content = FUNCTION.join("\n") + "\n\n    def _touch(self, key):\n        self.__order.move_to_end(key)\n";
+        let ok = |lines: &[&str]| could_run(&lines.iter().map(|l| l.to_string()).collect::<Vec<_>>(), &content);
+        assert!(ok(&["self._touch(key)"]) && ok(&["self.__order.move_to_end(key)"]) && ok(&["value = self.data.get(key)"]));
+        assert!(ok(&["os.path.join(a, b)"]), "a public name may come from anywhere");
+        assert!(!ok(&["self._move_to_end(key)"]), "a private helper the file never names");
+        assert!(!ok(&["def first(seq):", "    return next(iter(seq))"]), "a nested definition");
     }
 
     #[test]
