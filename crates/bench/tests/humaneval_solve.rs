@@ -8,21 +8,30 @@
 use std::sync::Arc;
 
 use agentloop_bench::humaneval::solve::{self, SolveState, Visible};
+use agentloop_core::journal::CallKind;
 use agentloop_core::{ChatResponse, Models, SessionStatus, StartOptions, Store};
 use agentloop_llm::ScriptedModel;
 use agentloop_store::{Durability, SqliteStore};
 
 /// Runs the loop on `prompt` with the scripted answers, at most `attempts`.
 async fn solve(prompt: &str, entry: &str, answers: &[&str], attempts: u32) -> (SolveState, SessionStatus) {
+    let (s, status, _) = solve_together(prompt, entry, answers, attempts, 1).await;
+    (s, status)
+}
+
+/// The same, asking `together` samples at once; also the model calls the
+/// journal holds.
+async fn solve_together(prompt: &str, entry: &str, answers: &[&str], attempts: u32, together: u32) -> (SolveState, SessionStatus, usize) {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("s.sqlite"), Durability::Process).unwrap());
     let model = ScriptedModel::queue(answers.iter().map(|a| ChatResponse::text(format!("```python\n{a}```"))));
     std::fs::create_dir_all(dir.path().join("py")).unwrap();
     let sandbox = agentloop_tools::Sandbox::new(&dir.path().join("py"), &Default::default(), None, None).unwrap();
     let runner = solve::runner(Models::new(Arc::new(model)), store.clone(), sandbox).unwrap();
-    let state = SolveState { task_id: "t".into(), prompt: prompt.into(), entry_point: entry.into(), candidates: Vec::new() };
-    let outcome = runner.start(state, StartOptions::new(solve::termination(attempts))).unwrap().wait().await.unwrap();
-    (serde_json::from_value(store.load(&outcome.session_id).unwrap().state).unwrap(), outcome.status)
+    let state = SolveState { task_id: "t".into(), prompt: prompt.into(), entry_point: entry.into(), attempts, together, ..SolveState::default() };
+    let outcome = runner.start(state, StartOptions::new(solve::termination(attempts, together))).unwrap().wait().await.unwrap();
+    let calls = store.calls(&outcome.session_id).unwrap().iter().filter(|c| c.kind == CallKind::Model).count();
+    (serde_json::from_value(store.load(&outcome.session_id).unwrap().state).unwrap(), outcome.status, calls)
 }
 
 fn seen(s: &SolveState, i: usize) -> Visible {
@@ -39,6 +48,21 @@ async fn doctest_examples_judge_each_answer_until_one_passes() {
     assert!(s.candidates[1].visible.is_none(), "the same code is not tested twice");
     assert!(seen(&s, 2).all_pass());
     assert_eq!(s.chosen().unwrap().code, s.candidates[2].code);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_asked_together_are_tested_in_order_until_one_passes_and_never_exceed_the_attempts() {
+    let prompt = "def f(x):\n    \"\"\" Double.\n    >>> f(2)\n    4\n    \"\"\"\n";
+    let (wrong, right) = ("def f(x):\n    return x\n", "def f(x):\n    return x * 2\n");
+    let (s, status, calls) = solve_together(prompt, "f", &[wrong, "def f(x):\n    return x + 1\n", right, "def f(x):\n    return 2 * x\n"], 8, 3).await;
+    assert_eq!(status, SessionStatus::Completed);
+    assert_eq!((s.candidates.len(), calls), (4, 4), "the greedy answer, then three together, each journaled once");
+    assert!(seen(&s, 2).all_pass());
+    assert!(s.candidates[3].visible.is_none(), "the one after the first pass is not tested");
+    assert_eq!(s.chosen().unwrap().code, s.candidates[2].code);
+    let wrongs = [wrong; 8];
+    let (s, _, calls) = solve_together(prompt, "f", &wrongs, 6, 4).await;
+    assert_eq!((s.candidates.len(), calls), (6, 6), "one greedy, four together, then only the one attempt left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,6 +35,10 @@ pub struct HumanEvalArgs {
     /// Answers the loop may try per problem.
     #[arg(long, default_value_t = 6)]
     pub attempts: u32,
+    /// Samples the loop asks at once after its greedy answer (decoded in
+    /// one batch on the embedded model); 1 asks them one after another.
+    #[arg(long, default_value_t = 1)]
+    pub together: u32,
     /// Per-problem results, one JSON object per line (default: <data dir>/benchmarks/humaneval-results.jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -74,8 +78,15 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
         let folder = scratch.join(format!("p{i:03}"));
         std::fs::create_dir_all(&folder)?;
         let runner = solve::runner(models.clone(), store.clone(), env.sandbox(&folder)?)?;
-        let state = SolveState { task_id: p.task_id.clone(), prompt: p.prompt.clone(), entry_point: p.entry_point.clone(), candidates: Vec::new() };
-        let mut options = StartOptions::new(solve::termination(attempts));
+        let state = SolveState {
+            task_id: p.task_id.clone(),
+            prompt: p.prompt.clone(),
+            entry_point: p.entry_point.clone(),
+            attempts,
+            together: args.together.max(1),
+            ..SolveState::default()
+        };
+        let mut options = StartOptions::new(solve::termination(attempts, args.together));
         options.exit_when_paused = true;
         let outcome = runner.start(state, options)?.wait().await?;
         let s: SolveState = serde_json::from_value(store.load(&outcome.session_id)?.state)?;
@@ -107,7 +118,7 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     let n = problems.len();
-    let mut report = json!({"problems": n, "tokens": tokens, "seconds": started.elapsed().as_secs(), "results": out.path});
+    let mut report = json!({"problems": n, "attempts": attempts, "together": args.together.max(1), "tokens": tokens, "seconds": started.elapsed().as_secs(), "results": out.path});
     if single {
         report["single_pass_at_1"] = json!(fraction(single_pass, n));
     }

@@ -7,8 +7,11 @@
 //!
 //! The first answer is greedy (it is also the single-shot answer); while
 //! the docstring's examples fail, fresh samples at temperature 0.8, since a
-//! small model asked to repair its failure repeats itself. Code already
-//! tried is not tested again. TEST runs the examples written in the prompt
+//! small model asked to repair its failure repeats itself. The samples are
+//! asked `together` at a time (decoded in one batch on the embedded model,
+//! each journaled as its own call) and tested in order until one passes;
+//! the answers never exceed the attempts. Code already tried is not tested
+//! again. TEST runs the examples written in the prompt
 //! (`visible.py`) in the session's Python tool; the package's hidden tests
 //! are never seen here. Every problem is a journaled session.
 
@@ -16,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_agent::fence::fences;
-use agentloop_core::{ChatRequest, CompiledGraph, Fields, Graph, Message, Models, Result, Runner, State, Step, Store, Termination, Tools, END};
+use agentloop_core::{ChatRequest, CompiledGraph, Fields, Graph, Message, Models, Result, Runner, State, Step, Store, Termination, Tools, DEFAULT_ROLE, END};
 use agentloop_tools::{Python, Sandbox};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -72,6 +75,19 @@ pub struct SolveState {
     pub prompt: String,
     pub entry_point: String,
     pub candidates: Vec<Candidate>,
+    /// Answers the loop may draw in all.
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Samples asked at once after the greedy answer.
+    #[serde(default = "one")]
+    pub together: u32,
+    /// How many of the candidates the last GENERATE added.
+    #[serde(default)]
+    pub fresh: usize,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl State for SolveState {
@@ -80,6 +96,9 @@ impl State for SolveState {
         f.value("prompt", &self.prompt);
         f.value("entryPoint", &self.entry_point);
         f.value("candidates", &self.candidates);
+        f.value("attempts", &self.attempts);
+        f.value("together", &self.together);
+        f.value("fresh", &self.fresh);
     }
 }
 
@@ -96,8 +115,15 @@ impl SolveState {
         })
     }
 
-    fn last_passed(&self) -> bool {
-        self.candidates.last().and_then(|c| c.visible.as_ref()).is_some_and(Visible::all_pass)
+    fn passed(&self) -> bool {
+        self.candidates.iter().filter_map(|c| c.visible.as_ref()).any(Visible::all_pass)
+    }
+
+    /// Samples the next GENERATE asks for: `together`, within the attempts
+    /// left.
+    fn next_batch(&self) -> usize {
+        let left = (self.attempts.max(1) as usize).saturating_sub(self.candidates.len());
+        left.min(self.together.max(1) as usize)
     }
 }
 
@@ -111,7 +137,7 @@ pub fn graph() -> Result<CompiledGraph<SolveState>> {
         .node("test", test)
         .entry("generate")
         .edge("generate", "test")
-        .route("test", &["generate", END], |s: &SolveState| if s.last_passed() { END.into() } else { "generate".into() })
+        .route("test", &["generate", END], |s: &SolveState| if s.passed() { END.into() } else { "generate".into() })
         .compile()
 }
 
@@ -123,45 +149,58 @@ pub fn runner(models: Models, store: Arc<dyn Store>, sandbox: Sandbox) -> Result
     Ok(agentloop_agent::Wiring::new(models, store).runner(graph()?, tools, None))
 }
 
-/// At most `attempts` answers.
-pub fn termination(attempts: u32) -> Termination {
-    Termination::max_iterations(attempts.max(1))
+/// At most `attempts` answers: the greedy one, then rounds of `together`
+/// samples (the last round only what is left).
+pub fn termination(attempts: u32, together: u32) -> Termination {
+    let sampled = attempts.max(1) - 1;
+    Termination::max_iterations(1 + sampled.div_ceil(together.max(1)))
 }
 
 fn generate<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         step.begin_iteration()?;
-        let temperature = (!s.candidates.is_empty()).then_some(SAMPLED_TEMPERATURE);
-        let answer = step.chat(request(&s.prompt, temperature)).await?;
-        let code = program(&s.prompt, &s.entry_point, &answer.content);
-        s.candidates.push(Candidate { code, tokens: answer.usage.total(), visible: None });
+        let asked = if s.candidates.is_empty() { vec![request(&s.prompt, None)] } else { vec![request(&s.prompt, Some(SAMPLED_TEMPERATURE)); s.next_batch()] };
+        let answers = step.chat_all_as(DEFAULT_ROLE, asked).await?;
+        s.fresh = answers.len();
+        for answer in answers {
+            let code = program(&s.prompt, &s.entry_point, &answer.content);
+            s.candidates.push(Candidate { code, tokens: answer.usage.total(), visible: None });
+        }
         Ok(())
     })
 }
 
+/// Runs the docstring's examples on the fresh candidates in order, until
+/// one passes every example.
 fn test<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        let Some((last, earlier)) = s.candidates.split_last_mut() else { return Ok(()) };
-        if earlier.iter().any(|c| c.code == last.code) {
-            return Ok(());
+        let first = s.candidates.len().saturating_sub(s.fresh);
+        for i in first..s.candidates.len() {
+            let (earlier, rest) = s.candidates.split_at_mut(i);
+            let Some(candidate) = rest.first_mut() else { break };
+            if earlier.iter().any(|c| c.code == candidate.code) {
+                continue;
+            }
+            let code = format!(
+                "{VISIBLE_SCRIPT}\nprint(json.dumps(visible({}, {}, {})))\n",
+                Value::String(s.prompt.clone()),
+                Value::String(s.entry_point.clone()),
+                Value::String(candidate.code.clone())
+            );
+            let out = step.tool("python", json!({"code": code})).await?;
+            // A candidate that hangs or kills the interpreter passes nothing.
+            let seen: Visible = out["stdout"].as_str().and_then(|o| o.lines().last()).and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+            let passed = seen.all_pass();
+            candidate.visible = Some(seen);
+            if passed {
+                step.signal(|sig| {
+                    sig.tests_passing = Some(true);
+                    sig.agent_signalled_completion = true;
+                });
+                step.finish("examples_pass");
+                break;
+            }
         }
-        let code = format!(
-            "{VISIBLE_SCRIPT}\nprint(json.dumps(visible({}, {}, {})))\n",
-            Value::String(s.prompt.clone()),
-            Value::String(s.entry_point.clone()),
-            Value::String(last.code.clone())
-        );
-        let out = step.tool("python", json!({"code": code})).await?;
-        // A candidate that hangs or kills the interpreter passes nothing.
-        let seen: Visible = out["stdout"].as_str().and_then(|o| o.lines().last()).and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
-        if seen.all_pass() {
-            step.signal(|sig| {
-                sig.tests_passing = Some(true);
-                sig.agent_signalled_completion = true;
-            });
-            step.finish("examples_pass");
-        }
-        last.visible = Some(seen);
         Ok(())
     })
 }
