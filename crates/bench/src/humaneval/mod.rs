@@ -37,7 +37,7 @@ pub struct HumanEvalArgs {
     pub attempts: u32,
     /// Samples the loop asks at once after its greedy answer (decoded in
     /// one batch on the embedded model); 1 asks them one after another.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub together: u32,
     /// Per-problem results, one JSON object per line (default: <data dir>/benchmarks/humaneval-results.jsonl).
     #[arg(long)]
@@ -83,7 +83,7 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
             prompt: p.prompt.clone(),
             entry_point: p.entry_point.clone(),
             attempts,
-            together: args.together.max(1),
+            together: args.together,
             ..SolveState::default()
         };
         let mut options = StartOptions::new(solve::termination(attempts, args.together));
@@ -118,7 +118,8 @@ pub async fn run(env: &BenchEnv, args: HumanEvalArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     let n = problems.len();
-    let mut report = json!({"problems": n, "attempts": attempts, "together": args.together.max(1), "tokens": tokens, "seconds": started.elapsed().as_secs(), "results": out.path});
+    let mut report =
+        json!({"problems": n, "attempts": attempts, "together": args.together, "tokens": tokens, "seconds": started.elapsed().as_secs(), "results": out.path});
     if single {
         report["single_pass_at_1"] = json!(fraction(single_pass, n));
     }

@@ -81,9 +81,6 @@ pub struct SolveState {
     /// Samples asked at once after the greedy answer.
     #[serde(default = "one")]
     pub together: u32,
-    /// How many of the candidates the last GENERATE added.
-    #[serde(default)]
-    pub fresh: usize,
 }
 
 fn one() -> u32 {
@@ -98,7 +95,6 @@ impl State for SolveState {
         f.value("candidates", &self.candidates);
         f.value("attempts", &self.attempts);
         f.value("together", &self.together);
-        f.value("fresh", &self.fresh);
     }
 }
 
@@ -161,7 +157,6 @@ fn generate<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Resu
         step.begin_iteration()?;
         let asked = if s.candidates.is_empty() { vec![request(&s.prompt, None)] } else { vec![request(&s.prompt, Some(SAMPLED_TEMPERATURE)); s.next_batch()] };
         let answers = step.chat_all_as(DEFAULT_ROLE, asked).await?;
-        s.fresh = answers.len();
         for answer in answers {
             let code = program(&s.prompt, &s.entry_point, &answer.content);
             s.candidates.push(Candidate { code, tokens: answer.usage.total(), visible: None });
@@ -170,28 +165,19 @@ fn generate<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Resu
     })
 }
 
-/// Runs the docstring's examples on the fresh candidates in order, until
-/// one passes every example.
+/// Runs the docstring's examples on the candidates not yet tested, in
+/// order, until one passes every example; one whose code an earlier
+/// candidate has is not run again (and stays untested).
 fn test<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Result<()>> {
     Box::pin(async move {
-        let first = s.candidates.len().saturating_sub(s.fresh);
-        for i in first..s.candidates.len() {
-            let (earlier, rest) = s.candidates.split_at_mut(i);
-            let Some(candidate) = rest.first_mut() else { break };
-            if earlier.iter().any(|c| c.code == candidate.code) {
+        for i in 0..s.candidates.len() {
+            let code = &s.candidates[i].code;
+            if s.candidates[i].visible.is_some() || s.candidates[..i].iter().any(|c| &c.code == code) {
                 continue;
             }
-            let code = format!(
-                "{VISIBLE_SCRIPT}\nprint(json.dumps(visible({}, {}, {})))\n",
-                Value::String(s.prompt.clone()),
-                Value::String(s.entry_point.clone()),
-                Value::String(candidate.code.clone())
-            );
-            let out = step.tool("python", json!({"code": code})).await?;
-            // A candidate that hangs or kills the interpreter passes nothing.
-            let seen: Visible = out["stdout"].as_str().and_then(|o| o.lines().last()).and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+            let seen = examples(step, s, code).await?;
             let passed = seen.all_pass();
-            candidate.visible = Some(seen);
+            s.candidates[i].visible = Some(seen);
             if passed {
                 step.signal(|sig| {
                     sig.tests_passing = Some(true);
@@ -203,6 +189,20 @@ fn test<'a>(s: &'a mut SolveState, step: &'a mut Step) -> BoxFuture<'a, Result<(
         }
         Ok(())
     })
+}
+
+/// What the docstring's examples say of `code`, run in the session's
+/// Python tool; a candidate that hangs or kills the interpreter passes
+/// nothing.
+async fn examples(step: &mut Step, s: &SolveState, code: &str) -> Result<Visible> {
+    let script = format!(
+        "{VISIBLE_SCRIPT}\nprint(json.dumps(visible({}, {}, {})))\n",
+        Value::String(s.prompt.clone()),
+        Value::String(s.entry_point.clone()),
+        Value::String(code.to_string())
+    );
+    let out = step.tool("python", json!({"code": script})).await?;
+    Ok(out["stdout"].as_str().and_then(|o| o.lines().last()).and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default())
 }
 
 fn request(prompt: &str, temperature: Option<f32>) -> ChatRequest {
