@@ -201,8 +201,9 @@ fn location(line: &str) -> Option<(&str, usize, &str)> {
 }
 
 /// unittest: `FAIL: name (module.Class.name)` or `ERROR: …`, a traceback
-/// of `File "path", line N, in function` lines, and the exception's last
-/// line as the message.
+/// of `File "path", line N, in function` lines, then the exception and
+/// what it goes on to say (an assertion's diff) as the message; of chained
+/// exceptions, the one raised last.
 fn unittest(output: &str, root: &str) -> Vec<FailingTest> {
     let mut tests: Vec<FailingTest> = Vec::new();
     let mut lines = output.lines().peekable();
@@ -213,7 +214,6 @@ fn unittest(output: &str, root: &str) -> Vec<FailingTest> {
             None => head.trim().to_string(),
         };
         let mut t = FailingTest { name, ..FailingTest::default() };
-        let mut last_text = String::new();
         while let Some(next) = lines.peek() {
             if next.starts_with("=====") || next.starts_with("FAIL: ") || next.starts_with("ERROR: ") || next.starts_with("-----") && !t.frames.is_empty() {
                 break;
@@ -227,11 +227,22 @@ fn unittest(output: &str, root: &str) -> Vec<FailingTest> {
                 if let (Some(path), Some(line_no)) = (inside(path, root), line_no) {
                     t.frames.push(Frame { path, line: line_no, function });
                 }
-            } else if !trimmed.is_empty() && !next.starts_with(' ') && !trimmed.starts_with("Traceback") && !trimmed.starts_with("---") {
-                last_text = trimmed.to_string();
+            } else if trimmed.starts_with("Traceback") {
+                // A chained exception: the one raised last is the message.
+                t.message.clear();
+            } else if !trimmed.is_empty()
+                && (!next.starts_with(' ') || !t.message.is_empty())
+                && !trimmed.starts_with("---")
+                && t.message.len() < MESSAGE_CHARS * 2
+            {
+                // The exception's line and what it goes on to say (an
+                // assertion's diff), as pytest's `E` lines give it.
+                if !t.message.is_empty() {
+                    t.message.push('\n');
+                }
+                t.message.push_str(trimmed);
             }
         }
-        t.message = last_text;
         tests.push(t);
     }
     tests
@@ -342,6 +353,48 @@ FAILED (failures=1)
         assert_eq!(e.failing[0].name, "test_intervals.TestMerge.test_merge");
         assert_eq!(e.failing[0].message, "ValueError: overlap");
         assert_eq!(e.failing[0].frames.last(), Some(&Frame { path: "intervals.py".into(), line: 4, function: Some("merge".into()) }));
+    }
+
+    #[test]
+    fn a_unittest_message_is_the_exception_and_its_diff_of_the_last_exception_raised() {
+        let out = "\
+F
+======================================================================
+FAIL: test_contained (test_intervals.MergeTest.test_contained)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File \"/w/intervals.py\", line 3, in merge
+    return spans[0]
+IndexError: list index out of range
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File \"/w/test_intervals.py\", line 17, in test_contained
+    self.assertEqual(merge([[1, 10], [2, 3]]), [[1, 10]])
+    ~~~~~~~~~~~~~~~~^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+AssertionError: Lists differ: [[1, 3]] != [[1, 10]]
+
+First differing element 0:
+[1, 3]
+[1, 10]
+
+- [[1, 3]]
+?      ^
+
++ [[1, 10]]
+?      ^^
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (failures=1)
+";
+        let e = Evidence::read(out, "/w");
+        let message = &e.failing[0].message;
+        assert!(message.starts_with("AssertionError: Lists differ: [[1, 3]] != [[1, 10]]\nFirst differing element 0:"), "{message}");
+        assert!(!message.contains("IndexError") && !message.contains("~~~"), "{message}");
+        assert_eq!(e.failing[0].frames.len(), 2);
     }
 
     #[test]
