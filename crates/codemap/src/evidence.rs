@@ -24,6 +24,21 @@ pub struct FailingTest {
     pub frames: Vec<Frame>,
 }
 
+impl FailingTest {
+    /// Adds `line` to the message on a line of its own, while the message
+    /// is shorter than `limit` characters: a runner's long diff never
+    /// grows it without bound.
+    fn add_to_message(&mut self, line: &str, limit: usize) {
+        if self.message.len() >= limit {
+            return;
+        }
+        if !self.message.is_empty() {
+            self.message.push('\n');
+        }
+        self.message.push_str(line.trim());
+    }
+}
+
 /// Everything a run says about its failures.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
@@ -139,12 +154,7 @@ fn pytest(output: &str, root: &str) -> Vec<FailingTest> {
         }
         let Some(t) = current.as_mut() else { continue };
         if let Some(message) = line.strip_prefix("E ") {
-            if t.message.len() < MESSAGE_CHARS * 2 {
-                if !t.message.is_empty() {
-                    t.message.push('\n');
-                }
-                t.message.push_str(message.trim());
-            }
+            t.add_to_message(message, MESSAGE_CHARS * 2);
         } else if let Some((path, line_no, rest)) = location(trimmed) {
             if let Some(path) = inside(path, root) {
                 let function = rest.strip_prefix("in ").map(|f| f.trim().to_string());
@@ -230,17 +240,10 @@ fn unittest(output: &str, root: &str) -> Vec<FailingTest> {
             } else if trimmed.starts_with("Traceback") {
                 // A chained exception: the one raised last is the message.
                 t.message.clear();
-            } else if !trimmed.is_empty()
-                && (!next.starts_with(' ') || !t.message.is_empty())
-                && !trimmed.starts_with("---")
-                && t.message.len() < MESSAGE_CHARS * 2
-            {
+            } else if !trimmed.is_empty() && (!next.starts_with(' ') || !t.message.is_empty()) && !trimmed.starts_with("---") {
                 // The exception's line and what it goes on to say (an
                 // assertion's diff), as pytest's `E` lines give it.
-                if !t.message.is_empty() {
-                    t.message.push('\n');
-                }
-                t.message.push_str(trimmed);
+                t.add_to_message(trimmed, MESSAGE_CHARS * 2);
             }
         }
         tests.push(t);
@@ -270,11 +273,8 @@ fn cargo(output: &str, root: &str) -> Vec<FailingTest> {
             }
         } else if line.trim().is_empty() || line.starts_with("note:") || line.starts_with("failures:") {
             continue;
-        } else if t.message.len() < MESSAGE_CHARS {
-            if !t.message.is_empty() {
-                t.message.push('\n');
-            }
-            t.message.push_str(line.trim());
+        } else {
+            t.add_to_message(line, MESSAGE_CHARS);
         }
         if line.starts_with("failures:") {
             break;
