@@ -14,9 +14,11 @@ declare_settings! {
     /// The coder's settings: flags of `run coder`, keys of `[coder]` in
     /// agentloop.toml, fields of its JSON input.
     pub struct CoderSettings {
-        /// Iterations at most.
+        /// Iterations at most. Each one after the first searches again from
+        /// the best files so far, so a task with several faults needs room
+        /// for several fixes in a row.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        pub max_iterations: u32 = 5,
+        pub max_iterations: u32 = 8,
         /// Replans at most.
         #[arg(long)]
         pub max_replans: u32 = 2,
