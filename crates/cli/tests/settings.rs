@@ -25,7 +25,11 @@ fn a_flag_given_beats_the_table_which_beats_the_one_default() {
     let ws = dir.path().to_str().unwrap();
     let base = ["--workspace", ws, "--task", "fix it", "--test-cmd", "true"];
     let defaults = input(coder, &base, None, dir.path()).unwrap();
-    assert_eq!((defaults["maxIterations"].as_u64(), defaults["candidates"].as_u64(), defaults["editFormat"].as_str()), (Some(8), Some(3), Some("whole")));
+    let default = agentloop_coder::CoderSettings::default();
+    assert_eq!(
+        (defaults["maxIterations"].as_u64(), defaults["candidates"].as_u64(), defaults["editFormat"].as_str()),
+        (Some(u64::from(default.max_iterations)), Some(3), Some("whole"))
+    );
 
     let file = table("candidates = 5\nmax_iterations = 7\nedit_format = \"hunks\"");
     let args: Vec<&str> = base.iter().copied().chain(["--candidates", "2"]).collect();

@@ -517,7 +517,7 @@ async fn an_input_given_as_json_is_filled_in_and_checked_like_flags() {
     assert_eq!(status, StatusCode::CREATED, "{v}");
     let (_, session) = s.get(&format!("/api/sessions/{}", v["sessionId"].as_str().unwrap())).await;
     assert!(session["input"]["testCommand"].as_str().unwrap().contains("unittest"), "detected: {}", session["input"]);
-    assert_eq!(session["input"]["maxIterations"], 8, "a number left out takes its default");
+    assert_eq!(session["input"]["maxIterations"], agentloop_coder::CoderSettings::default().max_iterations, "a number left out takes its default");
     let (status, v) = s.post("/api/sessions", json!({"agent": "planner", "input": {"root": s.dir.path().join("missing"), "goal": "x"}})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
     assert!(v["error"].as_str().unwrap().contains("missing"), "{v}");
