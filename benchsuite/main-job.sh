@@ -4,7 +4,8 @@
 # own session database; the installed models linked in) on a fresh copy of
 # the example. Half the runs have pytest importable, as on a machine that
 # has it (target/pytest-deps, installed by the set-up), half do not.
-# Each run's exit code, seconds and whether the copy's tests pass after it
+# Each run's exit code, seconds, the seconds its models were busy
+# (model_seconds.py, from its journal) and whether the copy's tests pass after it
 # (checked here, not taken from the agent) go to stderr; the last line on
 # stdout is one JSON object.
 #
@@ -32,7 +33,7 @@ models="${XDG_DATA_HOME:-$HOME/.local/share}/agentloop/models"
 declare -A records=() passed=()
 run_once() {
   local build=$1 i=$2 row=$3
-  local scratch demo pytest_path="" with_pytest=false started rc ms seconds green=false
+  local scratch demo pytest_path="" with_pytest=false started rc ms seconds model green=false
   scratch=$(mktemp -d)
   mkdir -p "$scratch/data"
   ln -s "$models" "$scratch/data/models"
@@ -51,17 +52,24 @@ run_once() {
   ms=$(( ($(date +%s%N) - started) / 1000000 ))
   seconds="$((ms / 1000)).$(printf %03d $((ms % 1000)))"
   (cd "$demo" && python3 -m unittest -q >/dev/null 2>&1) && green=true
+  model=$(python3 "$here/benchsuite/model_seconds.py" "$scratch/data/agentloop.sqlite" 2>/dev/null) || model=null
   [ "$rc" -eq 0 ] && [ "$green" = true ] && passed[$row]=$(( ${passed[$row]:-0} + 1 ))
-  echo "$row run $i: exit $rc, ${seconds%.*} s, tests green after: $green, pytest importable: $with_pytest ($(tail -n 1 "$scratch/out.txt"))" >&2
-  records[$row]="${records[$row]:+${records[$row]},}{\"run\": $i, \"exit\": $rc, \"seconds\": $seconds, \"green\": $green, \"pytest\": $with_pytest}"
+  echo "$row run $i: exit $rc, ${seconds%.*} s (models ${model%.*} s), tests green after: $green, pytest importable: $with_pytest ($(tail -n 1 "$scratch/out.txt"))" >&2
+  records[$row]="${records[$row]:+${records[$row]},}{\"run\": $i, \"exit\": $rc, \"seconds\": $seconds, \"model_seconds\": $model, \"green\": $green, \"pytest\": $with_pytest}"
   rm -rf "$scratch"
 }
 
-# A row's JSON: its runs, passes, median seconds and records.
+# The median of one numeric field ($2) over a row's records ($1).
+median_of() {
+  printf '%s' "$1" | grep -o "\"$2\": [0-9][0-9.]*" | sed 's/.*: //' | sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "null"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
+# A row's JSON: its runs, passes, median seconds (whole process and models
+# busy) and records.
 row_json() {
-  local row=$1 median
-  median=$(printf '%s' "${records[$row]}" | grep -o '"seconds": [0-9.]*' | sed 's/.*: //' | sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2] + a[NR/2+1]) / 2}')
-  printf '"runs": %d, "passed": %d, "median_seconds": %s, "results": [%s]' "$runs" "${passed[$row]:-0}" "$median" "${records[$row]}"
+  local row=$1
+  printf '"runs": %d, "passed": %d, "median_seconds": %s, "median_model_seconds": %s, "results": [%s]' \
+    "$runs" "${passed[$row]:-0}" "$(median_of "${records[$row]}" seconds)" "$(median_of "${records[$row]}" model_seconds)" "${records[$row]}"
 }
 
 for i in $(seq 1 "$runs"); do
