@@ -4,8 +4,8 @@
 # own session database; the installed models linked in) on a fresh copy of
 # the example. Half the runs have pytest importable, as on a machine that
 # has it (target/pytest-deps, installed by the set-up), half do not.
-# Each run's exit code, seconds, the seconds its models were busy
-# (model_seconds.py, from its journal) and whether the copy's tests pass after it
+# Each run's exit code, seconds, the seconds it waited for models (the
+# session's own count) and whether the copy's tests pass after it
 # (checked here, not taken from the agent) go to stderr; the last line on
 # stdout is one JSON object.
 #
@@ -52,7 +52,10 @@ run_once() {
   ms=$(( ($(date +%s%N) - started) / 1000000 ))
   seconds="$((ms / 1000)).$(printf %03d $((ms % 1000)))"
   (cd "$demo" && python3 -m unittest -q >/dev/null 2>&1) && green=true
-  model=$(python3 "$here/benchsuite/model_seconds.py" "$scratch/data/agentloop.sqlite" 2>/dev/null) || model=null
+  # The engine's own count of time spent waiting for models (answers asked
+  # together count once), as the session list reports it.
+  model=$(AGENTLOOP_DATA_DIR="$scratch/data" "$build" sessions list --json 2>/dev/null |
+    python3 -c 'import json, sys; print(sum(s["progress"]["modelMs"] for s in json.load(sys.stdin)) / 1000)' 2>/dev/null) || model=null
   [ "$rc" -eq 0 ] && [ "$green" = true ] && passed[$row]=$(( ${passed[$row]:-0} + 1 ))
   echo "$row run $i: exit $rc, ${seconds%.*} s (models ${model%.*} s), tests green after: $green, pytest importable: $with_pytest ($(tail -n 1 "$scratch/out.txt"))" >&2
   records[$row]="${records[$row]:+${records[$row]},}{\"run\": $i, \"exit\": $rc, \"seconds\": $seconds, \"model_seconds\": $model, \"green\": $green, \"pytest\": $with_pytest}"
